@@ -1,0 +1,84 @@
+"""Application factory: configure, extensions, storage, blueprints, error handlers, CLI."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response, request
+
+from app.config import DEFAULTS, settings_from_env, validate
+
+
+def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
+    app = Flask(__name__, instance_relative_config=True)
+    _configure(app, test_config)
+    _init_extensions(app)
+    _init_storage(app)
+    _register_blueprints(app)
+    _register_error_handlers(app)
+    _register_cli(app)
+    return app
+
+
+def _configure(app: Flask, test_config: Mapping[str, Any] | None) -> None:
+    os.makedirs(app.instance_path, exist_ok=True)
+    app.config.from_mapping(DEFAULTS)
+    app.config.from_mapping(settings_from_env(os.environ, app.instance_path))
+    if test_config is None:
+        app.config.from_pyfile("config.py", silent=True)
+    else:
+        app.config.from_mapping(test_config)
+    validate(app.config)
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.json.compact = True  # type: ignore[attr-defined]
+    app.url_map.strict_slashes = False
+
+
+def _init_extensions(app: Flask) -> None:
+    from app import models  # noqa: F401  (registers the tables on the metadata)
+    from app.extensions import db, limiter, migrate
+
+    db.init_app(app)
+    migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
+    migrate.init_app(app, db, directory=migrations, render_as_batch=True)
+    limiter.init_app(app)
+
+
+def _init_storage(app: Flask) -> None:
+    from app.storage import create_storage
+
+    app.extensions["storage"] = create_storage(app.config)
+
+
+def _register_blueprints(app: Flask) -> None:
+    from app.auth import bp as auth_bp
+    from app.files import bp as files_bp
+    from app.public import bp as public_bp
+
+    app.register_blueprint(auth_bp)
+    app.register_blueprint(files_bp)
+    app.register_blueprint(public_bp)
+
+    @app.after_request
+    def public_cache_headers(response: Response) -> Response:
+        # Also for errors and unmatched ids under the public prefix.
+        if request.path.startswith("/api/public/"):
+            response.headers["Cache-Control"] = "public, max-age=0, must-revalidate"
+        return response
+
+
+def _register_error_handlers(app: Flask) -> None:
+    from app.errors import register_error_handlers
+
+    register_error_handlers(app)
+
+
+def _register_cli(app: Flask) -> None:
+    from app.auth.cli import create_user_command, provision_admin_command
+    from app.cli import serve_command
+
+    app.cli.add_command(create_user_command)
+    app.cli.add_command(provision_admin_command)
+    app.cli.add_command(serve_command)

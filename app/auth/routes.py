@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from flask import current_app, request
+
+from app.auth import bp
+from app.auth.guard import current_token
+from app.auth.services import authenticate, issue_token, revoke_token
+from app.extensions import limiter
+from app.http import json_body, load
+from app.schemas import TokenRequestSchema
+
+token_request_schema = TokenRequestSchema()
+
+
+def _login_rate_key() -> str:
+    body = request.get_json(silent=True)
+    email = body.get("email") if isinstance(body, dict) else None
+    email = email.strip().lower() if isinstance(email, str) else ""
+    return f"login:{request.remote_addr}:{email}"
+
+
+@bp.post("/api/tokens")
+@limiter.limit(lambda: current_app.config["RATELIMIT_TOKENS"], key_func=_login_rate_key)
+def create_token():
+    data = load(token_request_schema, json_body())
+    user = authenticate(data["email"], data["password"])
+    return {"token": issue_token(user, data["token_name"].strip())}, 201
+
+
+@bp.delete("/api/tokens/current")
+def delete_current_token():
+    revoke_token(current_token())
+    return "", 204

@@ -1,0 +1,32 @@
+"""`flask serve`: the production server, waitress, configured for the service's limits."""
+
+from __future__ import annotations
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+
+@click.command("serve")
+@click.option("--host", help="Interface to listen on [default: HOST or 127.0.0.1].")
+@click.option("--port", type=int, help="Port to listen on [default: PORT or 8000].")
+@click.option("--threads", type=int, help="Worker threads [default: SERVER_THREADS or 8].")
+@with_appcontext
+def serve_command(host: str | None, port: int | None, threads: int | None) -> None:
+    """Serve the API with waitress."""
+    from app.server import make_server
+
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    server = make_server(
+        app,
+        host=host or app.config["HOST"],
+        port=port or app.config["PORT"],
+        threads=threads or app.config["SERVER_THREADS"],
+    )
+    click.echo(f"Serving on http://{server.effective_host}:{server.effective_port}")
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()

@@ -1,0 +1,106 @@
+"""Settings, read once from the environment and checked before the app starts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+MiB = 1024 * 1024
+MAX_FILE_SIZE = 200 * MiB
+MAX_FILES_PER_REQUEST = 25
+# 25 files at the limit plus room for the form fields and part headers.
+MAX_REQUEST_SIZE = MAX_FILES_PER_REQUEST * MAX_FILE_SIZE + MiB
+
+
+class ConfigError(Exception):
+    """A setting is missing or wrong; the message names it in one line."""
+
+
+def _int(environ: Mapping[str, str], name: str, default: int | None) -> int | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+
+
+def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[str, Any]:
+    """Map environment variables to Flask config keys, with the embedded defaults."""
+    instance = Path(instance_path)
+
+    def get(name: str, default: str | None = None) -> str | None:
+        value = environ.get(name, "").strip()
+        return value or default
+
+    return {
+        "SQLALCHEMY_DATABASE_URI": get("DATABASE_URL", f"sqlite:///{instance / 'files.sqlite3'}"),
+        "STORAGE_BACKEND": get("STORAGE_BACKEND", "local"),
+        "STORAGE_LOCAL_ROOT": get("STORAGE_LOCAL_ROOT", str(instance / "storage")),
+        "S3_BUCKET": get("S3_BUCKET"),
+        "S3_ENDPOINT_URL": get("S3_ENDPOINT_URL"),
+        "S3_REGION": get("S3_REGION", "us-east-1"),
+        "ADMIN_EMAIL": get("ADMIN_EMAIL"),
+        "ADMIN_PASSWORD": get("ADMIN_PASSWORD"),
+        "ADMIN_NAME": get("ADMIN_NAME", "Administrator"),
+        "APP_TIMEZONE": get("APP_TIMEZONE", "UTC"),
+        "TOKEN_TTL_MINUTES": _int(environ, "TOKEN_TTL_MINUTES", None),
+        "RATELIMIT_STORAGE_URI": get("RATELIMIT_STORAGE_URI", "memory://"),
+        "RATELIMIT_TOKENS": get("RATELIMIT_TOKENS", "10 per minute"),
+        "RATELIMIT_UPLOADS": get("RATELIMIT_UPLOADS", "60 per minute"),
+        "HOST": get("HOST", "127.0.0.1"),
+        "PORT": _int(environ, "PORT", 8000),
+        "SERVER_THREADS": _int(environ, "SERVER_THREADS", 8),
+    }
+
+
+DEFAULTS: dict[str, Any] = {
+    "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
+    "MAX_CONTENT_LENGTH": MAX_REQUEST_SIZE,
+    "MAX_FILE_SIZE": MAX_FILE_SIZE,
+    "MAX_FILES_PER_REQUEST": MAX_FILES_PER_REQUEST,
+    "PAGE_SIZE": 100,
+    "MAX_JSON_BODY": MiB,
+    # Werkzeug's scrypt defaults; tests pass cheaper parameters.
+    "PASSWORD_HASH_METHOD": "scrypt",
+    "RATELIMIT_HEADERS_ENABLED": True,
+    "RATELIMIT_ENABLED": True,
+    # Seconds between writes of a token's last_used_at; keeps reads write-free.
+    "TOKEN_LAST_USED_RESOLUTION": 300,
+}
+
+
+def validate(config: Mapping[str, Any]) -> None:
+    """Fail start-up with a one-line message naming the setting that is wrong."""
+    try:
+        make_url(config["SQLALCHEMY_DATABASE_URI"])
+    except ArgumentError:
+        raise ConfigError("DATABASE_URL is not a valid SQLAlchemy database URL") from None
+
+    backend = config.get("STORAGE_BACKEND")
+    if backend not in ("local", "s3"):
+        raise ConfigError(f"STORAGE_BACKEND must be 'local' or 's3', got {backend!r}")
+    if backend == "s3" and not config.get("S3_BUCKET"):
+        raise ConfigError("S3_BUCKET must be set when STORAGE_BACKEND=s3")
+    if backend == "local" and not config.get("STORAGE_LOCAL_ROOT"):
+        raise ConfigError("STORAGE_LOCAL_ROOT must be set when STORAGE_BACKEND=local")
+
+    try:
+        ZoneInfo(str(config.get("APP_TIMEZONE")))
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(
+            f"APP_TIMEZONE is not a known time zone: {config.get('APP_TIMEZONE')!r}"
+        ) from None
+
+    ttl = config.get("TOKEN_TTL_MINUTES")
+    if ttl is not None and ttl <= 0:
+        raise ConfigError("TOKEN_TTL_MINUTES must be a positive number of minutes")
+    port = config.get("PORT")
+    if not isinstance(port, int) or not 0 < port < 65536:
+        raise ConfigError(f"PORT must be between 1 and 65535, got {port!r}")

@@ -1,0 +1,105 @@
+"""One JSON error shape for everything: `{"message": ...}`, plus `errors` on 422."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, jsonify, request
+from sqlalchemy.exc import DBAPIError, OperationalError
+from werkzeug.exceptions import HTTPException
+
+from app.exceptions import (
+    DomainError,
+    DownloadBlocked,
+    NotAuthenticated,
+    RecordNotFound,
+    ValidationFailed,
+)
+from app.extensions import db
+from app.storage import ObjectNotFound, StorageUnavailable
+
+log = logging.getLogger(__name__)
+
+MESSAGES = {
+    400: "Bad request.",
+    401: "Unauthenticated.",
+    403: "This action is unauthorized.",
+    404: "Not found.",
+    405: "Method not allowed.",
+    413: "The request body is too large.",
+    415: "Unsupported media type.",
+    416: "The requested range is not satisfiable.",
+    429: "Too many requests.",
+    500: "Server error.",
+    503: "Service unavailable.",
+}
+
+
+def error_response(status: int, message: str, **extra: object) -> Response:
+    response = jsonify({"message": message, **extra})
+    response.status_code = status
+    return response
+
+
+def _http_error(exc: HTTPException) -> Response:
+    status = exc.code or 500
+    message = MESSAGES.get(status, exc.name)
+    if status in (400, 413, 429) and exc.description and exc.description != type(exc).description:
+        message = exc.description
+    if status == 429:
+        message = f"Too many requests: {exc.description}. Try again later."
+    response = error_response(status, message)
+    for name, value in exc.get_headers():
+        if name.lower() != "content-type":
+            response.headers[name] = value
+    return response
+
+
+def _domain_error(exc: DomainError) -> Response:
+    if isinstance(exc, ValidationFailed):
+        return error_response(422, exc.message, errors=exc.errors)
+    if isinstance(exc, NotAuthenticated):
+        response = error_response(401, exc.message)
+        response.headers["WWW-Authenticate"] = "Bearer"
+        return response
+    if isinstance(exc, RecordNotFound):
+        return error_response(404, exc.message)
+    if isinstance(exc, DownloadBlocked):
+        return error_response(403, exc.message)
+    return error_response(400, exc.message)
+
+
+def _storage_unavailable(exc: StorageUnavailable) -> Response:
+    db.session.rollback()
+    log.error("storage unavailable during %s %s: %s", request.method, request.path, exc)
+    return error_response(503, "Service unavailable: the file storage cannot be reached.")
+
+
+def _object_missing(exc: ObjectNotFound) -> Response:
+    db.session.rollback()
+    log.error("object missing for %s %s: %s", request.method, request.path, exc)
+    return error_response(500, "Server error: the stored content of this file is missing.")
+
+
+def _database_error(exc: DBAPIError) -> Response:
+    db.session.rollback()
+    if isinstance(exc, OperationalError) or exc.connection_invalidated:
+        log.error("database unavailable during %s %s: %s", request.method, request.path, exc)
+        return error_response(503, "Service unavailable: the database cannot be reached.")
+    log.exception("database error during %s %s", request.method, request.path)
+    return error_response(500, MESSAGES[500])
+
+
+def _unexpected(exc: Exception) -> Response:
+    db.session.rollback()
+    log.exception("unhandled error during %s %s", request.method, request.path)
+    return error_response(500, MESSAGES[500])
+
+
+def register_error_handlers(app: Flask) -> None:
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(DomainError, _domain_error)
+    app.register_error_handler(StorageUnavailable, _storage_unavailable)
+    app.register_error_handler(ObjectNotFound, _object_missing)
+    app.register_error_handler(DBAPIError, _database_error)
+    app.register_error_handler(Exception, _unexpected)

@@ -1,0 +1,49 @@
+"""Domain errors raised by the services; `app.errors` turns them into HTTP answers."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base of the errors the service functions raise on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class RecordNotFound(DomainError):
+    """The record does not exist or the caller may not know that it does."""
+
+    def __init__(self, message: str = "Not found.") -> None:
+        super().__init__(message)
+
+
+class DownloadBlocked(DomainError):
+    """The record is visible, but its content may not be handed out to this caller yet."""
+
+
+class ValidationFailed(DomainError):
+    """Input broke a rule; `errors` maps each field key to its messages."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        self.errors = errors
+        super().__init__(summary_message(errors))
+
+
+def summary_message(errors: dict[str, list[str]]) -> str:
+    """Laravel's summary: the first message and how many more there are."""
+    messages = [m for field_messages in errors.values() for m in field_messages]
+    if not messages:
+        return "The given data was invalid."
+    extra = len(messages) - 1
+    if extra == 0:
+        return messages[0]
+    noun = "error" if extra == 1 else "errors"
+    return f"{messages[0]} (and {extra} more {noun})"
+
+
+class NotAuthenticated(DomainError):
+    """No valid bearer token came with the request."""
+
+    def __init__(self) -> None:
+        super().__init__("Unauthenticated.")

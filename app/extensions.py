@@ -1,0 +1,16 @@
+"""Extension objects, created unbound and attached to an app in the factory."""
+
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from flask_migrate import Migrate
+from flask_sqlalchemy import SQLAlchemy
+from sqlalchemy.orm import DeclarativeBase
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+db = SQLAlchemy(model_class=Base)
+migrate = Migrate()
+limiter = Limiter(key_func=get_remote_address, default_limits=[])

@@ -1,0 +1,240 @@
+"""Business rules of file records: who sees what, availability, and ordered side effects.
+
+Functions here take and return plain values and raise domain errors; they know nothing of HTTP.
+Storage side effects follow one order: objects are stored before the rows that point at them
+are committed, and removed only after the rows that pointed at them are gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import Select, func, select
+
+from app.exceptions import DownloadBlocked, RecordNotFound, ValidationFailed
+from app.extensions import db
+from app.files.uploads import ReceivedUpload, StagedFile
+from app.models import FileRecord, User, utcnow
+from app.storage import Storage, StorageError
+
+log = logging.getLogger(__name__)
+
+
+def new_object_key(record_id: uuid.UUID) -> str:
+    """A fresh key per content version; never derived from names or the virtual path."""
+    return f"files/{record_id}/{uuid.uuid4()}"
+
+
+# --- who may see what ------------------------------------------------------------------
+
+
+def visible_to(user: User) -> Select[tuple[FileRecord]]:
+    """Records a signed-in caller may read and manage: own ones, or all for administrators."""
+    query = select(FileRecord)
+    if not user.is_admin:
+        query = query.where(FileRecord.user_id == user.id)
+    return query
+
+
+def released() -> Select[tuple[FileRecord]]:
+    """Records the public may see: released ones, whatever the query asks for."""
+    return select(FileRecord).where(FileRecord.freigabe.is_(True))
+
+
+def find_record(
+    query: Select[tuple[FileRecord]], record_id: uuid.UUID, *, lock: bool = False
+) -> FileRecord:
+    statement = query.where(FileRecord.id == record_id)
+    if lock:
+        statement = statement.with_for_update()
+    record = db.session.scalars(statement).first()
+    if record is None:
+        raise RecordNotFound()
+    return record
+
+
+def embargo_active(record: FileRecord, today: date) -> bool:
+    """Download is blocked while the embargo date is after today; on the day it is allowed."""
+    return record.sperrfrist is not None and record.sperrfrist > today
+
+
+def ensure_downloadable(record: FileRecord, *, is_admin: bool, today: date) -> None:
+    if is_admin:
+        return
+    if not record.freigabe:
+        raise DownloadBlocked("This file is not released for download.")
+    if embargo_active(record, today):
+        raise DownloadBlocked(
+            f"This file is under embargo until {record.sperrfrist.isoformat()}."  # type: ignore[union-attr]
+        )
+
+
+# --- lists ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[FileRecord]
+    total: int
+    page: int
+    per_page: int
+
+
+def _escape_like(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def filtered(
+    query: Select[tuple[FileRecord]], filters: Mapping[str, Any]
+) -> Select[tuple[FileRecord]]:
+    if "path" in filters:
+        query = query.where(FileRecord.path.like(_escape_like(filters["path"]) + "%", escape="\\"))
+    if "aktiv_id" in filters:
+        query = query.where(FileRecord.aktiv_id == filters["aktiv_id"])
+    if "reprotyp" in filters:
+        query = query.where(FileRecord.reprotyp == filters["reprotyp"])
+    if "since" in filters:
+        query = query.where(FileRecord.created_at >= filters["since"])
+    if "freigabe" in filters:
+        query = query.where(FileRecord.freigabe.is_(filters["freigabe"]))
+    return query
+
+
+def paginate(query: Select[tuple[FileRecord]], page: int, per_page: int) -> Page:
+    total = db.session.scalar(select(func.count()).select_from(query.order_by(None).subquery()))
+    items = db.session.scalars(
+        query.order_by(FileRecord.created_at.desc(), FileRecord.id.desc())
+        .limit(per_page)
+        .offset((page - 1) * per_page)
+    ).all()
+    return Page(list(items), total or 0, page, per_page)
+
+
+# --- changes ----------------------------------------------------------------------------
+
+
+def _upload_errors(
+    upload: ReceivedUpload, max_files: int, field: str = "files"
+) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    if not upload.files:
+        errors[field] = [f"The {field} field is required."]
+    elif len(upload.files) > max_files:
+        errors[field] = [
+            f"The {field} field must not have more than {max_files} items."
+            if max_files > 1
+            else f"The {field} field must be a single file."
+        ]
+    for staged in upload.files[:max_files]:
+        if staged.error:
+            errors.setdefault(staged.field, []).append(staged.error)
+    return errors
+
+
+def create_records(
+    owner: User,
+    record_ids: list[uuid.UUID],
+    upload: ReceivedUpload,
+    metadata: dict[str, Any],
+    metadata_errors: dict[str, list[str]],
+    storage: Storage,
+    max_files: int,
+) -> list[FileRecord]:
+    """Insert one record per stored file, all or none; on failure no object stays behind."""
+    errors = _upload_errors(upload, max_files) | metadata_errors
+    if errors:
+        upload.discard(storage)
+        raise ValidationFailed(errors)
+    now = utcnow()
+    records = [
+        FileRecord(
+            id=record_ids[staged.index],
+            user_id=owner.id,
+            created_at=now,
+            updated_at=now,
+            **_content_columns(staged),
+            **metadata,
+        )
+        for staged in upload.files
+    ]
+    try:
+        db.session.add_all(records)
+        db.session.commit()
+    except BaseException:
+        db.session.rollback()
+        upload.discard(storage)
+        raise
+    return records
+
+
+def _content_columns(staged: StagedFile) -> dict[str, Any]:
+    return {
+        "original_name": staged.original_name,
+        "stored_path": staged.key,
+        "checksum_sha256": staged.sha256,
+        "mime_type": staged.mime_type,
+        "size": staged.size,
+    }
+
+
+def update_metadata(record: FileRecord, changes: dict[str, Any]) -> FileRecord:
+    for name, value in changes.items():
+        setattr(record, name, value)
+    record.updated_at = utcnow()
+    db.session.commit()
+    return record
+
+
+def replace_content(
+    query: Select[tuple[FileRecord]],
+    record_id: uuid.UUID,
+    upload: ReceivedUpload,
+    storage: Storage,
+) -> FileRecord:
+    """Point the record at its new object, commit, and only then remove the old object."""
+    errors = _upload_errors(upload, 1, field="file")
+    if errors:
+        upload.discard(storage)
+        raise ValidationFailed(errors)
+    staged = upload.files[0]
+    try:
+        record = find_record(query, record_id, lock=True)
+        old_key = record.stored_path
+        for name, value in _content_columns(staged).items():
+            setattr(record, name, value)
+        record.updated_at = utcnow()
+        db.session.commit()
+    except BaseException:
+        db.session.rollback()
+        upload.discard(storage)
+        raise
+    _delete_object_quietly(storage, old_key)
+    return record
+
+
+def delete_record(query: Select[tuple[FileRecord]], record_id: uuid.UUID, storage: Storage) -> None:
+    """Remove the row first; the object follows once nothing points at it any more."""
+    record = find_record(query, record_id, lock=True)
+    key = record.stored_path
+    db.session.delete(record)
+    db.session.commit()
+    _delete_object_quietly(storage, key)
+
+
+def _delete_object_quietly(storage: Storage, key: str) -> None:
+    try:
+        storage.delete(key)
+    except StorageError:
+        # The row change is committed; an object left behind is found by reconciliation.
+        log.exception("could not delete object %s; it is now orphaned", key)
+
+
+def today_in(timezone_name: str) -> date:
+    """Embargo dates are calendar days in the operator's time zone."""
+    return datetime.now(ZoneInfo(timezone_name)).date()

@@ -1,0 +1,217 @@
+"""Streaming multipart uploads: each file part goes straight into storage as it arrives.
+
+Nothing is spooled to a temporary file and no file is held in memory: every chunk is counted,
+hashed, sampled for type detection and written to a storage writer. An object only becomes
+visible in storage once its part has ended within the size limit and its type is allowed;
+everything else is aborted. The caller commits or discards the staged objects as a whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from werkzeug.exceptions import BadRequest, RequestEntityTooLarge
+from werkzeug.http import parse_options_header
+from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDecoder, NeedData
+
+from app.detection import SampleCollector, UnsupportedFileType, detect_mime_type
+from app.storage import ObjectWriter, Storage
+
+READ_SIZE = 1024 * 1024
+MAX_FIELDS_SIZE = 1024 * 1024
+MAX_PARTS = 1000
+ALLOWED_EXTENSIONS = (
+    "pdf, txt, csv, jpg, jpeg, png, gif, webp, doc, docx, xlsx, pptx, zip, mp4, wav, ogg, "
+    "mp3, rdf, json"
+)
+
+
+class MalformedUpload(BadRequest):
+    description = "The multipart/form-data body is malformed or incomplete."
+
+
+@dataclass
+class StagedFile:
+    """One file part: where it went and what was learned while it streamed."""
+
+    index: int
+    field: str
+    original_name: str
+    size: int = 0
+    sha256: str = ""
+    mime_type: str | None = None
+    key: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class ReceivedUpload:
+    fields: dict[str, str] = field(default_factory=dict)
+    files: list[StagedFile] = field(default_factory=list)
+
+    @property
+    def stored_keys(self) -> list[str]:
+        return [f.key for f in self.files if f.key is not None]
+
+    def discard(self, storage: Storage) -> None:
+        """Remove every object this upload stored; used when the request fails as a whole."""
+        for key in self.stored_keys:
+            storage.delete(key)
+
+
+def clean_file_name(raw: str | None) -> str:
+    """The client's name without folders or control characters, at most 255 characters."""
+    name = (raw or "").replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(ch for ch in name if ch.isprintable()).strip()
+    if len(name) > 255:
+        stem, dot, ext = name.rpartition(".")
+        name = (stem[: 254 - len(ext)] + dot + ext) if dot and len(ext) < 16 else name[:255]
+    return name or "file"
+
+
+def multipart_boundary(content_type: str | None) -> bytes | None:
+    mimetype, options = parse_options_header(content_type or "")
+    boundary = options.get("boundary")
+    if mimetype != "multipart/form-data" or not boundary:
+        return None
+    return boundary.encode("latin-1")
+
+
+class _FilePart:
+    """Copies one file part into storage while counting, hashing and sampling it."""
+
+    def __init__(
+        self, staged: StagedFile, key: str, writer: ObjectWriter | None, max_size: int
+    ) -> None:
+        self.staged = staged
+        self.key = key
+        self.writer = writer
+        self.max_size = max_size
+        self.hasher = hashlib.sha256()
+        self.sample = SampleCollector()
+
+    def write(self, chunk: bytes) -> None:
+        self.staged.size += len(chunk)
+        if self.writer is None:
+            return
+        if self.staged.size > self.max_size:
+            # The limit is enforced as the bytes arrive: stop storing, keep counting.
+            self.writer.abort()
+            self.writer = None
+            return
+        self.hasher.update(chunk)
+        self.sample.feed(chunk)
+        self.writer.write(chunk)
+
+    def finish(self) -> None:
+        staged = self.staged
+        if staged.size > self.max_size:
+            staged.error = (
+                f"The {staged.field} field must not be greater than "
+                f"{self.max_size // 1024} kilobytes."
+            )
+        elif staged.size == 0:
+            staged.error = f"The {staged.field} field must not be an empty file."
+        elif self.writer is not None:
+            try:
+                staged.mime_type = detect_mime_type(self.sample.sample(), staged.original_name)
+            except UnsupportedFileType as exc:
+                staged.error = (
+                    f"The {staged.field} field must be a file of type: "
+                    f"{ALLOWED_EXTENSIONS}. {exc.reason}"
+                )
+        if staged.error is None and self.writer is not None:
+            self.writer.commit()
+            self.writer = None
+            staged.key = self.key
+            staged.sha256 = self.hasher.hexdigest()
+        else:
+            self.abort()
+
+    def abort(self) -> None:
+        if self.writer is not None:
+            self.writer.abort()
+            self.writer = None
+
+
+def _read_chunks(stream: BinaryIO) -> Iterable[bytes | None]:
+    while chunk := stream.read(READ_SIZE):
+        yield chunk
+    yield None
+
+
+def receive_upload(
+    stream: BinaryIO,
+    boundary: bytes,
+    storage: Storage,
+    *,
+    is_file_field: Callable[[str], bool],
+    error_key: Callable[[int], str],
+    new_key: Callable[[int], str],
+    max_file_size: int,
+    max_files: int,
+) -> ReceivedUpload:
+    """Read a multipart body, storing accepted file parts and collecting the form fields.
+
+    Files beyond `max_files` are counted but not stored. On any exception every object
+    stored so far is removed again before the exception propagates.
+    """
+    decoder = MultipartDecoder(boundary, max_parts=MAX_PARTS)
+    upload = ReceivedUpload()
+    fields_size = 0
+    part: _FilePart | None = None
+    field_name: str | None = None
+    field_value = bytearray()
+    complete = False
+    try:
+        for chunk in _read_chunks(stream):
+            decoder.receive_data(chunk)
+            event = decoder.next_event()
+            while not isinstance(event, NeedData):
+                if isinstance(event, Epilogue):
+                    complete = True
+                    break
+                if isinstance(event, File):
+                    # File parts under other names are read past and ignored.
+                    part, field_name = None, None
+                    if is_file_field(event.name):
+                        index = len(upload.files)
+                        staged = StagedFile(
+                            index, error_key(index), clean_file_name(event.filename)
+                        )
+                        upload.files.append(staged)
+                        key = new_key(staged.index)
+                        writer = storage.writer(key) if staged.index < max_files else None
+                        part = _FilePart(staged, key, writer, max_file_size)
+                elif isinstance(event, Field):
+                    part, field_name = None, event.name
+                    field_value.clear()
+                elif isinstance(event, Data):
+                    if part is not None:
+                        part.write(event.data)
+                        if not event.more_data:
+                            part.finish()
+                            part = None
+                    elif field_name is not None:
+                        fields_size += len(event.data)
+                        if fields_size > MAX_FIELDS_SIZE:
+                            raise RequestEntityTooLarge()
+                        field_value.extend(event.data)
+                        if not event.more_data:
+                            upload.fields.setdefault(
+                                field_name, field_value.decode("utf-8", "replace")
+                            )
+                event = decoder.next_event()
+            if complete:
+                break
+        if not complete:
+            raise MalformedUpload()
+    except BaseException:
+        if part is not None:
+            part.abort()
+        upload.discard(storage)
+        raise
+    return upload

@@ -1,0 +1,69 @@
+"""Small request helpers shared by the blueprints: bounded JSON bodies and schema loading."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import current_app, g, request
+from marshmallow import Schema, ValidationError
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from app.exceptions import ValidationFailed
+
+_UNSET = object()
+
+
+def json_body() -> Any:
+    """The request body as JSON (or a plain form), read at most `MAX_JSON_BODY` bytes deep.
+
+    Form-encoded bodies are accepted too, as Laravel accepted them from older clients.
+    """
+    cached = g.get("json_body", _UNSET)
+    if cached is not _UNSET:
+        return cached
+    limit = current_app.config["MAX_JSON_BODY"]
+    if request.content_length is not None and request.content_length > limit:
+        raise RequestEntityTooLarge(f"A JSON body may be at most {limit} bytes.")
+    if request.mimetype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        body: Any = request.form.to_dict()
+    else:
+        raw = request.stream.read(limit + 1)
+        if len(raw) > limit:
+            raise RequestEntityTooLarge(f"A JSON body may be at most {limit} bytes.")
+        if not raw.strip():
+            body = {}
+        else:
+            try:
+                body = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                raise ValidationFailed({"body": ["The request body must be valid JSON."]}) from None
+    g.json_body = body
+    return body
+
+
+def flatten_errors(messages: Any, prefix: str = "") -> dict[str, list[str]]:
+    """Marshmallow's nested messages as `{"field": [...]}`, nested keys joined by dots."""
+    if isinstance(messages, list):
+        return {prefix or "body": [str(m) for m in messages]}
+    flat: dict[str, list[str]] = {}
+    for key, value in messages.items():
+        name = "body" if key == "_schema" else str(key)
+        flat.update(flatten_errors(value, f"{prefix}.{name}" if prefix else name))
+    return flat
+
+
+def load(schema: Schema, data: Any, **kwargs: Any) -> dict[str, Any]:
+    try:
+        return schema.load(data, **kwargs)
+    except ValidationError as exc:
+        raise ValidationFailed(flatten_errors(exc.messages)) from None
+
+
+def validate(schema: Schema, data: Any) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """Like `load`, but hands back the errors, for callers that gather errors from elsewhere."""
+    try:
+        return schema.load(data), {}
+    except ValidationError as exc:
+        valid = exc.valid_data if isinstance(exc.valid_data, dict) else {}
+        return valid, flatten_errors(exc.messages)

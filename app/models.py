@@ -1,0 +1,131 @@
+"""Database models: users, their API tokens and the file records."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, date, datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Date,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    Uuid,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes on every backend (SQLite keeps no offset of its own)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: object) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        value = value.astimezone(UTC)
+        if getattr(dialect, "name", None) == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: object) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class User(db.Model):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # Stored lower-cased, so uniqueness is case-insensitive on every backend.
+    email: Mapped[str] = mapped_column(String(255), unique=True)
+    name: Mapped[str] = mapped_column(String(255))
+    password_hash: Mapped[str] = mapped_column(String(255))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    tokens: Mapped[list[ApiToken]] = relationship(
+        back_populates="user", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class ApiToken(db.Model):
+    """A personal access token; only the SHA-256 of its secret is kept."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    token_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+
+    user: Mapped[User] = relationship(back_populates="tokens")
+
+
+class FileRecord(db.Model):
+    __tablename__ = "file_records"
+    __table_args__ = (
+        # Lists: newest first with id as tie-breaker, per owner, per release state.
+        Index("ix_file_records_created", "created_at", "id"),
+        Index("ix_file_records_user_created", "user_id", "created_at", "id"),
+        Index("ix_file_records_freigabe_created", "freigabe", "created_at", "id"),
+        # Prefix search on path; text_pattern_ops lets PostgreSQL use it for LIKE 'x%'.
+        Index(
+            "ix_file_records_path",
+            "path",
+            postgresql_ops={"path": "text_pattern_ops"},
+        ),
+        Index("ix_file_records_aktiv_id", "aktiv_id"),
+        Index("ix_file_records_reprotyp", "reprotyp"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
+    stored_path: Mapped[str] = mapped_column(String(512))
+    checksum_sha256: Mapped[str] = mapped_column(String(64))
+
+    original_name: Mapped[str] = mapped_column(String(255))
+    mime_type: Mapped[str] = mapped_column(String(255))
+    size: Mapped[int] = mapped_column(BigInteger)
+
+    aktiv_id: Mapped[str | None] = mapped_column(String(255))
+    path: Mapped[str | None] = mapped_column(String(255))
+    reprotyp: Mapped[str | None] = mapped_column(String(255))
+    titel: Mapped[str | None] = mapped_column(String(255))
+    beschreibung: Mapped[str | None] = mapped_column(Text)
+    autoren: Mapped[str | None] = mapped_column(String(255))
+    sachschlagwoerter: Mapped[str | None] = mapped_column(String(255))
+    org_themen: Mapped[str | None] = mapped_column(String(255))
+    sperrfrist: Mapped[date | None] = mapped_column(Date)
+    reihenfolge: Mapped[int] = mapped_column(Integer, default=0)
+    freigabe: Mapped[bool] = mapped_column(Boolean, default=True)
+    erstellt_von: Mapped[str | None] = mapped_column(String(255))
+    freigegeben_von: Mapped[str | None] = mapped_column(String(255))
+
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    owner: Mapped[User] = relationship()

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import uuid
+
+from flask import current_app, request
+
+from app.downloads import stored_file_response
+from app.files import services
+from app.http import load
+from app.pagination import paginated_response
+from app.public import bp
+from app.schemas import ListQuerySchema, public_record_schema
+
+PUBLIC_CACHE = "public, max-age=0, must-revalidate"
+
+# The release filter is not offered publicly: a `freigabe` parameter is ignored, never checked.
+list_query_schema = ListQuerySchema(exclude=("freigabe",))
+
+
+@bp.get("")
+def list_released():
+    filters = load(list_query_schema, request.args.to_dict())
+    page = filters.pop("page")
+    query = services.filtered(services.released(), filters)
+    result = services.paginate(query, page, current_app.config["PAGE_SIZE"])
+    return paginated_response(result, public_record_schema)
+
+
+@bp.get("/<uuid:record_id>")
+def read_released(record_id: uuid.UUID):
+    return public_record_schema.dump(services.find_record(services.released(), record_id))
+
+
+@bp.get("/<uuid:record_id>/download")
+def download_released(record_id: uuid.UUID):
+    record = services.find_record(services.released(), record_id)
+    services.ensure_downloadable(
+        record, is_admin=False, today=services.today_in(current_app.config["APP_TIMEZONE"])
+    )
+    return stored_file_response(request, record, current_app.extensions["storage"], PUBLIC_CACHE)

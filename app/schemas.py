@@ -1,0 +1,388 @@
+"""Marshmallow schemas: the validation rules of the API and the JSON shape of its records.
+
+Field names stay as the API spells them. Messages follow Laravel's wording, because existing
+clients of the original service show them to people.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any
+
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, pre_load, validates_schema
+
+STRING_MAX = 255
+BESCHREIBUNG_MAX = 5000
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+PATH_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+DATE_FORM = re.compile(r"\d{4}-\d{2}-\d{2}")
+SINCE_FORM = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})"
+    r"(?:T(?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:\.(?P<fraction>\d{1,6}))?)?)?"
+    r"(?P<offset>Z|[+\- ]\d{2}:?\d{2})?"
+)
+TRUE_VALUES = {"1", "true"}
+FALSE_VALUES = {"0", "false"}
+
+# The business metadata of a record, in the order of the specification.
+METADATA_FIELDS = (
+    "aktiv_id",
+    "path",
+    "reprotyp",
+    "titel",
+    "beschreibung",
+    "autoren",
+    "sachschlagwoerter",
+    "org_themen",
+    "sperrfrist",
+    "reihenfolge",
+    "freigabe",
+    "erstellt_von",
+    "freigegeben_von",
+)
+
+
+def _label(field: fields.Field) -> str:
+    return field.data_key or field.name or "value"
+
+
+class Text(fields.Field):
+    """Free text: trimmed, an empty string becomes null, length counted in characters."""
+
+    def __init__(self, max_length: int = STRING_MAX, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_none", True)
+        super().__init__(**kwargs)
+        self.max_length = max_length
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | None:
+        if not isinstance(value, str):
+            raise ValidationError(f"The {_label(self)} field must be a string.")
+        value = value.strip()
+        if not value:
+            return None
+        if len(value) > self.max_length:
+            raise ValidationError(
+                f"The {_label(self)} field must not be greater than {self.max_length} characters."
+            )
+        return value
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:
+        return value
+
+
+class VirtualPath(Text):
+    """A label of slash-separated segments; it never decides where content is stored."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | None:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if text is None:
+            return None
+        segments = text.split("/")
+        if any(not PATH_SEGMENT.fullmatch(s) or s == ".." for s in segments):
+            raise ValidationError(
+                "The path field format is invalid: use letters, digits, '.', '_' and '-' in "
+                "segments separated by single slashes, with no leading or trailing slash "
+                "and no '..' segment."
+            )
+        return text
+
+
+class Flag(fields.Field):
+    """true/false, 1/0, "1"/"0", "true"/"false"; nothing else."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error_messages["null"] = "The {name} field must be true or false."
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str):
+            lowered = value.lower()
+            if lowered in TRUE_VALUES:
+                return True
+            if lowered in FALSE_VALUES:
+                return False
+        raise ValidationError(f"The {_label(self)} field must be true or false.")
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:
+        return value
+
+    def make_error(self, key: str, **kwargs: Any) -> ValidationError:
+        kwargs.setdefault("name", _label(self))
+        return super().make_error(key, **kwargs)
+
+
+class Int32(fields.Field):
+    """A whole number in the signed 32-bit range; form fields send its decimal string."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error_messages["null"] = "The {name} field must be an integer."
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, bool):
+            raise ValidationError(f"The {_label(self)} field must be an integer.")
+        if isinstance(value, str) and re.fullmatch(r"[+-]?\d{1,20}", value.strip()):
+            value = int(value.strip())
+        if not isinstance(value, int):
+            raise ValidationError(f"The {_label(self)} field must be an integer.")
+        if not INT32_MIN <= value <= INT32_MAX:
+            raise ValidationError(
+                f"The {_label(self)} field must be between {INT32_MIN} and {INT32_MAX}."
+            )
+        return value
+
+    def _serialize(self, value: Any, attr: str | None, obj: Any, **kwargs: Any) -> Any:
+        return value
+
+    def make_error(self, key: str, **kwargs: Any) -> ValidationError:
+        kwargs.setdefault("name", _label(self))
+        return super().make_error(key, **kwargs)
+
+
+class CalendarDate(fields.Field):
+    """A real date written YYYY-MM-DD."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> date | None:
+        if isinstance(value, str):
+            value = value.strip()
+            if not value:
+                return None
+            if DATE_FORM.fullmatch(value):
+                try:
+                    return date.fromisoformat(value)
+                except ValueError:
+                    pass
+        raise ValidationError(
+            f"The {_label(self)} field must be a valid date in the format YYYY-MM-DD."
+        )
+
+    def _serialize(self, value: date | None, attr: str | None, obj: Any, **kwargs: Any) -> Any:
+        return None if value is None else value.isoformat()
+
+
+class Timestamp(fields.Field):
+    """UTC with six fractional digits and a Z, as the original service wrote them."""
+
+    def _serialize(self, value: datetime | None, attr: str | None, obj: Any, **kwargs: Any) -> Any:
+        if value is None:
+            return None
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_since(value: str) -> datetime:
+    """An instant from `YYYY-MM-DD[THH:MM[:SS[.ffffff]]][Z|±HH:MM|±HHMM]`; no offset is UTC.
+
+    A space where the offset sign belongs is read as `+`: it is what an unencoded plus sign
+    in a query string turns into.
+    """
+    match = SINCE_FORM.fullmatch(value.strip("\t\n\r"))
+    if not match:
+        raise ValueError(value)
+    day = date.fromisoformat(match["date"])
+    fraction = (match["fraction"] or "").ljust(6, "0")
+    offset = match["offset"]
+    tz = UTC
+    if offset and offset != "Z":
+        sign = -1 if offset[0] == "-" else 1
+        digits = offset[1:].replace(":", "")
+        hours, minutes = int(digits[:2]), int(digits[2:])
+        if hours > 23 or minutes > 59:
+            raise ValueError(value)
+        tz = timezone(sign * timedelta(hours=hours, minutes=minutes))
+    return datetime(
+        day.year,
+        day.month,
+        day.day,
+        int(match["hour"] or 0),
+        int(match["minute"] or 0),
+        int(match["second"] or 0),
+        int(fraction or 0),
+        tzinfo=tz,
+    ).astimezone(UTC)
+
+
+class Since(fields.Field):
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
+        try:
+            return parse_since(str(value))
+        except ValueError:
+            raise ValidationError(
+                "The since field must be an ISO 8601 date or timestamp, e.g. "
+                "2026-04-30 or 2026-04-30T10:15:00Z."
+            ) from None
+
+
+class PageNumber(fields.Field):
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
+        if isinstance(value, str) and re.fullmatch(r"\d{1,9}", value) and int(value) >= 1:
+            return int(value)
+        raise ValidationError("The page field must be a whole number of at least 1.")
+
+
+class ReleaseFilter(fields.Field):
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if value in ("0", "1"):
+            return value == "1"
+        raise ValidationError("The freigabe field must be 0 or 1.")
+
+
+class MetadataSchema(Schema):
+    """The business metadata a client may set on create and update."""
+
+    aktiv_id = Text()
+    path = VirtualPath()
+    reprotyp = Text()
+    titel = Text()
+    beschreibung = Text(max_length=BESCHREIBUNG_MAX)
+    autoren = Text()
+    sachschlagwoerter = Text()
+    org_themen = Text()
+    sperrfrist = CalendarDate(allow_none=True)
+    reihenfolge = Int32()
+    freigabe = Flag()
+    erstellt_von = Text()
+    freigegeben_von = Text()
+
+
+class CreateMetadataSchema(MetadataSchema):
+    """Form fields of an upload; parts the API does not know are ignored."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    reihenfolge = Int32(load_default=0)
+    freigabe = Flag(load_default=True)
+
+
+class UpdateSchema(MetadataSchema):
+    """A PATCH body: only the supplied fields change; anything else is an error."""
+
+    READ_ONLY = ("id", "size", "mime_type", "original_name", "created_at", "updated_at")
+
+    class Meta:
+        unknown = EXCLUDE
+
+    @pre_load
+    def reject_unknown(self, data: Any, **kwargs: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValidationError(["The request body must be a JSON object."], "body")
+        errors = {}
+        for key in data:
+            if key in self.READ_ONLY:
+                errors[key] = [f"The {key} field cannot be changed."]
+            elif key not in self.fields:
+                errors[key] = [f"The {key} field is not an updatable field."]
+        if errors:
+            raise ValidationError(errors)
+        if not data:
+            raise ValidationError(
+                ["The request body must contain at least one updatable field."], "body"
+            )
+        return data
+
+
+class ListQuerySchema(Schema):
+    """Query parameters of the list endpoints; an empty value means the filter is off."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    page = PageNumber(load_default=1)
+    path = fields.String()
+    aktiv_id = fields.String()
+    since = Since()
+    freigabe = ReleaseFilter()
+    reprotyp = fields.String()
+
+    @pre_load
+    def drop_empty(self, data: Any, **kwargs: Any) -> dict[str, Any]:
+        return {key: value for key, value in data.items() if value != ""}
+
+
+class FileRecordSchema(Schema):
+    """A record as clients see it; internal columns (owner, storage key) never appear."""
+
+    id = fields.String()
+    aktiv_id = Text()
+    original_name = fields.String()
+    path = Text()
+    mime_type = fields.String()
+    size = fields.Integer()
+    reprotyp = Text()
+    titel = Text()
+    beschreibung = Text()
+    autoren = Text()
+    sachschlagwoerter = Text()
+    org_themen = Text()
+    sperrfrist = CalendarDate()
+    reihenfolge = fields.Integer()
+    freigabe = fields.Boolean()
+    erstellt_von = Text()
+    freigegeben_von = Text()
+    created_at = Timestamp()
+    updated_at = Timestamp()
+
+
+record_schema = FileRecordSchema()
+created_record_schema = FileRecordSchema(exclude=("updated_at",))
+public_record_schema = FileRecordSchema(exclude=("erstellt_von", "freigegeben_von"))
+
+
+def dump_update_result(record: Any, changed: list[str]) -> dict[str, Any]:
+    """PATCH answers with the id, the fields that were sent and the new updated_at."""
+    full = record_schema.dump(record)
+    return {
+        "id": full["id"],
+        **{name: full[name] for name in changed},
+        "updated_at": full["updated_at"],
+    }
+
+
+class TokenRequestSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    email = fields.String(
+        required=True,
+        error_messages={
+            "required": "The email field is required.",
+            "null": "The email field is required.",
+            "invalid": "The email field must be a string.",
+        },
+    )
+    password = fields.String(
+        required=True,
+        error_messages={
+            "required": "The password field is required.",
+            "null": "The password field is required.",
+            "invalid": "The password field must be a string.",
+        },
+    )
+    token_name = fields.String(
+        required=True,
+        error_messages={
+            "required": "The token_name field is required.",
+            "null": "The token_name field is required.",
+            "invalid": "The token_name field must be a string.",
+        },
+    )
+
+    @validates_schema
+    def non_empty(self, data: dict[str, Any], **kwargs: Any) -> None:
+        errors = {
+            name: [f"The {name} field is required."]
+            for name in ("email", "password", "token_name")
+            if name in data and not data[name].strip()
+        }
+        if "token_name" in data and len(data["token_name"]) > STRING_MAX:
+            errors.setdefault("token_name", []).append(
+                f"The token_name field must not be greater than {STRING_MAX} characters."
+            )
+        if errors:
+            raise ValidationError(errors)

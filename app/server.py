@@ -1,0 +1,48 @@
+"""Waitress, set up for this service: its limits, and its own errors in the API's JSON shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import Flask
+from waitress.channel import HTTPChannel
+from waitress.server import create_server
+from waitress.task import ErrorTask
+
+from app.errors import MESSAGES
+
+
+class JSONErrorTask(ErrorTask):
+    """Waitress answers some requests itself (a body over the limit is refused with 413
+    before it is read, broken framing gets 400); those answers use the API's error shape."""
+
+    def execute(self) -> None:
+        error = self.request.error
+        body = json.dumps({"message": MESSAGES.get(error.code, error.reason)}).encode()
+        self.status = f"{error.code} {error.reason}"
+        self.response_headers.append(("Content-Type", "application/json"))
+        self.set_close_on_finish()
+        self.content_length = len(body)
+        self.write(body)
+
+
+class Channel(HTTPChannel):
+    error_task_class = JSONErrorTask
+
+
+def make_server(app: Flask, host: str, port: int, threads: int, **options: Any) -> Any:
+    server = create_server(
+        app,
+        host=host,
+        port=port,
+        threads=threads,
+        # Refused before reading; waitress's own default (1 GiB) would refuse legitimate
+        # uploads of 25 files of 200 MB.
+        max_request_body_size=app.config["MAX_CONTENT_LENGTH"],
+        channel_timeout=300,
+        ident="file-repository",
+        **options,
+    )
+    server.channel_class = Channel
+    return server

@@ -1,0 +1,161 @@
+"""Authenticated downloads: bytes, headers, ranges, conditional requests and availability."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from app import create_app
+from app.extensions import db
+from tests.support import samples
+from tests.support.api import Account, Api
+
+
+def download(api: Api, record_id: str, account: Account | None, **headers):
+    return api.get(f"/api/files/{record_id}/download", account, headers=headers)
+
+
+def test_download_returns_the_exact_bytes_and_headers(api: Api, alice: Account):
+    data = samples.csv_bytes()
+    record = api.create(alice, 'Übersicht "2025"; final.csv', data)
+
+    response = download(api, record["id"], alice)
+    assert response.status_code == 200
+    assert response.data == data
+    assert response.headers["Content-Type"] == "text/csv"
+    assert response.headers["Content-Length"] == str(len(data))
+    assert response.headers["Content-Disposition"] == (
+        'attachment; filename="Ubersicht _2025__ final.csv"; '
+        "filename*=UTF-8''%C3%9Cbersicht%20%222025%22%3B%20final.csv"
+    )
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Accept-Ranges"] == "bytes"
+    assert response.headers["Cache-Control"] == "private, no-store"
+    assert response.headers["ETag"] == f'"{hashlib.sha256(data).hexdigest()}"'
+
+
+def test_names_with_control_characters_cannot_split_headers(api: Api, alice: Account):
+    record = api.create(alice, "a\r\nSet-Cookie: x=1.txt", b"hello\n")
+    response = download(api, record["id"], alice)
+    disposition = response.headers["Content-Disposition"]
+    assert "\r" not in disposition and "\n" not in disposition
+    assert "Set-Cookie" not in response.headers
+
+
+def test_large_download_streams_the_same_bytes(api: Api, alice: Account):
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    zipped = samples.zip_bytes({"blob.bin": data})
+    record = api.create(alice, "archive.zip", zipped)
+    response = download(api, record["id"], alice)
+    assert response.status_code == 200
+    assert response.is_streamed
+    assert hashlib.sha256(response.data).digest() == hashlib.sha256(zipped).digest()
+
+
+@pytest.mark.parametrize(
+    "header,status,part",
+    [
+        ("bytes=0-9", 206, slice(0, 10)),
+        ("bytes=10-", 206, slice(10, None)),
+        ("bytes=-5", 206, slice(-5, None)),
+        ("bytes=5-100000000", 206, slice(5, None)),
+    ],
+)
+def test_single_ranges(api: Api, alice: Account, header: str, status: int, part: slice):
+    data = samples.pdf_bytes()
+    record = api.create(alice, data=data)
+    response = download(api, record["id"], alice, Range=header)
+    assert response.status_code == status
+    assert response.data == data[part]
+    start = part.start if part.start is None or part.start >= 0 else len(data) + part.start
+    start = start or 0
+    end = start + len(data[part]) - 1
+    assert response.headers["Content-Range"] == f"bytes {start}-{end}/{len(data)}"
+    assert response.headers["Content-Length"] == str(len(data[part]))
+
+
+def test_unsatisfiable_range_is_416(api: Api, alice: Account):
+    data = samples.pdf_bytes()
+    record = api.create(alice, data=data)
+    response = download(api, record["id"], alice, Range=f"bytes={len(data)}-")
+    assert response.status_code == 416
+    assert response.headers["Content-Range"] == f"bytes */{len(data)}"
+    assert "message" in response.get_json()
+
+
+def test_multiple_ranges_get_the_whole_file(api: Api, alice: Account):
+    data = samples.pdf_bytes()
+    record = api.create(alice, data=data)
+    response = download(api, record["id"], alice, Range="bytes=0-1,5-6")
+    assert response.status_code == 200 and response.data == data
+
+
+def test_if_none_match_with_the_current_etag_is_304(api: Api, alice: Account):
+    record = api.create(alice)
+    etag = download(api, record["id"], alice).headers["ETag"]
+    response = download(api, record["id"], alice, **{"If-None-Match": etag})
+    assert response.status_code == 304
+    assert response.data == b""
+    assert response.headers["ETag"] == etag
+    other = download(api, record["id"], alice, **{"If-None-Match": '"other"'})
+    assert other.status_code == 200
+
+
+def test_if_range_with_a_stale_etag_gets_the_whole_file(api: Api, alice: Account):
+    data = samples.pdf_bytes()
+    record = api.create(alice, data=data)
+    response = download(api, record["id"], alice, Range="bytes=0-3", **{"If-Range": '"old"'})
+    assert response.status_code == 200 and response.data == data
+    etag = response.headers["ETag"]
+    response = download(api, record["id"], alice, Range="bytes=0-3", **{"If-Range": etag})
+    assert response.status_code == 206 and response.data == data[:4]
+
+
+def test_text_types_get_no_charset(api: Api, alice: Account):
+    record = api.create(alice, "notes.txt", "Grüße\n".encode())
+    assert download(api, record["id"], alice).headers["Content-Type"] == "text/plain"
+
+
+def test_unreleased_file_is_403_for_its_owner_and_fine_for_admin(
+    api: Api, alice: Account, admin: Account
+):
+    record = api.create(alice, freigabe="false")
+    blocked = download(api, record["id"], alice)
+    assert blocked.status_code == 403
+    assert "message" in blocked.get_json()
+    assert download(api, record["id"], admin).status_code == 200
+
+
+def test_embargo_blocks_until_the_day_itself(api: Api, alice: Account, admin: Account):
+    today = datetime.now(UTC).date()
+    future = api.create(alice, sperrfrist=(today + timedelta(days=1)).isoformat())
+    on_the_day = api.create(alice, sperrfrist=today.isoformat())
+    past = api.create(alice, sperrfrist="2000-01-01")
+
+    response = download(api, future["id"], alice)
+    assert response.status_code == 403
+    assert (today + timedelta(days=1)).isoformat() in response.get_json()["message"]
+    assert download(api, future["id"], admin).status_code == 200
+    assert download(api, on_the_day["id"], alice).status_code == 200
+    assert download(api, past["id"], alice).status_code == 200
+
+
+def test_embargo_day_follows_the_configured_time_zone(api: Api, alice: Account, stack_config: dict):
+    # Somewhere it is already tomorrow: Kiritimati is UTC+14, Niue UTC-11.
+    ahead, behind = "Pacific/Kiritimati", "Pacific/Niue"
+    tomorrow_ahead = (datetime.now(UTC) + timedelta(hours=14)).date()
+    record = api.create(alice, sperrfrist=tomorrow_ahead.isoformat())
+    for zone, expected in ((ahead, 200), (behind, 403)):
+        app = create_app({**stack_config, "APP_TIMEZONE": zone})
+        response = app.test_client().get(f"/api/files/{record['id']}/download", headers=alice.auth)
+        assert response.status_code == expected, zone
+        with app.app_context():
+            db.engine.dispose()
+
+
+def test_download_needs_a_token(api: Api, alice: Account):
+    record = api.create(alice)
+    assert download(api, record["id"], None).status_code == 401

@@ -1,0 +1,169 @@
+"""Failures in the middle leave no half-written record and no orphaned object."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from app.extensions import db
+from app.models import FileRecord
+from app.storage import StorageUnavailable
+from tests.support import samples
+from tests.support.api import Account, Api
+
+
+class FailingWriter:
+    """Wraps a real writer and fails after some bytes, as a dropped connection would."""
+
+    def __init__(self, inner, fail_after: int) -> None:
+        self.inner, self.left = inner, fail_after
+
+    def write(self, chunk: bytes) -> None:
+        self.left -= len(chunk)
+        if self.left < 0:
+            raise StorageUnavailable("connection reset by peer")
+        self.inner.write(chunk)
+
+    def commit(self) -> None:
+        self.inner.commit()
+
+    def abort(self) -> None:
+        self.inner.abort()
+
+
+def break_storage_writes(api: Api, monkeypatch: pytest.MonkeyPatch, on_call: int) -> None:
+    storage = api.app.extensions["storage"]
+    original = storage.writer
+    calls = {"n": 0}
+
+    def writer(key: str):
+        calls["n"] += 1
+        inner = original(key)
+        return FailingWriter(inner, 10) if calls["n"] == on_call else inner
+
+    monkeypatch.setattr(storage, "writer", writer)
+
+
+def break_record_commits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commits that write file records fail, as when the database goes away mid-request."""
+    real_commit = db.session.commit
+
+    def commit() -> None:
+        pending = list(db.session.new) + list(db.session.dirty)
+        if any(isinstance(obj, FileRecord) for obj in pending):
+            raise OperationalError("COMMIT", {}, Exception("server closed the connection"))
+        real_commit()
+
+    monkeypatch.setattr(db.session, "commit", commit)
+
+
+def test_storage_failure_on_a_later_file_rolls_back_the_whole_upload(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    break_storage_writes(api, monkeypatch, on_call=2)
+    response = api.upload(alice, [("a.pdf", samples.pdf_bytes()), ("b.pdf", samples.pdf_bytes())])
+    assert response.status_code == 503
+    assert response.get_json() == {
+        "message": "Service unavailable: the file storage cannot be reached."
+    }
+    assert api.rows() == [] and api.objects() == set()
+
+
+def test_failed_commit_removes_the_stored_objects(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    break_record_commits(monkeypatch)
+    response = api.upload(alice, [("a.pdf", samples.pdf_bytes())])
+    assert response.status_code == 503
+    assert "database" in response.get_json()["message"]
+    monkeypatch.undo()
+    assert api.rows() == [] and api.objects() == set()
+
+
+def test_replace_failing_in_storage_keeps_the_old_version(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    data = samples.pdf_bytes()
+    record = api.create(alice, data=data)
+    before = api.row(record["id"])
+    break_storage_writes(api, monkeypatch, on_call=1)
+    response = api.replace(alice, record["id"], "new.pdf", samples.pdf_bytes())
+    assert response.status_code == 503
+    monkeypatch.undo()
+    assert api.row(record["id"]).stored_path == before.stored_path
+    assert api.objects() == {before.stored_path}
+    assert api.get(f"/api/files/{record['id']}/download", alice).data == data
+
+
+def test_replace_failing_to_commit_keeps_the_old_version(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    data = samples.pdf_bytes()
+    record = api.create(alice, data=data)
+    before = api.row(record["id"])
+
+    break_record_commits(monkeypatch)
+    response = api.replace(alice, record["id"], "new.png", samples.png_bytes())
+    assert response.status_code == 503
+    monkeypatch.undo()
+    assert api.row(record["id"]).stored_path == before.stored_path
+    assert api.objects() == {before.stored_path}
+    assert api.get(f"/api/files/{record['id']}/download", alice).data == data
+
+
+def test_download_while_storage_is_down_is_503(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    record = api.create(alice)
+    storage = api.app.extensions["storage"]
+
+    def unavailable(*args, **kwargs):
+        raise StorageUnavailable("no route to host")
+
+    monkeypatch.setattr(storage, "open", unavailable)
+    response = api.get(f"/api/files/{record['id']}/download", alice)
+    assert response.status_code == 503
+    assert "storage" in response.get_json()["message"]
+
+
+def test_missing_object_is_a_json_500_without_details(api: Api, alice: Account):
+    record = api.create(alice)
+    storage = api.app.extensions["storage"]
+    storage.delete(api.row(record["id"]).stored_path)
+    response = api.get(f"/api/files/{record['id']}/download", alice)
+    assert response.status_code == 500
+    body = response.get_json()
+    assert list(body) == ["message"] and "Traceback" not in body["message"]
+
+
+def test_delete_commits_the_row_before_removing_the_object(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    record = api.create(alice)
+    key = api.row(record["id"]).stored_path
+    storage = api.app.extensions["storage"]
+    seen = {}
+    original = storage.delete
+
+    def delete(k: str) -> None:
+        seen["row_at_delete"] = api.row(record["id"])
+        original(k)
+
+    monkeypatch.setattr(storage, "delete", delete)
+    assert api.delete(record["id"], alice).status_code == 204
+    assert seen["row_at_delete"] is None
+    assert key not in api.objects()
+
+
+def test_unexpected_errors_are_json_500_without_a_trace(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    import app.files.routes as routes
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(routes.services, "paginate", boom)
+    response = api.get("/api/files", alice)
+    assert response.status_code == 500
+    assert response.get_json() == {"message": "Server error."}

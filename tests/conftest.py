@@ -1,0 +1,198 @@
+"""Shared fixtures: the two stacks the API suite runs on, apps, clients and factories.
+
+`sqlite-local`: a migrated SQLite file per test and a local storage folder.
+`postgres-s3`: a throwaway PostgreSQL database for the session (tables emptied per test) and a
+real SeaweedFS S3 server started for the session (a fresh bucket per test).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from flask import Flask
+from flask_migrate import upgrade
+
+from app import create_app
+from app.extensions import db
+
+POSTGRES_URL = os.environ.get(
+    "TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+# Cheap hashing keeps the suite fast; production uses Werkzeug's scrypt defaults.
+FAST_HASH = "scrypt:1024:8:1"
+
+
+def base_config(**overrides: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "TESTING": True,
+        "PASSWORD_HASH_METHOD": FAST_HASH,
+        "RATELIMIT_ENABLED": False,
+        "APP_TIMEZONE": "UTC",
+        "TOKEN_TTL_MINUTES": None,
+        "ADMIN_EMAIL": None,
+        "ADMIN_PASSWORD": None,
+    }
+    config.update(overrides)
+    return config
+
+
+def migrate_database(url: str, tmp: Path) -> None:
+    app = create_app(
+        base_config(SQLALCHEMY_DATABASE_URI=url, STORAGE_LOCAL_ROOT=str(tmp / "unused"))
+    )
+    with app.app_context():
+        upgrade()
+        db.engine.dispose()
+
+
+# --- PostgreSQL -------------------------------------------------------------------------
+
+
+def _postgres_unavailable_reason() -> str | None:
+    engine = sa.create_engine(POSTGRES_URL)
+    try:
+        with engine.connect():
+            return None
+    except sa.exc.OperationalError as exc:
+        return f"PostgreSQL is not reachable at {POSTGRES_URL}: {exc.orig}"
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> str:
+    reason = _postgres_unavailable_reason()
+    if reason:
+        if os.environ.get("REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    return POSTGRES_URL
+
+
+@pytest.fixture(scope="session")
+def make_postgres_database(postgres_admin_url: str) -> Iterator[Any]:
+    """Creates throwaway databases on the local server; drops them at the end of the session."""
+    admin = sa.create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
+    created: list[str] = []
+
+    def make() -> str:
+        name = f"filerepo_test_{uuid.uuid4().hex[:12]}"
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        created.append(name)
+        return sa.make_url(postgres_admin_url).set(database=name).render_as_string(False)
+
+    yield make
+    with admin.connect() as conn:
+        for name in created:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(make_postgres_database: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = make_postgres_database()
+    migrate_database(url, tmp_path_factory.mktemp("pg-migrate"))
+    return url
+
+
+# --- SQLite -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One migrated database file, copied for every test (much faster than migrating)."""
+    folder = tmp_path_factory.mktemp("sqlite-template")
+    path = folder / "template.sqlite3"
+    migrate_database(f"sqlite:///{path}", folder)
+    return path
+
+
+# --- S3 ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from tests.support.seaweedfs import start_seaweedfs
+
+    server = start_seaweedfs(tmp_path_factory.mktemp("seaweedfs"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    import boto3
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", seaweedfs.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweedfs.secret_key)
+    bucket = f"test-{uuid.uuid4().hex[:16]}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=seaweedfs.endpoint_url,
+        region_name=seaweedfs.region,
+        aws_access_key_id=seaweedfs.access_key,
+        aws_secret_access_key=seaweedfs.secret_key,
+    )
+    client.create_bucket(Bucket=bucket)
+    client.close()
+    return {
+        "STORAGE_BACKEND": "s3",
+        "S3_BUCKET": bucket,
+        "S3_ENDPOINT_URL": seaweedfs.endpoint_url,
+        "S3_REGION": seaweedfs.region,
+    }
+
+
+# --- the stacks -------------------------------------------------------------------------
+
+STACKS = [
+    "sqlite-local",
+    pytest.param("postgres-s3", marks=[pytest.mark.postgres, pytest.mark.s3server]),
+]
+
+
+@pytest.fixture(params=STACKS)
+def stack_config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    if request.param == "sqlite-local":
+        template = request.getfixturevalue("sqlite_template")
+        db_path = tmp_path / "db.sqlite3"
+        shutil.copyfile(template, db_path)
+        return base_config(
+            SQLALCHEMY_DATABASE_URI=f"sqlite:///{db_path}",
+            STORAGE_BACKEND="local",
+            STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
+        )
+    url = request.getfixturevalue("postgres_url")
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("TRUNCATE file_records, api_tokens, users RESTART IDENTITY CASCADE"))
+    engine.dispose()
+    return base_config(SQLALCHEMY_DATABASE_URI=url, **request.getfixturevalue("s3_bucket"))
+
+
+@pytest.fixture
+def app(stack_config: dict[str, Any]) -> Iterator[Flask]:
+    app = create_app(stack_config)
+    yield app
+    with app.app_context():
+        db.engine.dispose()
+
+
+@pytest.fixture
+def client(app: Flask) -> Any:
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app: Flask) -> Any:
+    return app.test_cli_runner()

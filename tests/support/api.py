@@ -1,0 +1,171 @@
+"""A thin client for the API tests: accounts, uploads, and what the database and bucket hold."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import select
+
+from app.auth.services import create_user, issue_token
+from app.extensions import db
+from app.models import FileRecord, User
+from tests.support import samples
+
+TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+CREATE_FIELDS = [
+    "id",
+    "aktiv_id",
+    "original_name",
+    "path",
+    "mime_type",
+    "size",
+    "reprotyp",
+    "titel",
+    "beschreibung",
+    "autoren",
+    "sachschlagwoerter",
+    "org_themen",
+    "sperrfrist",
+    "reihenfolge",
+    "freigabe",
+    "erstellt_von",
+    "freigegeben_von",
+    "created_at",
+]
+RECORD_FIELDS = [*CREATE_FIELDS, "updated_at"]
+PUBLIC_FIELDS = [f for f in RECORD_FIELDS if f not in ("erstellt_von", "freigegeben_von")]
+
+
+@dataclass
+class Account:
+    id: int
+    email: str
+    password: str
+    token: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def parse_timestamp(value: str) -> datetime:
+    return datetime.strptime(value, TIMESTAMP_FORMAT).replace(tzinfo=UTC)
+
+
+class Api:
+    def __init__(self, app: Flask, client: FlaskClient) -> None:
+        self.app = app
+        self.client = client
+
+    # accounts ---------------------------------------------------------------------------
+
+    def account(self, email: str | None = None, *, admin: bool = False) -> Account:
+        email = email or f"user-{uuid.uuid4().hex[:8]}@example.org"
+        password = f"pw-{uuid.uuid4().hex}"
+        with self.app.app_context():
+            user = create_user(email, "Test User", password, is_admin=admin)
+            token = issue_token(user, "tests")
+            return Account(user.id, user.email, password, token)
+
+    # requests ---------------------------------------------------------------------------
+
+    def upload(
+        self,
+        account: Account | None,
+        files: list[tuple[str, bytes]] | None = None,
+        *,
+        field: str = "files[]",
+        content_types: list[str] | None = None,
+        **metadata: Any,
+    ) -> Any:
+        if files is None:
+            files = [("report.pdf", samples.pdf_bytes())]
+        parts = []
+        for i, (name, data) in enumerate(files):
+            ctype = content_types[i] if content_types else "application/octet-stream"
+            parts.append((io.BytesIO(data), name, ctype))
+        form: dict[str, Any] = {field: parts} if parts else {}
+        form.update({k: str(v) for k, v in metadata.items()})
+        return self.client.post(
+            "/api/files",
+            data=form,
+            headers=account.auth if account else {},
+            content_type="multipart/form-data",
+        )
+
+    def create(
+        self, account: Account, name: str = "report.pdf", data: bytes | None = None, **metadata: Any
+    ) -> dict[str, Any]:
+        """Upload one file and return its record; fails the test if the upload fails."""
+        data = samples.pdf_bytes() if data is None else data
+        response = self.upload(account, [(name, data)], **metadata)
+        assert response.status_code == 201, response.get_json()
+        return response.get_json()["files"][0]
+
+    def replace(self, account: Account, record_id: str, name: str, data: bytes) -> Any:
+        return self.client.post(
+            f"/api/files/{record_id}/content",
+            data={"file": (io.BytesIO(data), name)},
+            headers=account.auth,
+            content_type="multipart/form-data",
+        )
+
+    def get(self, path: str, account: Account | None = None, **kwargs: Any) -> Any:
+        headers = dict(kwargs.pop("headers", {}))
+        if account:
+            headers.update(account.auth)
+        return self.client.get(path, headers=headers, **kwargs)
+
+    def patch(self, record_id: str, account: Account, body: Any) -> Any:
+        return self.client.patch(f"/api/files/{record_id}", json=body, headers=account.auth)
+
+    def delete(self, record_id: str, account: Account) -> Any:
+        return self.client.delete(f"/api/files/{record_id}", headers=account.auth)
+
+    # what is left behind ----------------------------------------------------------------
+
+    def rows(self) -> list[FileRecord]:
+        with self.app.app_context():
+            records = db.session.scalars(select(FileRecord)).all()
+            db.session.expunge_all()
+            return list(records)
+
+    def row(self, record_id: str) -> FileRecord | None:
+        with self.app.app_context():
+            record = db.session.get(FileRecord, uuid.UUID(record_id))
+            db.session.expunge_all()
+            return record
+
+    def user(self, user_id: int) -> User:
+        with self.app.app_context():
+            user = db.session.get(User, user_id)
+            db.session.expunge_all()
+            assert user is not None
+            return user
+
+    def objects(self) -> set[str]:
+        storage = self.app.extensions["storage"]
+        return set(storage.iter_keys())
+
+    def object_bytes(self, key: str) -> bytes:
+        reader = self.app.extensions["storage"].open(key)
+        try:
+            return b"".join(reader)
+        finally:
+            reader.close()
+
+    def set_columns(self, record_id: str, **values: Any) -> None:
+        """Change columns directly, for states the API cannot produce (old timestamps)."""
+        with self.app.app_context():
+            record = db.session.get(FileRecord, uuid.UUID(record_id))
+            assert record is not None
+            for name, value in values.items():
+                setattr(record, name, value)
+            db.session.commit()

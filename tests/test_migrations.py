@@ -1,0 +1,60 @@
+"""The migrations build exactly the schema the models describe, on an empty PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from app.extensions import db
+from tests.conftest import migrate_database
+
+pytestmark = pytest.mark.postgres
+
+
+def test_migrations_on_an_empty_postgres_match_the_models(make_postgres_database, tmp_path: Path):
+    url = make_postgres_database()
+    migrate_database(url, tmp_path)
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            diff = compare_metadata(
+                MigrationContext.configure(conn, opts={"compare_type": True}), db.metadata
+            )
+            assert diff == []
+            inspector = sa.inspect(conn)
+            indexed = {
+                tuple(index["column_names"]) for index in inspector.get_indexes("file_records")
+            }
+            assert {
+                ("user_id", "created_at", "id"),
+                ("created_at", "id"),
+                ("freigabe", "created_at", "id"),
+                ("path",),
+                ("aktiv_id",),
+                ("reprotyp",),
+            } <= indexed
+            path_index = next(
+                i
+                for i in inspector.get_indexes("file_records")
+                if i["name"] == "ix_file_records_path"
+            )
+            assert path_index["dialect_options"].get("postgresql_ops") == {
+                "path": "text_pattern_ops"
+            }
+    finally:
+        engine.dispose()
+
+
+def test_migrations_on_sqlite_match_the_models(tmp_path: Path):
+    url = f"sqlite:///{tmp_path / 'fresh.sqlite3'}"
+    migrate_database(url, tmp_path)
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn), db.metadata) == []
+    finally:
+        engine.dispose()
