@@ -130,7 +130,7 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 @pytest.fixture
-def s3_bucket(seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def s3_bucket(seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     import boto3
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", seaweedfs.access_key)
@@ -144,13 +144,18 @@ def s3_bucket(seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]
         aws_secret_access_key=seaweedfs.secret_key,
     )
     client.create_bucket(Bucket=bucket)
-    client.close()
-    return {
+    yield {
         "STORAGE_BACKEND": "s3",
         "S3_BUCKET": bucket,
         "S3_ENDPOINT_URL": seaweedfs.endpoint_url,
         "S3_REGION": seaweedfs.region,
     }
+    # Removing the bucket frees the volumes SeaweedFS gave its collection.
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for item in page.get("Contents", []):
+            client.delete_object(Bucket=bucket, Key=item["Key"])
+    client.delete_bucket(Bucket=bucket)
+    client.close()
 
 
 # --- the stacks -------------------------------------------------------------------------

@@ -75,6 +75,7 @@ def server(tmp_path: Path) -> Iterator[tuple[int, dict[str, str]]]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+        process.stdout.close()
 
 
 def request(

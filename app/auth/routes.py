@@ -13,7 +13,8 @@ token_request_schema = TokenRequestSchema()
 
 
 def _login_rate_key() -> str:
-    body = request.get_json(silent=True)
+    """Per client address and email, so one address cannot lock out everybody."""
+    body = json_body()
     email = body.get("email") if isinstance(body, dict) else None
     email = email.strip().lower() if isinstance(email, str) else ""
     return f"login:{request.remote_addr}:{email}"

@@ -115,9 +115,10 @@ def download_file(record_id: uuid.UUID):
 @bp.patch("/<uuid:record_id>")
 def update_file(record_id: uuid.UUID):
     record = services.find_record(services.visible_to(current_user()), record_id, lock=True)
-    changes = load(update_schema, json_body())
+    body = json_body()
+    changes = load(update_schema, body)
     record = services.update_metadata(record, changes)
-    return dump_update_result(record, list(changes))
+    return dump_update_result(record, [name for name in body if name in changes])
 
 
 @bp.post("/<uuid:record_id>/content")

@@ -84,7 +84,7 @@ class _FilePart:
     """Copies one file part into storage while counting, hashing and sampling it."""
 
     def __init__(
-        self, staged: StagedFile, key: str, writer: ObjectWriter | None, max_size: int
+        self, staged: StagedFile, key: str | None, writer: ObjectWriter | None, max_size: int
     ) -> None:
         self.staged = staged
         self.key = key
@@ -183,9 +183,11 @@ def receive_upload(
                             index, error_key(index), clean_file_name(event.filename)
                         )
                         upload.files.append(staged)
-                        key = new_key(staged.index)
-                        writer = storage.writer(key) if staged.index < max_files else None
-                        part = _FilePart(staged, key, writer, max_file_size)
+                        if index < max_files:
+                            key = new_key(index)
+                            part = _FilePart(staged, key, storage.writer(key), max_file_size)
+                        else:
+                            part = _FilePart(staged, None, None, max_file_size)
                 elif isinstance(event, Field):
                     part, field_name = None, event.name
                     field_value.clear()

@@ -55,6 +55,31 @@ class Account:
         return {"Authorization": f"Bearer {self.token}"}
 
 
+def encode_multipart(
+    parts: list[tuple[str, str | None, bytes, str | None]],
+) -> tuple[str, bytes]:
+    """A form body as curl writes it: quotes and backslashes in names escaped with a backslash.
+
+    Werkzeug's test client leaves quotes in file names unescaped, which no real client does.
+    """
+    boundary = f"----test-{uuid.uuid4().hex}"
+
+    def quoted(value: str) -> str:
+        return value.replace("\\", "\\\\").replace('"', '\\"')
+
+    out = io.BytesIO()
+    for name, filename, data, content_type in parts:
+        disposition = f'form-data; name="{quoted(name)}"'
+        if filename is not None:
+            disposition += f'; filename="{quoted(filename)}"'
+        out.write(f"--{boundary}\r\nContent-Disposition: {disposition}\r\n".encode())
+        if content_type:
+            out.write(f"Content-Type: {content_type}\r\n".encode())
+        out.write(b"\r\n" + data + b"\r\n")
+    out.write(f"--{boundary}--\r\n".encode())
+    return f"multipart/form-data; boundary={boundary}", out.getvalue()
+
+
 def parse_timestamp(value: str) -> datetime:
     return datetime.strptime(value, TIMESTAMP_FORMAT).replace(tzinfo=UTC)
 
@@ -87,17 +112,22 @@ class Api:
     ) -> Any:
         if files is None:
             files = [("report.pdf", samples.pdf_bytes())]
-        parts = []
-        for i, (name, data) in enumerate(files):
-            ctype = content_types[i] if content_types else "application/octet-stream"
-            parts.append((io.BytesIO(data), name, ctype))
-        form: dict[str, Any] = {field: parts} if parts else {}
-        form.update({k: str(v) for k, v in metadata.items()})
+        parts: list[tuple[str, str | None, bytes, str | None]] = [
+            (
+                field,
+                name,
+                data,
+                content_types[i] if content_types else "application/octet-stream",
+            )
+            for i, (name, data) in enumerate(files)
+        ]
+        parts += [(key, None, str(value).encode(), None) for key, value in metadata.items()]
+        content_type, body = encode_multipart(parts)
         return self.client.post(
             "/api/files",
-            data=form,
+            data=body,
             headers=account.auth if account else {},
-            content_type="multipart/form-data",
+            content_type=content_type,
         )
 
     def create(
@@ -110,11 +140,12 @@ class Api:
         return response.get_json()["files"][0]
 
     def replace(self, account: Account, record_id: str, name: str, data: bytes) -> Any:
+        content_type, body = encode_multipart([("file", name, data, "application/octet-stream")])
         return self.client.post(
             f"/api/files/{record_id}/content",
-            data={"file": (io.BytesIO(data), name)},
+            data=body,
             headers=account.auth,
-            content_type="multipart/form-data",
+            content_type=content_type,
         )
 
     def get(self, path: str, account: Account | None = None, **kwargs: Any) -> Any:

@@ -1,0 +1,349 @@
+"""Objects in an S3 bucket (AWS, MinIO, SeaweedFS); objects stay private, no ACLs are set."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any, TypeAlias
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionError,
+    CredentialRetrievalError,
+    HTTPClientError,
+    IncompleteReadError,
+    NoCredentialsError,
+    PartialCredentialsError,
+)
+
+from .base import (
+    DEFAULT_CHUNK_SIZE,
+    InvalidRange,
+    MiB,
+    ObjectNotFound,
+    ObjectReader,
+    ObjectWriter,
+    Storage,
+    StorageError,
+    StorageUnavailable,
+    check_range,
+    validate_key,
+)
+
+#: boto3 builds client classes at run time; ``mypy_boto3_s3.S3Client`` would type it precisely.
+S3Client: TypeAlias = Any
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PART_SIZE = 8 * MiB
+#: S3 refuses parts smaller than this, except the last one.
+MIN_PART_SIZE = 5 * MiB
+
+_NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
+_RANGE_CODES = frozenset({"InvalidRange", "416"})
+#: Errors an operator has to fix (bucket, credentials, clock) or that pass with time.
+_UNAVAILABLE_CODES = frozenset(
+    {
+        "NoSuchBucket",
+        "AccessDenied",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "RequestTimeTooSkewed",
+        "ExpiredToken",
+        "InvalidToken",
+        "RequestTimeout",
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "ServiceUnavailable",
+        "InternalError",
+    }
+)
+_UNAVAILABLE_EXCEPTIONS = (
+    HTTPClientError,  # connection closed, read timeout, broken response stream
+    ConnectionError,  # endpoint unreachable, connect timeout, TLS and proxy failures
+    IncompleteReadError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    CredentialRetrievalError,
+)
+
+
+def build_s3_client(
+    *,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    addressing_style: str | None = None,
+    connect_timeout: float = 5.0,
+    read_timeout: float = 60.0,
+    max_attempts: int = 3,
+    max_pool_connections: int = 20,
+    aws_access_key_id: str | None = None,
+    aws_secret_access_key: str | None = None,
+) -> S3Client:
+    """Build the one S3 client the application shares between threads.
+
+    Without explicit keys, credentials come from boto3's usual chain (environment first). The
+    client makes no request until it is used; only a chain without environment credentials may
+    probe the instance metadata service while the client is built. ``max_attempts`` counts
+    the first try: 3 means two retries (standard mode, with backoff) for transient failures.
+    """
+    if addressing_style is None and endpoint_url:
+        addressing_style = "path"  # MinIO and SeaweedFS serve buckets under the path
+    config = Config(
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        retries={"mode": "standard", "total_max_attempts": max_attempts},
+        max_pool_connections=max_pool_connections,
+        s3={"addressing_style": addressing_style} if addressing_style else None,
+    )
+    session = boto3.session.Session()
+    return session.client(
+        "s3",
+        endpoint_url=endpoint_url or None,
+        region_name=region or None,
+        aws_access_key_id=aws_access_key_id,
+        aws_secret_access_key=aws_secret_access_key,
+        config=config,
+    )
+
+
+def _error_code(exc: ClientError) -> tuple[str, int]:
+    code = str(exc.response.get("Error", {}).get("Code", ""))
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    return code, status
+
+
+def translate_error(exc: Exception, action: str, bucket: str, key: str | None) -> StorageError:
+    """Map a botocore failure to the storage exception the HTTP layer understands."""
+    target = f"s3://{bucket}/{key}" if key is not None else f"s3://{bucket}"
+    if isinstance(exc, ClientError):
+        code, status = _error_code(exc)
+        if code == "NoSuchBucket":
+            return StorageUnavailable(f"S3 {action} {target} failed: the bucket does not exist")
+        if code in _NOT_FOUND_CODES or (status == 404 and key is not None):
+            return ObjectNotFound(key or target)
+        if code in _RANGE_CODES or status == 416:
+            return InvalidRange(f"S3 {action} {target}: range not satisfiable")
+        if code in _UNAVAILABLE_CODES or status >= 500 or status in (401, 403, 408, 429):
+            return StorageUnavailable(f"S3 {action} {target} failed: {code or status} ({exc})")
+        return StorageError(f"S3 {action} {target} failed: {exc}")
+    if isinstance(exc, _UNAVAILABLE_EXCEPTIONS):
+        return StorageUnavailable(f"S3 {action} {target} failed: {exc}")
+    return StorageError(f"S3 {action} {target} failed: {exc}")
+
+
+class S3ObjectWriter(ObjectWriter):
+    """Buffers at most one part; small objects become one PUT, larger ones a multipart upload."""
+
+    def __init__(self, storage: S3Storage, key: str) -> None:
+        super().__init__(key)
+        self._storage = storage
+        self._client = storage.client
+        self._bucket = storage.bucket
+        self._part_size = storage.part_size
+        self._buffer = bytearray()
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    @property
+    def upload_id(self) -> str | None:
+        """The pending multipart upload, once the object outgrew one part."""
+        return self._upload_id
+
+    def write(self, chunk: bytes) -> None:
+        self._check_open()
+        view = memoryview(chunk)
+        while view:
+            # Flush a full part only when more data follows, so the last part is never empty
+            # and an object of exactly one part is a single PUT.
+            if len(self._buffer) >= self._part_size:
+                self._flush_part()
+            take = self._part_size - len(self._buffer)
+            self._buffer += view[:take]
+            view = view[take:]
+        self.size += len(chunk)
+
+    def _flush_part(self) -> None:
+        body, self._buffer = self._buffer, bytearray()
+        try:
+            if self._upload_id is None:
+                response = self._client.create_multipart_upload(Bucket=self._bucket, Key=self.key)
+                self._upload_id = response["UploadId"]
+            number = len(self._parts) + 1
+            response = self._client.upload_part(
+                Bucket=self._bucket,
+                Key=self.key,
+                UploadId=self._upload_id,
+                PartNumber=number,
+                Body=body,
+            )
+        except (BotoCoreError, ClientError) as exc:
+            self.abort()
+            raise translate_error(exc, "upload of", self._bucket, self.key) from exc
+        self._parts.append({"PartNumber": number, "ETag": response["ETag"]})
+
+    def commit(self) -> None:
+        self._check_open()
+        try:
+            if self._upload_id is None:
+                self._client.put_object(Bucket=self._bucket, Key=self.key, Body=self._buffer)
+            else:
+                self._flush_part()
+                self._client.complete_multipart_upload(
+                    Bucket=self._bucket,
+                    Key=self.key,
+                    UploadId=self._upload_id,
+                    MultipartUpload={"Parts": self._parts},
+                )
+        except (BotoCoreError, ClientError) as exc:
+            self.abort()
+            raise translate_error(exc, "upload of", self._bucket, self.key) from exc
+        self._buffer = bytearray()
+        self.committed = True
+
+    def abort(self) -> None:
+        """Drop the buffer and the pending multipart upload.
+
+        Failing to abort the upload is logged, not raised: the caller is already handling a
+        failure and cannot do better; a bucket lifecycle rule removes stale uploads.
+        """
+        if self.committed or self.aborted:
+            return
+        self.aborted = True
+        self._buffer = bytearray()
+        upload_id, self._upload_id = self._upload_id, None
+        if upload_id is None:
+            return
+        try:
+            self._client.abort_multipart_upload(
+                Bucket=self._bucket, Key=self.key, UploadId=upload_id
+            )
+        except ClientError as exc:
+            if _error_code(exc)[0] != "NoSuchUpload":
+                log.warning("could not abort multipart upload of %r: %s", self.key, exc)
+        except BotoCoreError as exc:
+            log.warning("could not abort multipart upload of %r: %s", self.key, exc)
+
+
+class S3Storage(Storage):
+    """Objects in one private bucket, through one shared, thread-safe boto3 client."""
+
+    def __init__(
+        self,
+        client: S3Client,
+        bucket: str,
+        part_size: int = DEFAULT_PART_SIZE,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+    ) -> None:
+        super().__init__(chunk_size)
+        if part_size <= 0:
+            raise ValueError(f"part size must be positive, got {part_size}")
+        self.client = client
+        self.bucket = bucket
+        self.part_size = part_size
+
+    def __repr__(self) -> str:
+        return f"S3Storage(bucket={self.bucket!r}, endpoint={self.endpoint_url!r})"
+
+    @property
+    def endpoint_url(self) -> str:
+        return str(self.client.meta.endpoint_url)
+
+    def _error(self, exc: Exception, action: str, key: str | None) -> StorageError:
+        return translate_error(exc, action, self.bucket, key)
+
+    def writer(self, key: str) -> S3ObjectWriter:
+        return S3ObjectWriter(self, validate_key(key))
+
+    def open(self, key: str, start: int = 0, end: int | None = None) -> ObjectReader:
+        validate_key(key)
+        check_range(start, end)
+        kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
+        if start or end is not None:
+            kwargs["Range"] = f"bytes={start}-{'' if end is None else end}"
+        try:
+            response = self.client.get_object(**kwargs)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._error(exc, "download of", key) from exc
+        body = response["Body"]
+        length = int(response["ContentLength"])
+        size = length
+        content_range = response.get("ContentRange")
+        if content_range:  # "bytes 0-99/1234"
+            size = int(content_range.rpartition("/")[2])
+        elif "Range" in kwargs:
+            # The server ignored the range (allowed by HTTP); refuse rather than send wrong bytes.
+            body.close()
+            raise StorageError(f"S3 ignored the range of s3://{self.bucket}/{key}")
+        return ObjectReader(self._chunks(body, key), length, body.close, start=start, size=size)
+
+    def _chunks(self, body: Any, key: str) -> Iterator[bytes]:
+        """Stream the body; a failure here comes after the status line, so it just ends it."""
+        try:
+            yield from body.iter_chunks(self.chunk_size)
+        except (BotoCoreError, ClientError, OSError) as exc:
+            raise self._error(exc, "download of", key) from exc
+
+    def delete(self, key: str) -> None:
+        validate_key(key)
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if _error_code(exc)[0] == "NoSuchKey":
+                return
+            raise self._error(exc, "delete of", key) from exc
+        except BotoCoreError as exc:
+            raise self._error(exc, "delete of", key) from exc
+
+    def _head(self, key: str) -> dict[str, Any]:
+        validate_key(key)
+        try:
+            return self.client.head_object(Bucket=self.bucket, Key=key)  # type: ignore[return-value]
+        except (BotoCoreError, ClientError) as exc:
+            raise self._error(exc, "lookup of", key) from exc
+
+    def exists(self, key: str) -> bool:
+        try:
+            self._head(key)
+        except ObjectNotFound:
+            return False
+        return True
+
+    def size(self, key: str) -> int:
+        return int(self._head(key)["ContentLength"])
+
+    def iter_keys(self, prefix: str = "") -> Iterator[str]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
+                for item in page.get("Contents", ()):
+                    yield item["Key"]
+        except (BotoCoreError, ClientError) as exc:
+            raise self._error(exc, "listing of", None) from exc
+
+    def check(self) -> None:
+        where = f"S3 bucket {self.bucket!r} at {self.endpoint_url}"
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            code, status = _error_code(exc)
+            if status == 404 or code in ("NoSuchBucket", "404"):
+                reason = "the bucket does not exist"
+            elif status in (401, 403):
+                reason = "access denied (check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)"
+            else:
+                reason = f"{code or status}: {exc}"
+            raise StorageUnavailable(f"{where} is not usable: {reason}") from exc
+        except BotoCoreError as exc:
+            raise StorageUnavailable(f"{where} is not reachable: {exc}") from exc
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,182 @@
+"""What only the S3 backend does: error mapping, private objects, failure clean-up."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import (
+    ClientError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+    ResponseStreamingError,
+)
+
+from app.storage import InvalidRange, ObjectNotFound, StorageError, StorageUnavailable
+from app.storage.base import MiB
+from app.storage.s3 import S3Storage, build_s3_client, translate_error
+
+from .helpers import BUCKET, TEST_PART_SIZE, pending_uploads
+
+KEY = "files/3f2b8c1e/9d7e6a52"
+
+
+def client_error(code: str, status: int) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": code, "Message": "m"}, "ResponseMetadata": {"HTTPStatusCode": status}},
+        "GetObject",
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (client_error("NoSuchKey", 404), ObjectNotFound),
+        (client_error("404", 404), ObjectNotFound),
+        (client_error("InvalidRange", 416), InvalidRange),
+        (client_error("InternalError", 500), StorageUnavailable),
+        (client_error("ServiceUnavailable", 503), StorageUnavailable),
+        (client_error("SlowDown", 503), StorageUnavailable),
+        (client_error("AccessDenied", 403), StorageUnavailable),
+        (client_error("NoSuchBucket", 404), StorageUnavailable),
+        (client_error("InvalidArgument", 400), StorageError),
+        (EndpointConnectionError(endpoint_url="http://127.0.0.1:1"), StorageUnavailable),
+        (ReadTimeoutError(endpoint_url="http://127.0.0.1:1"), StorageUnavailable),
+        (ResponseStreamingError(error="connection reset"), StorageUnavailable),
+    ],
+)
+def test_translate_error(error: Exception, expected: type[StorageError]) -> None:
+    translated = translate_error(error, "download of", BUCKET, KEY)
+    assert type(translated) is expected
+
+
+def test_objects_are_private(s3_storage: S3Storage) -> None:
+    s3_storage.put(KEY, io.BytesIO(b"secret"))
+    acl = s3_storage.client.get_object_acl(Bucket=BUCKET, Key=KEY)
+    assert [grant["Permission"] for grant in acl["Grants"]] == ["FULL_CONTROL"]
+    assert acl["Grants"][0]["Grantee"]["Type"] == "CanonicalUser"
+
+
+def test_a_missing_bucket_is_unavailable_not_missing(moto_s3: None) -> None:
+    storage = S3Storage(build_s3_client(region="us-east-1"), "no-such-bucket")
+    try:
+        with pytest.raises(StorageUnavailable, match="does not exist"):
+            storage.check()
+        with pytest.raises(StorageUnavailable):
+            storage.open(KEY)
+        with pytest.raises(StorageUnavailable):
+            storage.put(KEY, io.BytesIO(b"x"))
+    finally:
+        storage.close()
+
+
+class FailingUploadPart:
+    """The real (mocked) client, except that uploading a part fails like a dropped network."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def upload_part(self, **kwargs: Any) -> Any:
+        raise EndpointConnectionError(endpoint_url="http://s3.invalid")
+
+
+def test_failed_part_upload_aborts_the_multipart_upload(s3_storage: S3Storage) -> None:
+    storage = S3Storage(FailingUploadPart(s3_storage.client), BUCKET, part_size=TEST_PART_SIZE)
+    writer = storage.writer(KEY)
+    writer.write(os.urandom(TEST_PART_SIZE))
+    with pytest.raises(StorageUnavailable) as excinfo:
+        writer.write(b"one byte more starts the first part upload")
+    assert isinstance(excinfo.value.__cause__, EndpointConnectionError)
+    assert writer.aborted
+    assert writer.buffered == 0
+    assert pending_uploads(s3_storage) == []
+    assert not s3_storage.exists(KEY)
+
+
+class FakeBody:
+    """A GET response body whose connection drops after the first chunk."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def iter_chunks(self, chunk_size: int) -> Iterator[bytes]:
+        yield b"a" * chunk_size
+        raise ResponseStreamingError(error="connection reset by peer")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeClient:
+    def __init__(self, body: FakeBody) -> None:
+        self.body = body
+
+    def get_object(self, **kwargs: Any) -> dict[str, Any]:
+        return {"Body": self.body, "ContentLength": 10 * MiB}
+
+
+def test_error_mid_stream_ends_the_body_and_releases_the_connection() -> None:
+    body = FakeBody()
+    storage = S3Storage(FakeClient(body), BUCKET)
+    reader = storage.open(KEY)
+    chunks = iter(reader)
+    assert len(next(chunks)) == storage.chunk_size
+    with pytest.raises(StorageUnavailable):
+        next(chunks)
+    assert body.closed
+    assert reader.closed
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nothing listens on: connections are refused at once."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def unreachable_storage(aws_credentials: None, closed_port: int) -> Iterator[S3Storage]:
+    client = build_s3_client(
+        endpoint_url=f"http://127.0.0.1:{closed_port}",
+        region="us-east-1",
+        connect_timeout=0.5,
+        read_timeout=0.5,
+        max_attempts=1,
+    )
+    storage = S3Storage(client, BUCKET)
+    yield storage
+    storage.close()
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        lambda s: s.open(KEY),
+        lambda s: s.open(KEY, 0, 9),
+        lambda s: s.put(KEY, io.BytesIO(b"x")),
+        lambda s: s.exists(KEY),
+        lambda s: s.size(KEY),
+        lambda s: s.delete(KEY),
+        lambda s: list(s.iter_keys()),
+        lambda s: s.check(),
+    ],
+    ids=["open", "open-range", "put", "exists", "size", "delete", "iter_keys", "check"],
+)
+def test_unreachable_endpoint_is_unavailable(
+    unreachable_storage: S3Storage, operation: Any
+) -> None:
+    began = time.monotonic()
+    with pytest.raises(StorageUnavailable) as excinfo:
+        operation(unreachable_storage)
+    assert time.monotonic() - began < 3
+    assert isinstance(excinfo.value.__cause__, EndpointConnectionError)
+    assert "127.0.0.1" in str(excinfo.value)
