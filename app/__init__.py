@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask, Response, request
 
-from app.config import DEFAULTS, settings_from_env, validate
+from app.config import DEFAULTS, ConfigError, settings_from_env, validate
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
@@ -49,7 +49,10 @@ def _init_extensions(app: Flask) -> None:
 def _init_storage(app: Flask) -> None:
     from app.storage import create_storage
 
-    app.extensions["storage"] = create_storage(app.config)
+    try:
+        app.extensions["storage"] = create_storage(app.config)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _register_blueprints(app: Flask) -> None:

@@ -83,14 +83,7 @@ def validate(config: Mapping[str, Any]) -> None:
     except ArgumentError:
         raise ConfigError("DATABASE_URL is not a valid SQLAlchemy database URL") from None
 
-    backend = config.get("STORAGE_BACKEND")
-    if backend not in ("local", "s3"):
-        raise ConfigError(f"STORAGE_BACKEND must be 'local' or 's3', got {backend!r}")
-    if backend == "s3" and not config.get("S3_BUCKET"):
-        raise ConfigError("S3_BUCKET must be set when STORAGE_BACKEND=s3")
-    if backend == "local" and not config.get("STORAGE_LOCAL_ROOT"):
-        raise ConfigError("STORAGE_LOCAL_ROOT must be set when STORAGE_BACKEND=local")
-
+    # Storage settings are checked where the storage is built (`app.storage.create_storage`).
     try:
         ZoneInfo(str(config.get("APP_TIMEZONE")))
     except (ZoneInfoNotFoundError, ValueError):

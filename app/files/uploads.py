@@ -143,6 +143,69 @@ def _read_chunks(stream: BinaryIO) -> Iterable[bytes | None]:
     yield None
 
 
+class _UploadReader:
+    """Turns the decoder's events into stored files and form fields."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        is_file_field: Callable[[str], bool],
+        error_key: Callable[[int], str],
+        new_key: Callable[[int], str],
+        max_file_size: int,
+        max_files: int,
+    ) -> None:
+        self.storage = storage
+        self.is_file_field = is_file_field
+        self.error_key = error_key
+        self.new_key = new_key
+        self.max_file_size = max_file_size
+        self.max_files = max_files
+        self.upload = ReceivedUpload()
+        self.part: _FilePart | None = None
+        self.field_name: str | None = None
+        self.field_value = bytearray()
+        self.fields_size = 0
+
+    def start_file(self, event: File) -> None:
+        # File parts under other names are read past and ignored.
+        self.part, self.field_name = None, None
+        if not self.is_file_field(event.name):
+            return
+        index = len(self.upload.files)
+        staged = StagedFile(index, self.error_key(index), clean_file_name(event.filename))
+        self.upload.files.append(staged)
+        if index < self.max_files:
+            key = self.new_key(index)
+            self.part = _FilePart(staged, key, self.storage.writer(key), self.max_file_size)
+        else:
+            self.part = _FilePart(staged, None, None, self.max_file_size)
+
+    def start_field(self, event: Field) -> None:
+        self.part, self.field_name = None, event.name
+        self.field_value.clear()
+
+    def data(self, event: Data) -> None:
+        if self.part is not None:
+            self.part.write(event.data)
+            if not event.more_data:
+                self.part.finish()
+                self.part = None
+        elif self.field_name is not None:
+            self.fields_size += len(event.data)
+            if self.fields_size > MAX_FIELDS_SIZE:
+                raise RequestEntityTooLarge()
+            self.field_value.extend(event.data)
+            if not event.more_data:
+                value = self.field_value.decode("utf-8", "replace")
+                self.upload.fields.setdefault(self.field_name, value)
+
+    def abort(self) -> None:
+        if self.part is not None:
+            self.part.abort()
+        self.upload.discard(self.storage)
+
+
 def receive_upload(
     stream: BinaryIO,
     boundary: bytes,
@@ -160,60 +223,20 @@ def receive_upload(
     stored so far is removed again before the exception propagates.
     """
     decoder = MultipartDecoder(boundary, max_parts=MAX_PARTS)
-    upload = ReceivedUpload()
-    fields_size = 0
-    part: _FilePart | None = None
-    field_name: str | None = None
-    field_value = bytearray()
-    complete = False
+    reader = _UploadReader(storage, is_file_field, error_key, new_key, max_file_size, max_files)
     try:
         for chunk in _read_chunks(stream):
             decoder.receive_data(chunk)
-            event = decoder.next_event()
-            while not isinstance(event, NeedData):
+            while not isinstance(event := decoder.next_event(), NeedData):
                 if isinstance(event, Epilogue):
-                    complete = True
-                    break
+                    return reader.upload
                 if isinstance(event, File):
-                    # File parts under other names are read past and ignored.
-                    part, field_name = None, None
-                    if is_file_field(event.name):
-                        index = len(upload.files)
-                        staged = StagedFile(
-                            index, error_key(index), clean_file_name(event.filename)
-                        )
-                        upload.files.append(staged)
-                        if index < max_files:
-                            key = new_key(index)
-                            part = _FilePart(staged, key, storage.writer(key), max_file_size)
-                        else:
-                            part = _FilePart(staged, None, None, max_file_size)
+                    reader.start_file(event)
                 elif isinstance(event, Field):
-                    part, field_name = None, event.name
-                    field_value.clear()
+                    reader.start_field(event)
                 elif isinstance(event, Data):
-                    if part is not None:
-                        part.write(event.data)
-                        if not event.more_data:
-                            part.finish()
-                            part = None
-                    elif field_name is not None:
-                        fields_size += len(event.data)
-                        if fields_size > MAX_FIELDS_SIZE:
-                            raise RequestEntityTooLarge()
-                        field_value.extend(event.data)
-                        if not event.more_data:
-                            upload.fields.setdefault(
-                                field_name, field_value.decode("utf-8", "replace")
-                            )
-                event = decoder.next_event()
-            if complete:
-                break
-        if not complete:
-            raise MalformedUpload()
+                    reader.data(event)
+        raise MalformedUpload()
     except BaseException:
-        if part is not None:
-            part.abort()
-        upload.discard(storage)
+        reader.abort()
         raise
-    return upload
