@@ -25,7 +25,7 @@ class GeneratedUpload:
 
     def __init__(self, size: int, name: str = "big.txt") -> None:
         self.head = (
-            f"--{self.boundary}\r\nContent-Disposition: form-data; name=\"files[]\"; "
+            f'--{self.boundary}\r\nContent-Disposition: form-data; name="files[]"; '
             f'filename="{name}"\r\nContent-Type: text/plain\r\n\r\n'
         ).encode()
         self.tail = f"\r\n--{self.boundary}--\r\n".encode()
