@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,redis]'
+	$(BIN)/pip install --quiet -e '.[test]'
 	@touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed

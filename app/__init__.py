@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response, request
+from limits.errors import ConfigurationError as LimitsConfigurationError
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.config import DEFAULTS, ConfigError, settings_from_env, validate
 
@@ -40,10 +42,17 @@ def _init_extensions(app: Flask) -> None:
     from app import models  # noqa: F401  (registers the tables on the metadata)
     from app.extensions import db, limiter, migrate
 
+    if app.config["PROXY_COUNT"]:
+        # Client address, scheme and host as the trusted proxies in front saw them.
+        n = app.config["PROXY_COUNT"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)  # type: ignore[method-assign]
     db.init_app(app)
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
     migrate.init_app(app, db, directory=migrations, render_as_batch=True)
-    limiter.init_app(app)
+    try:
+        limiter.init_app(app)
+    except LimitsConfigurationError as exc:
+        raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
 
 
 def _init_storage(app: Flask) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from limits import parse_many
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
@@ -54,6 +55,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "RATELIMIT_STORAGE_URI": get("RATELIMIT_STORAGE_URI", "memory://"),
         "RATELIMIT_TOKENS": get("RATELIMIT_TOKENS", "10 per minute"),
         "RATELIMIT_UPLOADS": get("RATELIMIT_UPLOADS", "60 per minute"),
+        "PROXY_COUNT": _int(environ, "PROXY_COUNT", 0),
         "HOST": get("HOST", "127.0.0.1"),
         "PORT": _int(environ, "PORT", 8000),
         "SERVER_THREADS": _int(environ, "SERVER_THREADS", 8),
@@ -94,6 +96,16 @@ def validate(config: Mapping[str, Any]) -> None:
     ttl = config.get("TOKEN_TTL_MINUTES")
     if ttl is not None and ttl <= 0:
         raise ConfigError("TOKEN_TTL_MINUTES must be a positive number of minutes")
+    for name in ("RATELIMIT_TOKENS", "RATELIMIT_UPLOADS"):
+        try:
+            parse_many(str(config.get(name)))
+        except ValueError:
+            raise ConfigError(
+                f"{name} is not a rate limit such as '10 per minute': {config.get(name)!r}"
+            ) from None
+    proxies = config.get("PROXY_COUNT")
+    if not isinstance(proxies, int) or proxies < 0:
+        raise ConfigError(f"PROXY_COUNT must be 0 or a positive number, got {proxies!r}")
     port = config.get("PORT")
     if not isinstance(port, int) or not 0 < port < 65536:
         raise ConfigError(f"PORT must be between 1 and 65535, got {port!r}")

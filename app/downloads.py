@@ -33,6 +33,18 @@ def etag_of(record: FileRecord) -> str:
     return record.checksum_sha256
 
 
+def _range_applies(request: Request, etag: str, units: str) -> bool:
+    """Only byte ranges, and with If-Range only when it names the current strong ETag.
+
+    Several ranges are answered with the whole file, which RFC 9110 allows. Without a
+    Last-Modified, an If-Range date can never match either.
+    """
+    if units != "bytes":
+        return False
+    if_range = request.headers.get("If-Range")
+    return if_range is None or if_range.strip() == f'"{etag}"'
+
+
 def stored_file_response(
     request: Request, record: FileRecord, storage: Storage, cache_control: str
 ) -> Response:
@@ -51,23 +63,20 @@ def stored_file_response(
 
     start, end, status = 0, record.size - 1, 200
     range_header = request.range
-    if_range = request.if_range
-    range_applies = range_header is not None and (
-        not request.headers.get("If-Range") or (if_range.etag == etag and not if_range.date)
-    )
-    if range_applies and range_header is not None and len(range_header.ranges) == 1:
-        bounds = range_header.range_for_length(record.size)
-        if bounds is None:
-            response = Response(
-                '{"message": "The requested range is not satisfiable."}\n',
-                status=416,
-                mimetype="application/json",
-                headers={**headers, "Content-Range": f"bytes */{record.size}"},
-            )
-            response.set_etag(etag)
-            return response
-        start, end, status = bounds[0], bounds[1] - 1, 206
-        headers["Content-Range"] = f"bytes {start}-{end}/{record.size}"
+    if range_header is not None and _range_applies(request, etag, range_header.units):
+        if len(range_header.ranges) == 1:
+            bounds = range_header.range_for_length(record.size)
+            if bounds is None:
+                response = Response(
+                    '{"message": "The requested range is not satisfiable."}\n',
+                    status=416,
+                    mimetype="application/json",
+                    headers={**headers, "Content-Range": f"bytes */{record.size}"},
+                )
+                response.set_etag(etag)
+                return response
+            start, end, status = bounds[0], bounds[1] - 1, 206
+            headers["Content-Range"] = f"bytes {start}-{end}/{record.size}"
 
     reader = storage.open(record.stored_path, start, end)
     response = Response(

@@ -66,6 +66,7 @@ def _domain_error(exc: DomainError) -> Response:
         return error_response(404, exc.message)
     if isinstance(exc, DownloadBlocked):
         return error_response(403, exc.message)
+    # Anything else the client sent that cannot be processed at all, e.g. a broken body.
     return error_response(400, exc.message)
 
 

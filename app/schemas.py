@@ -17,35 +17,38 @@ BESCHREIBUNG_MAX = 5000
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 PATH_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
-DATE_FORM = re.compile(r"\d{4}-\d{2}-\d{2}")
+DATE_FORM = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 SINCE_FORM = re.compile(
-    r"(?P<date>\d{4}-\d{2}-\d{2})"
-    r"(?:T(?P<hour>\d{2}):(?P<minute>\d{2})(?::(?P<second>\d{2})(?:\.(?P<fraction>\d{1,6}))?)?)?"
-    r"(?P<offset>Z|[+\- ]\d{2}:?\d{2})?"
+    r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})"
+    r"(?:T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})"
+    r"(?::(?P<second>[0-9]{2})(?:\.(?P<fraction>[0-9]{1,6}))?)?)?"
+    r"(?P<offset>Z|[+\- ][0-9]{2}:?[0-9]{2})?"
 )
 TRUE_VALUES = {"1", "true"}
 FALSE_VALUES = {"0", "false"}
 
-# The business metadata of a record, in the order of the specification.
-METADATA_FIELDS = (
-    "aktiv_id",
-    "path",
-    "reprotyp",
-    "titel",
-    "beschreibung",
-    "autoren",
-    "sachschlagwoerter",
-    "org_themen",
-    "sperrfrist",
-    "reihenfolge",
-    "freigabe",
-    "erstellt_von",
-    "freigegeben_von",
-)
-
 
 def _label(field: fields.Field) -> str:
     return field.data_key or field.name or "value"
+
+
+def storable_text(value: str, label: str) -> str:
+    """Text the databases can keep: no NUL characters, no lone surrogates from JSON escapes."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"The {label} field must be valid Unicode text.") from None
+    if "\x00" in value:
+        raise ValidationError(f"The {label} field must not contain NUL characters.")
+    return value
+
+
+class PlainString(fields.String):
+    """A string as given (query values, credentials), refused if no database could keep it."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        return storable_text(text, _label(self))
 
 
 class Text(fields.Field):
@@ -59,7 +62,7 @@ class Text(fields.Field):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | None:
         if not isinstance(value, str):
             raise ValidationError(f"The {_label(self)} field must be a string.")
-        value = value.strip()
+        value = storable_text(value, _label(self)).strip()
         if not value:
             return None
         if len(value) > self.max_length:
@@ -127,7 +130,7 @@ class Int32(fields.Field):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
         if isinstance(value, bool):
             raise ValidationError(f"The {_label(self)} field must be an integer.")
-        if isinstance(value, str) and re.fullmatch(r"[+-]?\d{1,20}", value.strip()):
+        if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]{1,20}", value.strip()):
             value = int(value.strip())
         if not isinstance(value, int):
             raise ValidationError(f"The {_label(self)} field must be an integer.")
@@ -220,7 +223,7 @@ class Since(fields.Field):
 
 class PageNumber(fields.Field):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
-        if isinstance(value, str) and re.fullmatch(r"\d{1,9}", value) and int(value) >= 1:
+        if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value) and int(value) >= 1:
             return int(value)
         raise ValidationError("The page field must be a whole number of at least 1.")
 
@@ -294,11 +297,11 @@ class ListQuerySchema(Schema):
         unknown = EXCLUDE
 
     page = PageNumber(load_default=1)
-    path = fields.String()
-    aktiv_id = fields.String()
+    path = PlainString()
+    aktiv_id = PlainString()
     since = Since()
     freigabe = ReleaseFilter()
-    reprotyp = fields.String()
+    reprotyp = PlainString()
 
     @pre_load
     def drop_empty(self, data: Any, **kwargs: Any) -> dict[str, Any]:
@@ -344,34 +347,25 @@ def dump_update_result(record: Any, changed: list[str]) -> dict[str, Any]:
     }
 
 
+def _required_string(name: str) -> fields.String:
+    required = f"The {name} field is required."
+    return PlainString(
+        required=True,
+        error_messages={
+            "required": required,
+            "null": required,
+            "invalid": f"The {name} field must be a string.",
+        },
+    )
+
+
 class TokenRequestSchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    email = fields.String(
-        required=True,
-        error_messages={
-            "required": "The email field is required.",
-            "null": "The email field is required.",
-            "invalid": "The email field must be a string.",
-        },
-    )
-    password = fields.String(
-        required=True,
-        error_messages={
-            "required": "The password field is required.",
-            "null": "The password field is required.",
-            "invalid": "The password field must be a string.",
-        },
-    )
-    token_name = fields.String(
-        required=True,
-        error_messages={
-            "required": "The token_name field is required.",
-            "null": "The token_name field is required.",
-            "invalid": "The token_name field must be a string.",
-        },
-    )
+    email = _required_string("email")
+    password = _required_string("password")
+    token_name = _required_string("token_name")
 
     @validates_schema
     def non_empty(self, data: dict[str, Any], **kwargs: Any) -> None:

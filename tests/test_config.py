@@ -25,6 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
         ({"SQLALCHEMY_DATABASE_URI": "not a url"}, "DATABASE_URL"),
         ({"TOKEN_TTL_MINUTES": 0}, "TOKEN_TTL_MINUTES"),
         ({"PORT": 70000}, "PORT"),
+        ({"RATELIMIT_UPLOADS": "lots"}, "RATELIMIT_UPLOADS"),
+        ({"RATELIMIT_TOKENS": "10 per fortnight"}, "RATELIMIT_TOKENS"),
+        (
+            {"RATELIMIT_ENABLED": True, "RATELIMIT_STORAGE_URI": "carrier-pigeon://coop"},
+            "RATELIMIT_STORAGE_URI",
+        ),
+        ({"PROXY_COUNT": -1}, "PROXY_COUNT"),
+        ({"STORAGE_BACKEND": "s3", "S3_BUCKET": "b", "S3_PART_SIZE": 1024}, "S3_PART_SIZE"),
     ],
 )
 def test_wrong_settings_are_named(tmp_path: Path, overrides: dict, setting: str):
@@ -43,6 +51,7 @@ def test_wrong_settings_are_named(tmp_path: Path, overrides: dict, setting: str)
         ({"STORAGE_BACKEND": "s3"}, "S3_BUCKET"),
         ({"PORT": "eighty"}, "PORT"),
         ({"TOKEN_TTL_MINUTES": "soon"}, "TOKEN_TTL_MINUTES"),
+        ({"RATELIMIT_STORAGE_URI": "carrier-pigeon://coop"}, "RATELIMIT_STORAGE_URI"),
     ],
 )
 def test_flask_cli_stops_with_one_line(tmp_path: Path, env: dict, setting: str):

@@ -61,11 +61,6 @@ def _receive(
     )
 
 
-@bp.before_request
-def require_token() -> None:
-    current_user()
-
-
 @bp.post("")
 @limiter.limit(_upload_rate, key_func=user_rate_key)
 def create_files():
@@ -79,6 +74,7 @@ def create_files():
         "files",
     )
     metadata, metadata_errors = validate(create_schema, upload.fields)
+    metadata_errors = upload.field_errors | metadata_errors
     records = services.create_records(
         current_user(), record_ids, upload, metadata, metadata_errors, _storage(), max_files
     )
@@ -114,9 +110,9 @@ def download_file(record_id: uuid.UUID):
 
 @bp.patch("/<uuid:record_id>")
 def update_file(record_id: uuid.UUID):
-    record = services.find_record(services.visible_to(current_user()), record_id, lock=True)
     body = json_body()
     changes = load(update_schema, body)
+    record = services.find_record(services.visible_to(current_user()), record_id, lock=True)
     record = services.update_metadata(record, changes)
     return dump_update_result(record, [name for name in body if name in changes])
 

@@ -9,28 +9,45 @@ everything else is aborted. The caller commits or discards the staged objects as
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from werkzeug.exceptions import BadRequest, RequestEntityTooLarge
+from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_options_header
-from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDecoder, NeedData
+from werkzeug.sansio.multipart import (
+    Data,
+    Epilogue,
+    Event,
+    Field,
+    File,
+    MultipartDecoder,
+    NeedData,
+    State,
+)
 
 from app.detection import SampleCollector, UnsupportedFileType, detect_mime_type
-from app.storage import ObjectWriter, Storage
+from app.exceptions import DomainError
+from app.storage import ObjectWriter, Storage, StorageError
+
+log = logging.getLogger(__name__)
 
 READ_SIZE = 1024 * 1024
 MAX_FIELDS_SIZE = 1024 * 1024
 MAX_PARTS = 1000
+MAX_HEADER_SIZE = 64 * 1024
 ALLOWED_EXTENSIONS = (
     "pdf, txt, csv, jpg, jpeg, png, gif, webp, doc, docx, xlsx, pptx, zip, mp4, wav, ogg, "
     "mp3, rdf, json"
 )
 
 
-class MalformedUpload(BadRequest):
-    description = "The multipart/form-data body is malformed or incomplete."
+class MalformedUpload(DomainError):
+    """The body is not valid multipart/form-data (answered with 400)."""
+
+    def __init__(self) -> None:
+        super().__init__("The multipart/form-data body is malformed or incomplete.")
 
 
 @dataclass
@@ -51,15 +68,24 @@ class StagedFile:
 class ReceivedUpload:
     fields: dict[str, str] = field(default_factory=dict)
     files: list[StagedFile] = field(default_factory=list)
+    # Form fields whose bytes were not UTF-8; reported as validation errors.
+    field_errors: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def stored_keys(self) -> list[str]:
         return [f.key for f in self.files if f.key is not None]
 
     def discard(self, storage: Storage) -> None:
-        """Remove every object this upload stored; used when the request fails as a whole."""
+        """Remove every object this upload stored; used when the request fails as a whole.
+
+        Best effort: one failed deletion neither stops the others nor hides the error that
+        made the request fail.
+        """
         for key in self.stored_keys:
-            storage.delete(key)
+            try:
+                storage.delete(key)
+            except StorageError:
+                log.exception("could not remove object %s of a failed upload", key)
 
 
 def clean_file_name(raw: str | None) -> str:
@@ -143,6 +169,30 @@ def _read_chunks(stream: BinaryIO) -> Iterable[bytes | None]:
     yield None
 
 
+def _events(stream: BinaryIO, boundary: bytes) -> Iterator[Event]:
+    """The parts of a multipart body up to its closing boundary; anything after is not read.
+
+    Werkzeug signals a body that is not valid multipart (bad headers, cut short) with
+    ValueError; that, and a body without boundaries, is a client error here.
+    """
+    # The decoder's buffer is drained after every read, so more than one read plus a part
+    # header means a body without boundaries or with an endless header: refuse it rather
+    # than let it pile up in memory.
+    decoder = MultipartDecoder(
+        boundary, max_form_memory_size=READ_SIZE + MAX_HEADER_SIZE, max_parts=MAX_PARTS
+    )
+    for chunk in _read_chunks(stream):
+        try:
+            decoder.receive_data(chunk)
+            while not isinstance(event := decoder.next_event(), NeedData | Epilogue):
+                yield event
+        except (ValueError, RequestEntityTooLarge) as exc:
+            raise MalformedUpload() from exc
+        if decoder.state == State.EPILOGUE:
+            return
+    raise MalformedUpload()
+
+
 class _UploadReader:
     """Turns the decoder's events into stored files and form fields."""
 
@@ -170,7 +220,7 @@ class _UploadReader:
     def start_file(self, event: File) -> None:
         # File parts under other names are read past and ignored.
         self.part, self.field_name = None, None
-        if not self.is_file_field(event.name):
+        if not self.is_file_field(event.name or ""):
             return
         index = len(self.upload.files)
         staged = StagedFile(index, self.error_key(index), clean_file_name(event.filename))
@@ -182,7 +232,7 @@ class _UploadReader:
             self.part = _FilePart(staged, None, None, self.max_file_size)
 
     def start_field(self, event: Field) -> None:
-        self.part, self.field_name = None, event.name
+        self.part, self.field_name = None, event.name or None
         self.field_value.clear()
 
     def data(self, event: Data) -> None:
@@ -197,8 +247,16 @@ class _UploadReader:
                 raise RequestEntityTooLarge()
             self.field_value.extend(event.data)
             if not event.more_data:
-                value = self.field_value.decode("utf-8", "replace")
-                self.upload.fields.setdefault(self.field_name, value)
+                self.finish_field(self.field_name)
+
+    def finish_field(self, name: str) -> None:
+        """Keep the field's text; a repeated field keeps its last value, as PHP did."""
+        try:
+            self.upload.fields[name] = self.field_value.decode("utf-8")
+            self.upload.field_errors.pop(name, None)
+        except UnicodeDecodeError:
+            self.upload.fields.pop(name, None)
+            self.upload.field_errors[name] = [f"The {name} field must be UTF-8 text."]
 
     def abort(self) -> None:
         if self.part is not None:
@@ -222,21 +280,16 @@ def receive_upload(
     Files beyond `max_files` are counted but not stored. On any exception every object
     stored so far is removed again before the exception propagates.
     """
-    decoder = MultipartDecoder(boundary, max_parts=MAX_PARTS)
     reader = _UploadReader(storage, is_file_field, error_key, new_key, max_file_size, max_files)
     try:
-        for chunk in _read_chunks(stream):
-            decoder.receive_data(chunk)
-            while not isinstance(event := decoder.next_event(), NeedData):
-                if isinstance(event, Epilogue):
-                    return reader.upload
-                if isinstance(event, File):
-                    reader.start_file(event)
-                elif isinstance(event, Field):
-                    reader.start_field(event)
-                elif isinstance(event, Data):
-                    reader.data(event)
-        raise MalformedUpload()
+        for event in _events(stream, boundary):
+            if isinstance(event, File):
+                reader.start_file(event)
+            elif isinstance(event, Field):
+                reader.start_field(event)
+            elif isinstance(event, Data):
+                reader.data(event)
     except BaseException:
         reader.abort()
         raise
+    return reader.upload
