@@ -66,12 +66,14 @@ def _init_storage(app: Flask) -> None:
 
 def _register_blueprints(app: Flask) -> None:
     from app.auth import bp as auth_bp
+    from app.docs import bp as docs_bp
     from app.files import bp as files_bp
     from app.public import bp as public_bp
 
     app.register_blueprint(auth_bp)
     app.register_blueprint(files_bp)
     app.register_blueprint(public_bp)
+    app.register_blueprint(docs_bp)
 
     @app.after_request
     def public_cache_headers(response: Response) -> Response:
@@ -90,7 +92,9 @@ def _register_error_handlers(app: Flask) -> None:
 def _register_cli(app: Flask) -> None:
     from app.auth.cli import create_user_command, provision_admin_command
     from app.cli import serve_command
+    from app.ops import register_cli
 
     app.cli.add_command(create_user_command)
     app.cli.add_command(provision_admin_command)
     app.cli.add_command(serve_command)
+    register_cli(app)
