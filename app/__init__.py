@@ -1,4 +1,4 @@
-"""Application factory: configure, extensions, storage, blueprints, error handlers, CLI."""
+"""Application factory: configure, middleware, extensions, storage, blueprints, errors, CLI."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from flask import Flask, Response, request
 from limits.errors import ConfigurationError as LimitsConfigurationError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from app.access_log import RequestLogMiddleware, configure_logging
 from app.config import DEFAULTS, ConfigError, settings_from_env, validate
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     app = Flask(__name__, instance_relative_config=True)
     _configure(app, test_config)
+    _wrap_middleware(app)
     _init_extensions(app)
     _init_storage(app)
     _register_blueprints(app)
@@ -38,14 +40,21 @@ def _configure(app: Flask, test_config: Mapping[str, Any] | None) -> None:
     app.url_map.strict_slashes = False
 
 
+def _wrap_middleware(app: Flask) -> None:
+    configure_logging()
+    wsgi_app: Any = RequestLogMiddleware(app.wsgi_app)
+    if app.config["PROXY_COUNT"]:
+        # Client address, scheme and host as the trusted proxies in front saw them; outermost,
+        # so the access log records the real client too.
+        n = app.config["PROXY_COUNT"]
+        wsgi_app = ProxyFix(wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)
+    app.wsgi_app = wsgi_app  # type: ignore[method-assign]
+
+
 def _init_extensions(app: Flask) -> None:
     from app import models  # noqa: F401  (registers the tables on the metadata)
     from app.extensions import db, limiter, migrate
 
-    if app.config["PROXY_COUNT"]:
-        # Client address, scheme and host as the trusted proxies in front saw them.
-        n = app.config["PROXY_COUNT"]
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=n, x_proto=n, x_host=n, x_port=n)  # type: ignore[method-assign]
     db.init_app(app)
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
     migrate.init_app(app, db, directory=migrations, render_as_batch=True)
@@ -68,12 +77,14 @@ def _register_blueprints(app: Flask) -> None:
     from app.auth import bp as auth_bp
     from app.docs import bp as docs_bp
     from app.files import bp as files_bp
+    from app.health import bp as health_bp
     from app.public import bp as public_bp
 
     app.register_blueprint(auth_bp)
     app.register_blueprint(files_bp)
     app.register_blueprint(public_bp)
     app.register_blueprint(docs_bp)
+    app.register_blueprint(health_bp)
 
     @app.after_request
     def public_cache_headers(response: Response) -> Response:

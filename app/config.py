@@ -63,7 +63,8 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
 
 
 DEFAULTS: dict[str, Any] = {
-    "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
+    # Statement parameters never reach error messages or logs.
+    "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True, "hide_parameters": True},
     "MAX_CONTENT_LENGTH": MAX_REQUEST_SIZE,
     "MAX_FILE_SIZE": MAX_FILE_SIZE,
     "MAX_FILES_PER_REQUEST": MAX_FILES_PER_REQUEST,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import g, request
 
+from app.access_log import USER_ID_ENVIRON
 from app.auth.services import resolve_token
 from app.exceptions import NotAuthenticated
 from app.models import ApiToken, User
@@ -21,6 +22,7 @@ def current_token() -> ApiToken:
         if token is None:
             raise NotAuthenticated()
         g.api_token = token
+        request.environ[USER_ID_ENVIRON] = token.user_id
     return token
 
 

@@ -1,0 +1,124 @@
+"""One structured (JSON) log line per request, and a request id that travels with it.
+
+The line is written when the response has been sent completely (or the client went away), so
+it carries the real duration and byte count of streamed downloads. It is built from a fixed set
+of fields: no header, query string, body or token can reach it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+access_log = logging.getLogger("app.access")
+
+REQUEST_ID_ENVIRON = "app.request_id"
+USER_ID_ENVIRON = "app.user_id"
+_VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class JSONFormatter(logging.Formatter):
+    """Log records as single-line JSON objects; `extra={"fields": {...}}` adds fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        fields = getattr(record, "fields", None)
+        if fields:
+            entry.update(fields)
+        else:
+            entry["message"] = record.getMessage()
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """Send the app's logs to stderr as JSON once; leaves other handlers (pytest's) alone."""
+    logger = logging.getLogger("app")
+    if any(getattr(h, "_app_json", False) for h in logger.handlers):
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(JSONFormatter())
+    handler._app_json = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.setLevel(level)
+
+
+class RequestLogMiddleware:
+    """Assigns the request id (the client's `X-Request-ID` if sane), echoes it, logs the line."""
+
+    def __init__(self, app: WSGIApp) -> None:
+        self.app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        started = time.perf_counter()
+        offered = environ.get("HTTP_X_REQUEST_ID", "")
+        request_id = offered if _VALID_REQUEST_ID.fullmatch(offered) else uuid.uuid4().hex
+        environ[REQUEST_ID_ENVIRON] = request_id
+        status: list[str] = []
+
+        def start(code: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            status[:] = [code]
+            headers = [(k, v) for k, v in headers if k.lower() != "x-request-id"]
+            headers.append(("X-Request-ID", request_id))
+            return start_response(code, headers, exc_info)
+
+        body = self.app(environ, start)
+        return _LoggedBody(body, lambda sent: self._log(environ, status, sent, started))
+
+    @staticmethod
+    def _log(environ: dict[str, Any], status: list[str], sent: int, started: float) -> None:
+        code = int(status[0].split(" ", 1)[0]) if status else 0
+        access_log.info(
+            "request",
+            extra={
+                "fields": {
+                    "message": "request",
+                    "request_id": environ[REQUEST_ID_ENVIRON],
+                    "method": environ.get("REQUEST_METHOD"),
+                    "path": environ.get("PATH_INFO"),
+                    "status": code,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "bytes": sent,
+                    "user_id": environ.get(USER_ID_ENVIRON),
+                    "remote_addr": environ.get("REMOTE_ADDR"),
+                }
+            },
+        )
+
+
+class _LoggedBody:
+    """Counts the bytes the server takes from the body; logs once the server closes it."""
+
+    def __init__(self, body: Iterable[bytes], on_close: Callable[[int], None]) -> None:
+        self.body = body
+        self.on_close = on_close
+        self.sent = 0
+        self.logged = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self.body:
+            self.sent += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            if not self.logged:
+                self.logged = True
+                self.on_close(self.sent)
