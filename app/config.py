@@ -55,6 +55,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "RATELIMIT_STORAGE_URI": get("RATELIMIT_STORAGE_URI", "memory://"),
         "RATELIMIT_TOKENS": get("RATELIMIT_TOKENS", "10 per minute"),
         "RATELIMIT_UPLOADS": get("RATELIMIT_UPLOADS", "60 per minute"),
+        "RATELIMIT_KEY_PREFIX": get("RATELIMIT_KEY_PREFIX", "file-repository"),
         "PROXY_COUNT": _int(environ, "PROXY_COUNT", 0),
         "HOST": get("HOST", "127.0.0.1"),
         "PORT": _int(environ, "PORT", 8000),

@@ -5,11 +5,6 @@ from __future__ import annotations
 import http.client
 import io
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,80 +13,22 @@ from werkzeug.datastructures import FileStorage
 from werkzeug.test import encode_multipart
 
 from tests.support import samples
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def flask(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "flask", "--app", "wsgi", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from tests.support.server import clean_env, flask, request, running_server
 
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[int, dict[str, str]]]:
-    port = free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("S3_", "STORAGE_"))},
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        "STORAGE_LOCAL_ROOT": str(tmp_path / "storage"),
-        "ADMIN_EMAIL": "admin@example.org",
-        "ADMIN_PASSWORD": "admin-password",
-        "PORT": str(port),
-    }
+    env = clean_env(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
+        ADMIN_EMAIL="admin@example.org",
+        ADMIN_PASSWORD="admin-password",
+    )
     for step in (("db", "upgrade"), ("provision-admin",)):
         result = flask(*step, env=env)
         assert result.returncode == 0, result.stderr
-    process = subprocess.Popen(
-        [sys.executable, "-m", "flask", "--app", "wsgi", "serve"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"server did not start: {process.stdout.read()}") from None
-                time.sleep(0.1)
+    with running_server(env, tmp_path / "server.log") as port:
         yield port, env
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        process.stdout.close()
-
-
-def request(
-    port: int,
-    method: str,
-    path: str,
-    body: bytes | None = None,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        response = conn.getresponse()
-        return response.status, dict(response.getheaders()), response.read()
-    finally:
-        conn.close()
 
 
 def test_serve_answers_the_whole_flow(server):

@@ -1,0 +1,86 @@
+"""Running the real thing: `flask` commands and `flask serve` (waitress) in child processes."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# Settings of the developer's shell must not leak into the servers the tests start.
+_SETTINGS_PREFIXES = ("S3_", "STORAGE_", "DATABASE_URL", "ADMIN_", "RATELIMIT_", "AWS_")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clean_env(**settings: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTINGS_PREFIXES)}
+    env.update(settings)
+    return env
+
+
+def flask(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "wsgi", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@contextmanager
+def running_server(env: dict[str, str], log_path: Path) -> Iterator[int]:
+    """`flask serve` on a free loopback port until the block ends; its output goes to a file."""
+    port = free_port()
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "flask", "--app", "wsgi", "serve", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        raise AssertionError(
+                            f"server did not start: {log_path.read_text()}"
+                        ) from None
+                    time.sleep(0.1)
+            yield port
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+
+
+def request(
+    port: int,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()

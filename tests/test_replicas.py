@@ -1,0 +1,95 @@
+"""Two app processes that share only PostgreSQL, the bucket and Redis act as one service."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import samples
+from tests.support.api import encode_multipart
+from tests.support.server import clean_env, flask, request, running_server
+
+pytestmark = [pytest.mark.postgres, pytest.mark.s3server]
+
+
+@pytest.fixture
+def redis_url() -> str:
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=1).close()
+    except OSError:
+        reason = "Redis is not reachable at 127.0.0.1:6379"
+        if os.environ.get("REQUIRE_REDIS") == "1":
+            pytest.fail(f"REQUIRE_REDIS=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    return "redis://127.0.0.1:6379/0"
+
+
+def login(port: int, email: str, password: str) -> tuple[int, dict[str, Any]]:
+    status, _, body = request(
+        port,
+        "POST",
+        "/api/tokens",
+        json.dumps({"email": email, "password": password, "token_name": "r"}).encode(),
+        {"Content-Type": "application/json"},
+    )
+    return status, json.loads(body)
+
+
+def test_two_processes_share_tokens_content_and_rate_limits(
+    make_postgres_database, s3_bucket: dict, seaweedfs, redis_url: str, tmp_path: Path
+):
+    env = clean_env(
+        DATABASE_URL=make_postgres_database(),
+        STORAGE_BACKEND="s3",
+        S3_BUCKET=s3_bucket["S3_BUCKET"],
+        S3_ENDPOINT_URL=s3_bucket["S3_ENDPOINT_URL"],
+        S3_REGION=s3_bucket["S3_REGION"],
+        AWS_ACCESS_KEY_ID=seaweedfs.access_key,
+        AWS_SECRET_ACCESS_KEY=seaweedfs.secret_key,
+        RATELIMIT_STORAGE_URI=redis_url,
+        RATELIMIT_KEY_PREFIX=f"replica-test-{uuid.uuid4().hex}",
+        RATELIMIT_TOKENS="3 per minute",
+    )
+    assert flask("db", "upgrade", env=env).returncode == 0
+    created = flask(
+        "create-user", "--email", "r@example.org", "--name", "R", "--password", "pw", env=env
+    )
+    assert created.returncode == 0, created.stderr
+
+    with (
+        running_server(env, tmp_path / "a.log") as a,
+        running_server(env, tmp_path / "b.log") as b,
+    ):
+        status, body = login(a, "r@example.org", "pw")
+        assert status == 201
+        auth = {"Authorization": f"Bearer {body['token']}"}
+
+        data = samples.png_bytes()
+        content_type, form = encode_multipart([("files[]", "bild.png", data, "image/png")])
+        status, _, raw = request(
+            a, "POST", "/api/files", form, {**auth, "Content-Type": content_type}
+        )
+        assert status == 201, raw
+        record_id = json.loads(raw)["files"][0]["id"]
+
+        status, headers, downloaded = request(
+            b, "GET", f"/api/files/{record_id}/download", headers=auth
+        )
+        assert (status, downloaded) == (200, data)
+        status, _, raw = request(b, "GET", "/api/files", headers=auth)
+        assert [r["id"] for r in json.loads(raw)["data"]] == [record_id]
+
+        # Token creation is limited across both processes: 3 a minute in all.
+        results = [login(port, "r@example.org", "wrong")[0] for port in (b, a)]
+        assert results == [422, 422]  # the successful login above was the first of three
+        assert login(b, "r@example.org", "wrong")[0] == 429
+
+        # A token revoked through one process is dead in the other.
+        assert request(b, "DELETE", "/api/tokens/current", headers=auth)[0] == 204
+        assert request(a, "GET", "/api/files", headers=auth)[0] == 401
