@@ -6,13 +6,16 @@ errors still become proper answers; the body then streams in chunks from storage
 
 from __future__ import annotations
 
+import base64
 import unicodedata
+from collections.abc import Callable
 from urllib.parse import quote
 
 from flask import Request, Response
 
+from app.extensions import db
 from app.models import FileRecord
-from app.storage import Storage
+from app.storage import ObjectNotFound, Storage
 
 # RFC 8187 attr-char, the characters that need no percent-encoding in filename*.
 _ATTR_SAFE = "!#$&+-.^_`|~"
@@ -45,11 +48,33 @@ def _range_applies(request: Request, etag: str, units: str) -> bool:
     return if_range is None or if_range.strip() == f'"{etag}"'
 
 
+def download_response(
+    request: Request,
+    load_record: Callable[[], FileRecord],
+    storage: Storage,
+    cache_control: str,
+) -> Response:
+    """Answer a download; `load_record` finds the record and checks that it may be handed out.
+
+    A concurrent replace or delete can remove the object between reading the record and
+    opening the object; the record is then read once more, so the client gets the new
+    version (or a 404), never an error for a race it did not cause.
+    """
+    record = load_record()
+    try:
+        return stored_file_response(request, record, storage, cache_control)
+    except ObjectNotFound:
+        db.session.rollback()
+        return stored_file_response(request, load_record(), storage, cache_control)
+
+
 def stored_file_response(
     request: Request, record: FileRecord, storage: Storage, cache_control: str
 ) -> Response:
     etag = etag_of(record)
     headers = {
+        # RFC 9530: the digest of the whole stored content, also on 206 and 304 answers.
+        "Repr-Digest": f"sha-256=:{base64.b64encode(bytes.fromhex(etag)).decode()}:",
         "Content-Disposition": content_disposition(record.original_name),
         "X-Content-Type-Options": "nosniff",
         "Accept-Ranges": "bytes",

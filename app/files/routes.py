@@ -6,12 +6,13 @@ import uuid
 from flask import current_app, request
 
 from app.auth.guard import current_user, user_rate_key
-from app.downloads import stored_file_response
+from app.downloads import download_response
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
 from app.files import bp, services
 from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
 from app.http import json_body, load, validate
+from app.models import FileRecord
 from app.pagination import paginated_response
 from app.schemas import (
     CreateMetadataSchema,
@@ -99,13 +100,17 @@ def read_file(record_id: uuid.UUID):
 @bp.get("/<uuid:record_id>/download")
 def download_file(record_id: uuid.UUID):
     user = current_user()
-    record = services.find_record(services.visible_to(user), record_id)
-    services.ensure_downloadable(
-        record,
-        is_admin=user.is_admin,
-        today=services.today_in(current_app.config["APP_TIMEZONE"]),
-    )
-    return stored_file_response(request, record, _storage(), PRIVATE_CACHE)
+
+    def load() -> FileRecord:
+        record = services.find_record(services.visible_to(user), record_id)
+        services.ensure_downloadable(
+            record,
+            is_admin=user.is_admin,
+            today=services.today_in(current_app.config["APP_TIMEZONE"]),
+        )
+        return record
+
+    return download_response(request, load, _storage(), PRIVATE_CACHE)
 
 
 @bp.patch("/<uuid:record_id>")

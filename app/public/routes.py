@@ -4,9 +4,10 @@ import uuid
 
 from flask import current_app, request
 
-from app.downloads import stored_file_response
+from app.downloads import download_response
 from app.files import services
 from app.http import load
+from app.models import FileRecord
 from app.pagination import paginated_response
 from app.public import bp
 from app.schemas import ListQuerySchema, public_record_schema
@@ -33,8 +34,11 @@ def read_released(record_id: uuid.UUID):
 
 @bp.get("/<uuid:record_id>/download")
 def download_released(record_id: uuid.UUID):
-    record = services.find_record(services.released(), record_id)
-    services.ensure_downloadable(
-        record, is_admin=False, today=services.today_in(current_app.config["APP_TIMEZONE"])
-    )
-    return stored_file_response(request, record, current_app.extensions["storage"], PUBLIC_CACHE)
+    def load() -> FileRecord:
+        record = services.find_record(services.released(), record_id)
+        services.ensure_downloadable(
+            record, is_admin=False, today=services.today_in(current_app.config["APP_TIMEZONE"])
+        )
+        return record
+
+    return download_response(request, load, current_app.extensions["storage"], PUBLIC_CACHE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import os
@@ -39,6 +40,8 @@ def test_download_returns_the_exact_bytes_and_headers(api: Api, alice: Account):
     assert response.headers["Accept-Ranges"] == "bytes"
     assert response.headers["Cache-Control"] == "private, no-store"
     assert response.headers["ETag"] == f'"{hashlib.sha256(data).hexdigest()}"'
+    digest = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    assert response.headers["Repr-Digest"] == f"sha-256=:{digest}:"
 
 
 @pytest.mark.parametrize(
