@@ -8,6 +8,7 @@ from typing import Any
 
 from flask import Flask, Response, request
 from limits.errors import ConfigurationError as LimitsConfigurationError
+from sqlalchemy import event
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.access_log import RequestLogMiddleware, configure_logging
@@ -56,12 +57,24 @@ def _init_extensions(app: Flask) -> None:
     from app.extensions import db, limiter, migrate
 
     db.init_app(app)
+    with app.app_context():
+        if db.engine.dialect.name == "sqlite":
+            event.listen(db.engine, "connect", _sqlite_pragmas)
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
     migrate.init_app(app, db, directory=migrations, render_as_batch=True)
     try:
         limiter.init_app(app)
     except LimitsConfigurationError as exc:
         raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
+
+
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    """Foreign keys on, and concurrent requests wait for a lock instead of failing at once."""
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=15000")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.close()
 
 
 def _init_storage(app: Flask) -> None:
