@@ -100,6 +100,8 @@ class FileRecord(db.Model):
         ),
         Index("ix_file_records_aktiv_id", "aktiv_id"),
         Index("ix_file_records_reprotyp", "reprotyp"),
+        # The bulk import skips content the owner already has.
+        Index("ix_file_records_user_checksum", "user_id", "checksum_sha256"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
@@ -129,3 +131,18 @@ class FileRecord(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     owner: Mapped[User] = relationship()
+
+
+class PendingObjectDeletion(db.Model):
+    """An object to remove because no record points at it any more.
+
+    Written in the same transaction as the row change that orphaned the object, and removed
+    once the object is gone, so a deletion that fails (storage down) is retried, never lost.
+    """
+
+    __tablename__ = "pending_object_deletions"
+
+    key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)

@@ -180,7 +180,12 @@ def stack_config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, An
     url = request.getfixturevalue("postgres_url")
     engine = sa.create_engine(url)
     with engine.begin() as conn:
-        conn.execute(sa.text("TRUNCATE file_records, api_tokens, users RESTART IDENTITY CASCADE"))
+        conn.execute(
+            sa.text(
+                "TRUNCATE file_records, api_tokens, users, pending_object_deletions "
+                "RESTART IDENTITY CASCADE"
+            )
+        )
     engine.dispose()
     return base_config(SQLALCHEMY_DATABASE_URI=url, **request.getfixturevalue("s3_bucket"))
 

@@ -65,6 +65,9 @@ def _receive(
 @bp.post("")
 @limiter.limit(_upload_rate, key_func=user_rate_key)
 def create_files():
+    # Read before the body streams: afterwards nothing may need the database until the
+    # records are inserted, or a failure there could leave the stored objects behind.
+    owner_id = current_user().id
     max_files = current_app.config["MAX_FILES_PER_REQUEST"]
     record_ids = [uuid.uuid4() for _ in range(max_files)]
     upload = _receive(
@@ -77,7 +80,7 @@ def create_files():
     metadata, metadata_errors = validate(create_schema, upload.fields)
     metadata_errors = upload.field_errors | metadata_errors
     records = services.create_records(
-        current_user(), record_ids, upload, metadata, metadata_errors, _storage(), max_files
+        owner_id, record_ids, upload, metadata, metadata_errors, _storage(), max_files
     )
     return {"files": created_record_schema.dump(records, many=True)}, 201
 

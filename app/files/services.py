@@ -16,11 +16,12 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import Select, func, select
+from sqlalchemy import delete as sa_delete
 
 from app.exceptions import DownloadBlocked, RecordNotFound, ValidationFailed
 from app.extensions import db
 from app.files.uploads import ReceivedUpload, StagedFile
-from app.models import FileRecord, User, utcnow
+from app.models import FileRecord, PendingObjectDeletion, User, utcnow
 from app.storage import Storage, StorageError
 
 log = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ def _upload_errors(
 
 
 def create_records(
-    owner: User,
+    owner_id: int,
     record_ids: list[uuid.UUID],
     upload: ReceivedUpload,
     metadata: dict[str, Any],
@@ -155,7 +156,7 @@ def create_records(
     records = [
         FileRecord(
             id=record_ids[staged.index],
-            user_id=owner.id,
+            user_id=owner_id,
             created_at=now,
             updated_at=now,
             **_content_columns(staged),
@@ -209,30 +210,64 @@ def replace_content(
         for name, value in _content_columns(staged).items():
             setattr(record, name, value)
         record.updated_at = utcnow()
+        db.session.add(PendingObjectDeletion(key=old_key))
         db.session.commit()
     except BaseException:
         db.session.rollback()
         upload.discard(storage)
         raise
-    _delete_object_quietly(storage, old_key)
+    delete_orphaned_object(storage, old_key)
     return record
 
 
 def delete_record(query: Select[tuple[FileRecord]], record_id: uuid.UUID, storage: Storage) -> None:
-    """Remove the row first; the object follows once nothing points at it any more."""
+    """Remove the row first; the object follows once nothing points at it any more.
+
+    The bucket is asked first, so that while it is unreachable the delete is refused (503)
+    and nothing changes, rather than the row going while its object stays.
+    """
     record = find_record(query, record_id, lock=True)
     key = record.stored_path
+    storage.exists(key)
     db.session.delete(record)
+    db.session.add(PendingObjectDeletion(key=key))
     db.session.commit()
-    _delete_object_quietly(storage, key)
+    if delete_orphaned_object(storage, key):
+        retry_pending_deletions(storage, limit=RETRIES_PER_REQUEST)
 
 
-def _delete_object_quietly(storage: Storage, key: str) -> None:
+RETRIES_PER_REQUEST = 5
+
+
+def delete_orphaned_object(storage: Storage, key: str) -> bool:
+    """Remove an object whose pending deletion is committed; on failure it stays pending."""
     try:
         storage.delete(key)
-    except StorageError:
-        # The row change is committed; an object left behind is found by reconciliation.
-        log.exception("could not delete object %s; it is now orphaned", key)
+    except StorageError as exc:
+        log.warning("deletion of object %s failed, left pending for a retry: %s", key, exc)
+        _note_failed_attempt(key, exc)
+        return False
+    db.session.execute(sa_delete(PendingObjectDeletion).where(PendingObjectDeletion.key == key))
+    db.session.commit()
+    return True
+
+
+def _note_failed_attempt(key: str, exc: Exception) -> None:
+    pending = db.session.get(PendingObjectDeletion, key)
+    if pending is not None:
+        pending.attempts += 1
+        pending.last_error = str(exc)[:1000]
+        db.session.commit()
+
+
+def retry_pending_deletions(storage: Storage, limit: int | None = None) -> tuple[int, int]:
+    """Carry out owed deletions, oldest first; returns how many succeeded and failed."""
+    statement = select(PendingObjectDeletion.key).order_by(PendingObjectDeletion.created_at)
+    if limit is not None:
+        statement = statement.limit(limit)
+    keys = list(db.session.scalars(statement))
+    done = sum(delete_orphaned_object(storage, key) for key in keys)
+    return done, len(keys) - done
 
 
 def today_in(timezone_name: str) -> date:
