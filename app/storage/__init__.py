@@ -9,6 +9,7 @@ from .base import (
     Storage,
     StorageError,
     StorageUnavailable,
+    StoredObject,
     validate_key,
 )
 from .factory import create_storage
@@ -24,6 +25,7 @@ __all__ = [
     "Storage",
     "StorageError",
     "StorageUnavailable",
+    "StoredObject",
     "create_storage",
     "validate_key",
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
 from types import TracebackType
 from typing import BinaryIO
 
@@ -202,6 +204,13 @@ class ObjectWriter(ABC):
             self.abort()
 
 
+@dataclass(frozen=True)
+class StoredObject:
+    key: str
+    size: int
+    modified: datetime  # aware, UTC
+
+
 class Storage(ABC):
     """Where file contents live; the database only holds their keys."""
 
@@ -243,8 +252,17 @@ class Storage(ABC):
         """Size of the object in bytes; ``ObjectNotFound`` if there is none."""
 
     @abstractmethod
+    def iter_objects(self, prefix: str = "") -> Iterator[StoredObject]:
+        """Every stored object whose key starts with ``prefix``, in no particular order."""
+
     def iter_keys(self, prefix: str = "") -> Iterator[str]:
         """Every stored key starting with ``prefix``, in no particular order."""
+        return (obj.key for obj in self.iter_objects(prefix))
+
+    @abstractmethod
+    def remove_abandoned_uploads(self, older_than: datetime) -> int:
+        """Discard writes that were started before ``older_than`` and never finished (a killed
+        process leaves them: temporary files, incomplete multipart uploads); return how many."""
 
     @abstractmethod
     def check(self) -> None:

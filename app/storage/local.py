@@ -6,6 +6,7 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -17,6 +18,7 @@ from .base import (
     Storage,
     StorageError,
     StorageUnavailable,
+    StoredObject,
     check_range,
     resolve_range,
     validate_key,
@@ -203,7 +205,7 @@ class LocalStorage(Storage):
             raise ObjectNotFound(key)
         return stat.st_size
 
-    def iter_keys(self, prefix: str = "") -> Iterator[str]:
+    def iter_objects(self, prefix: str = "") -> Iterator[StoredObject]:
         folder, _, _ = prefix.rpartition("/")
         start = self.path_for(folder) if folder else self.root
         if not start.is_dir():
@@ -215,8 +217,27 @@ class LocalStorage(Storage):
             base = current.relative_to(self.root).as_posix()
             for name in filenames:
                 key = name if base == "." else f"{base}/{name}"
-                if key.startswith(prefix):
-                    yield key
+                if not key.startswith(prefix):
+                    continue
+                try:
+                    stat = (current / name).stat()
+                except FileNotFoundError:
+                    continue  # deleted while listing
+                modified = datetime.fromtimestamp(stat.st_mtime, UTC)
+                yield StoredObject(key, stat.st_size, modified)
+
+    def remove_abandoned_uploads(self, older_than: datetime) -> int:
+        removed = 0
+        if not self.tmp_dir.is_dir():
+            return 0
+        for path in self.tmp_dir.iterdir():
+            try:
+                if datetime.fromtimestamp(path.stat().st_mtime, UTC) < older_than:
+                    path.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                continue
+        return removed
 
     def check(self) -> None:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any, TypeAlias
 
 import boto3
@@ -29,6 +30,7 @@ from .base import (
     Storage,
     StorageError,
     StorageUnavailable,
+    StoredObject,
     check_range,
     validate_key,
 )
@@ -320,14 +322,29 @@ class S3Storage(Storage):
     def size(self, key: str) -> int:
         return int(self._head(key)["ContentLength"])
 
-    def iter_keys(self, prefix: str = "") -> Iterator[str]:
+    def iter_objects(self, prefix: str = "") -> Iterator[StoredObject]:
         paginator = self.client.get_paginator("list_objects_v2")
         try:
             for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
                 for item in page.get("Contents", ()):
-                    yield item["Key"]
+                    yield StoredObject(item["Key"], int(item["Size"]), item["LastModified"])
         except (BotoCoreError, ClientError) as exc:
             raise self._error(exc, "listing of", None) from exc
+
+    def remove_abandoned_uploads(self, older_than: datetime) -> int:
+        removed = 0
+        paginator = self.client.get_paginator("list_multipart_uploads")
+        try:
+            for page in paginator.paginate(Bucket=self.bucket):
+                for upload in page.get("Uploads", ()):
+                    if upload["Initiated"] < older_than:
+                        self.client.abort_multipart_upload(
+                            Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                        )
+                        removed += 1
+        except (BotoCoreError, ClientError) as exc:
+            raise self._error(exc, "clean-up of unfinished uploads in", None) from exc
+        return removed
 
     def check(self) -> None:
         where = f"S3 bucket {self.bucket!r} at {self.endpoint_url}"

@@ -12,6 +12,7 @@ import pytest
 from app.storage import LocalStorage, StorageUnavailable
 from app.storage.local import TMP_DIR
 
+from .contract import AbandonedUploadsContract
 from .helpers import pending_uploads
 
 KEY = "files/3f2b8c1e/9d7e6a52"
@@ -110,3 +111,9 @@ def test_chunk_size_is_a_parameter(tmp_path: Path) -> None:
         assert [len(chunk) for chunk in reader] == [65536, 65536, 65536, 8192]
     with pytest.raises(ValueError):
         LocalStorage(tmp_path, chunk_size=1024)
+
+
+class TestLocalAbandonedUploads(AbandonedUploadsContract):
+    @pytest.fixture
+    def storage(self, tmp_path):
+        return LocalStorage(tmp_path / "root")

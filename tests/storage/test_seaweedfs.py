@@ -18,7 +18,7 @@ from app.storage.base import MiB
 from app.storage.s3 import S3Storage
 from tests.support.seaweedfs import SeaweedFS, start_seaweedfs
 
-from .contract import StorageContract, chunked, digest
+from .contract import AbandonedUploadsContract, StorageContract, chunked, digest
 from .helpers import TEST_PART_SIZE, pending_uploads, use_credentials
 
 pytestmark = pytest.mark.s3server
@@ -67,7 +67,7 @@ def storage(seaweedfs: SeaweedFS, bucket: str, server_credentials: None) -> Iter
     storage.close()
 
 
-class TestSeaweedFSContract(StorageContract):
+class TestSeaweedFSContract(StorageContract, AbandonedUploadsContract):
     """Every contract test against the real server."""
 
 
