@@ -102,6 +102,8 @@ class FileRecord(db.Model):
         Index("ix_file_records_reprotyp", "reprotyp"),
         # The bulk import skips content the owner already has.
         Index("ix_file_records_user_checksum", "user_id", "checksum_sha256"),
+        # One record per object; reconciliation looks records up by their object key.
+        Index("ix_file_records_stored_path", "stored_path", unique=True),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)

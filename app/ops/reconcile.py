@@ -1,0 +1,189 @@
+"""Keeping the database and the bucket in agreement: `flask storage reconcile` and `verify`.
+
+Normal operation never leaves an object without a record for long: uploads remove their
+objects when they fail, and deletions owed after a row change are recorded with it. What a
+killed process or a lost connection can still leave behind is found and removed here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+from sqlalchemy import select
+
+from app.extensions import db
+from app.files.services import retry_pending_deletions
+from app.models import FileRecord, PendingObjectDeletion
+from app.storage import ObjectNotFound, Storage, StorageError, StoredObject
+
+BATCH = 500
+
+
+@dataclass
+class ReconcileReport:
+    orphaned: list[StoredObject] = field(default_factory=list)
+    young_orphans: int = 0
+    missing: list[tuple[uuid.UUID, str]] = field(default_factory=list)
+    pending_done: int = 0
+    pending_failed: int = 0
+    abandoned_removed: int = 0
+    orphans_removed: int = 0
+
+
+def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
+    iterator = iter(items)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
+
+
+def _referenced(keys: list[str]) -> set[str]:
+    """Keys among `keys` that a record points at or whose deletion is already owed."""
+    records = db.session.scalars(
+        select(FileRecord.stored_path).where(FileRecord.stored_path.in_(keys))
+    )
+    owed = db.session.scalars(
+        select(PendingObjectDeletion.key).where(PendingObjectDeletion.key.in_(keys))
+    )
+    return set(records) | set(owed)
+
+
+def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
+    """Compare bucket and records; with `fix`, carry out owed deletions, discard abandoned
+    unfinished writes and remove orphaned objects older than `grace`."""
+    report = ReconcileReport()
+    cutoff = datetime.now(UTC) - grace
+    if fix:
+        report.pending_done, report.pending_failed = retry_pending_deletions(storage)
+        report.abandoned_removed = storage.remove_abandoned_uploads(cutoff)
+
+    for batch in _batches(storage.iter_objects("files/")):
+        referenced = _referenced([obj.key for obj in batch])
+        for obj in batch:
+            if obj.key in referenced:
+                continue
+            if obj.modified > cutoff:
+                # Possibly an upload whose record is being written right now.
+                report.young_orphans += 1
+                continue
+            report.orphaned.append(obj)
+            if fix:
+                storage.delete(obj.key)
+                report.orphans_removed += 1
+        db.session.rollback()
+
+    records = db.session.execute(
+        select(FileRecord.id, FileRecord.stored_path).order_by(FileRecord.id)
+    ).yield_per(BATCH)
+    for record_id, key in records:
+        if not storage.exists(key):
+            report.missing.append((record_id, key))
+    return report
+
+
+@dataclass
+class VerifyResult:
+    checked: int = 0
+    bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def verify(storage: Storage, record_ids: list[uuid.UUID] | None = None) -> VerifyResult:
+    """Re-read objects and compare size and SHA-256 with what was recorded at upload."""
+    result = VerifyResult()
+    query = select(
+        FileRecord.id, FileRecord.stored_path, FileRecord.size, FileRecord.checksum_sha256
+    )
+    if record_ids:
+        query = query.where(FileRecord.id.in_(record_ids))
+    for record_id, key, size, checksum in db.session.execute(query.order_by(FileRecord.id)):
+        result.checked += 1
+        digest, length = hashlib.sha256(), 0
+        try:
+            reader = storage.open(key)
+            try:
+                for chunk in reader:
+                    digest.update(chunk)
+                    length += len(chunk)
+            finally:
+                reader.close()
+        except ObjectNotFound:
+            result.problems.append(f"{record_id}: object {key} is missing")
+            continue
+        result.bytes += length
+        if length != size:
+            result.problems.append(f"{record_id}: size {length} bytes, recorded {size}")
+        elif digest.hexdigest() != checksum:
+            result.problems.append(f"{record_id}: content does not match its SHA-256 (changed)")
+    return result
+
+
+@click.command("reconcile")
+@click.option("--fix", is_flag=True, help="Remove orphaned objects and finish owed deletions.")
+@click.option(
+    "--grace-minutes",
+    type=click.IntRange(min=0),
+    default=60,
+    show_default=True,
+    help="Leave objects and unfinished uploads younger than this alone (uploads in flight).",
+)
+@with_appcontext
+def reconcile_command(fix: bool, grace_minutes: int) -> None:
+    """List objects without records and records without objects; --fix repairs what it can.
+
+    Exit status 1 when records without objects remain (their content is lost and needs an
+    operator), or when owed deletions still fail.
+    """
+    storage: Storage = current_app.extensions["storage"]
+    try:
+        report = reconcile(storage, timedelta(minutes=grace_minutes), fix)
+    except StorageError as exc:
+        raise click.ClickException(f"storage: {exc}") from None
+    for obj in report.orphaned:
+        action = "removed" if fix else "orphaned"
+        click.echo(f"{action} object {obj.key} ({obj.size} bytes, {obj.modified:%Y-%m-%d %H:%M})")
+    for record_id, key in report.missing:
+        click.echo(f"record {record_id} has no object ({key})")
+    click.echo(
+        f"orphaned objects: {len(report.orphaned)}"
+        + (f" (removed {report.orphans_removed})" if fix else " (run with --fix to remove)")
+        + f"; younger than {grace_minutes} min, left alone: {report.young_orphans}"
+    )
+    click.echo(f"records without objects: {len(report.missing)}")
+    if fix:
+        click.echo(
+            f"owed deletions done: {report.pending_done}, still failing: "
+            f"{report.pending_failed}; abandoned unfinished uploads removed: "
+            f"{report.abandoned_removed}"
+        )
+    if report.missing or report.pending_failed:
+        raise SystemExit(1)
+
+
+@click.command("verify")
+@click.option(
+    "--record", "records", multiple=True, type=click.UUID, help="Only this record (repeatable)."
+)
+@with_appcontext
+def verify_command(records: tuple[uuid.UUID, ...]) -> None:
+    """Re-read stored content and report any whose bytes no longer match (bit rot, tampering)."""
+    storage: Storage = current_app.extensions["storage"]
+    try:
+        result = verify(storage, list(records) or None)
+    except StorageError as exc:
+        raise click.ClickException(f"storage: {exc}") from None
+    for problem in result.problems:
+        click.echo(problem)
+    click.echo(
+        f"checked {result.checked} records ({result.bytes} bytes): "
+        f"{len(result.problems)} problem(s)"
+    )
+    if result.problems:
+        raise SystemExit(1)
