@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 FLASK  := $(BIN)/flask --app wsgi
 
-.PHONY: run test install install-test migrate lint format clean
+.PHONY: run test install install-test browser migrate lint format clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -22,7 +22,16 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-install-test: $(VENV)/.installed-test
+install-test: $(VENV)/.installed-test browser
+
+# The docs page is tested in a real headless browser: Debian's Chromium, installed when
+# missing and we may (root, apt); otherwise the test says what is missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing chromium for the browser test"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+		else echo "chromium is not installed: the docs page browser test will be skipped"; fi; }
 
 migrate: install
 	$(FLASK) db upgrade

@@ -27,6 +27,61 @@ SINCE_FORM = re.compile(
 TRUE_VALUES = {"1", "true"}
 FALSE_VALUES = {"0", "false"}
 
+# What each field means, for the OpenAPI document (`metadata` never affects validation).
+ABOUT = {
+    "id": "Record identifier: a random UUID (version 4), canonical lowercase form.",
+    "aktiv_id": "External activity or case number.",
+    "original_name": "The client's file name at upload, without folders; the download name.",
+    "path": (
+        "Virtual target path, a label only: segments of letters, digits, '.', '_' and '-' "
+        "separated by single slashes; no leading or trailing slash, no '..' segment."
+    ),
+    "mime_type": "Type detected from the content, never the client's claim; the download type.",
+    "size": "Size of the content in bytes.",
+    "reprotyp": "Representation type (free text).",
+    "titel": "Title.",
+    "beschreibung": "Short description, at most 5000 characters.",
+    "autoren": "Author statement.",
+    "sachschlagwoerter": "Subject keywords.",
+    "org_themen": "Subject area of the organisation.",
+    "sperrfrist": (
+        "Embargo date (YYYY-MM-DD): downloads are blocked for everyone but administrators "
+        "until that day in the service's time zone; on the day itself they are allowed."
+    ),
+    "reihenfolge": "Sort order, a whole number in the signed 32-bit range; default 0.",
+    "freigabe": (
+        "Release flag; default true. false hides the record from the public and blocks "
+        "downloads for everyone but administrators."
+    ),
+    "erstellt_von": "Free statement of the creating person or body.",
+    "freigegeben_von": "Free statement of the releasing person or body.",
+    "created_at": "Creation time (UTC, six fractional digits); a content replacement keeps it.",
+    "updated_at": "Time of the last metadata update or content replacement, same format.",
+    "email": "The account's email address (compared case-insensitively).",
+    "password": "The account's password.",
+    "token_name": "A name for the new token, at most 255 characters.",
+}
+QUERY_ABOUT = {
+    "page": "Page number, a whole number of at least 1; each page holds up to 100 records.",
+    "path": "Path prefix: a plain string prefix of the record's path (% and _ match literally).",
+    "aktiv_id": "Exact external activity or case number.",
+    "since": (
+        "Only records created at or after this instant: YYYY-MM-DD or "
+        "YYYY-MM-DDTHH:MM[:SS[.ffffff]] with an optional Z, +HH:MM or +HHMM (URL-encode the "
+        "plus sign); without an offset the value is UTC."
+    ),
+    "freigabe": "Release status: 1 lists released records, 0 unreleased ones.",
+    "reprotyp": "Exact representation type.",
+}
+
+
+def about(name: str) -> dict[str, str]:
+    return {"description": ABOUT[name]}
+
+
+def query_about(name: str) -> dict[str, str]:
+    return {"description": QUERY_ABOUT[name]}
+
 
 def _label(field: fields.Field) -> str:
     return field.data_key or field.name or "value"
@@ -238,19 +293,19 @@ class ReleaseFilter(fields.Field):
 class MetadataSchema(Schema):
     """The business metadata a client may set on create and update."""
 
-    aktiv_id = Text()
-    path = VirtualPath()
-    reprotyp = Text()
-    titel = Text()
-    beschreibung = Text(max_length=BESCHREIBUNG_MAX)
-    autoren = Text()
-    sachschlagwoerter = Text()
-    org_themen = Text()
-    sperrfrist = CalendarDate(allow_none=True)
-    reihenfolge = Int32()
-    freigabe = Flag()
-    erstellt_von = Text()
-    freigegeben_von = Text()
+    aktiv_id = Text(metadata=about("aktiv_id"))
+    path = VirtualPath(metadata=about("path"))
+    reprotyp = Text(metadata=about("reprotyp"))
+    titel = Text(metadata=about("titel"))
+    beschreibung = Text(max_length=BESCHREIBUNG_MAX, metadata=about("beschreibung"))
+    autoren = Text(metadata=about("autoren"))
+    sachschlagwoerter = Text(metadata=about("sachschlagwoerter"))
+    org_themen = Text(metadata=about("org_themen"))
+    sperrfrist = CalendarDate(allow_none=True, metadata=about("sperrfrist"))
+    reihenfolge = Int32(metadata=about("reihenfolge"))
+    freigabe = Flag(metadata=about("freigabe"))
+    erstellt_von = Text(metadata=about("erstellt_von"))
+    freigegeben_von = Text(metadata=about("freigegeben_von"))
 
 
 class CreateMetadataSchema(MetadataSchema):
@@ -259,8 +314,8 @@ class CreateMetadataSchema(MetadataSchema):
     class Meta:
         unknown = EXCLUDE
 
-    reihenfolge = Int32(load_default=0)
-    freigabe = Flag(load_default=True)
+    reihenfolge = Int32(load_default=0, metadata=about("reihenfolge"))
+    freigabe = Flag(load_default=True, metadata=about("freigabe"))
 
 
 class UpdateSchema(MetadataSchema):
@@ -296,12 +351,12 @@ class ListQuerySchema(Schema):
     class Meta:
         unknown = EXCLUDE
 
-    page = PageNumber(load_default=1)
-    path = PlainString()
-    aktiv_id = PlainString()
-    since = Since()
-    freigabe = ReleaseFilter()
-    reprotyp = PlainString()
+    page = PageNumber(load_default=1, metadata=query_about("page"))
+    path = PlainString(metadata=query_about("path"))
+    aktiv_id = PlainString(metadata=query_about("aktiv_id"))
+    since = Since(metadata=query_about("since"))
+    freigabe = ReleaseFilter(metadata=query_about("freigabe"))
+    reprotyp = PlainString(metadata=query_about("reprotyp"))
 
     @pre_load
     def drop_empty(self, data: Any, **kwargs: Any) -> dict[str, Any]:
@@ -311,25 +366,25 @@ class ListQuerySchema(Schema):
 class FileRecordSchema(Schema):
     """A record as clients see it; internal columns (owner, storage key) never appear."""
 
-    id = fields.String()
-    aktiv_id = Text()
-    original_name = fields.String()
-    path = Text()
-    mime_type = fields.String()
-    size = fields.Integer()
-    reprotyp = Text()
-    titel = Text()
-    beschreibung = Text()
-    autoren = Text()
-    sachschlagwoerter = Text()
-    org_themen = Text()
-    sperrfrist = CalendarDate()
-    reihenfolge = fields.Integer()
-    freigabe = fields.Boolean()
-    erstellt_von = Text()
-    freigegeben_von = Text()
-    created_at = Timestamp()
-    updated_at = Timestamp()
+    id = fields.String(metadata={**about("id"), "format": "uuid"})
+    aktiv_id = Text(metadata=about("aktiv_id"))
+    original_name = fields.String(metadata=about("original_name"))
+    path = Text(metadata=about("path"))
+    mime_type = fields.String(metadata=about("mime_type"))
+    size = fields.Integer(metadata=about("size"))
+    reprotyp = Text(metadata=about("reprotyp"))
+    titel = Text(metadata=about("titel"))
+    beschreibung = Text(max_length=BESCHREIBUNG_MAX, metadata=about("beschreibung"))
+    autoren = Text(metadata=about("autoren"))
+    sachschlagwoerter = Text(metadata=about("sachschlagwoerter"))
+    org_themen = Text(metadata=about("org_themen"))
+    sperrfrist = CalendarDate(allow_none=True, metadata=about("sperrfrist"))
+    reihenfolge = fields.Integer(metadata=about("reihenfolge"))
+    freigabe = fields.Boolean(metadata=about("freigabe"))
+    erstellt_von = Text(metadata=about("erstellt_von"))
+    freigegeben_von = Text(metadata=about("freigegeben_von"))
+    created_at = Timestamp(metadata=about("created_at"))
+    updated_at = Timestamp(metadata=about("updated_at"))
 
 
 record_schema = FileRecordSchema()
@@ -356,6 +411,7 @@ def _required_string(name: str) -> fields.String:
             "null": required,
             "invalid": f"The {name} field must be a string.",
         },
+        metadata=about(name),
     )
 
 

@@ -21,6 +21,7 @@ from flask_migrate import upgrade
 
 from app import create_app
 from app.extensions import db
+from tests.support.openapi_client import OpenAPIValidatingClient
 
 POSTGRES_URL = os.environ.get(
     "TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -200,6 +201,8 @@ def app(stack_config: dict[str, Any]) -> Iterator[Flask]:
 
 @pytest.fixture
 def client(app: Flask) -> Any:
+    """Checks every response against the OpenAPI document (tests/support/openapi_client.py)."""
+    app.test_client_class = OpenAPIValidatingClient
     return app.test_client()
 
 

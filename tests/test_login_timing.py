@@ -15,9 +15,7 @@ from tests.conftest import base_config
 TRIES = 30
 
 
-def test_unknown_email_and_wrong_password_take_the_same_time(
-    tmp_path: Path, sqlite_template: Path
-):
+def test_unknown_email_and_wrong_password_take_the_same_time(tmp_path: Path, sqlite_template: Path):
     db_path = tmp_path / "db.sqlite3"
     shutil.copyfile(sqlite_template, db_path)
     # Production hashing (Werkzeug's scrypt defaults), as the timing is the hash's.

@@ -5,16 +5,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.exceptions import DomainError, ValidationFailed
 from app.extensions import db
-from app.models import ApiToken, User, utcnow
+from app.models import ApiToken, FileRecord, User, utcnow
 
 CREDENTIALS_INCORRECT = "The provided credentials are incorrect."
 
@@ -127,3 +128,92 @@ def provision_admin(email: str, name: str, password: str) -> tuple[User, bool]:
     user.password_hash = hash_password(password)
     db.session.commit()
     return user, False
+
+
+# --- operator maintenance (the `flask users` and `flask tokens` commands) ------------------
+
+
+class UserNotFound(DomainError):
+    pass
+
+
+@dataclass(frozen=True)
+class UserSummary:
+    """An account as operators list it, with how much it owns."""
+
+    id: int
+    email: str
+    name: str
+    is_admin: bool
+    is_active: bool
+    created_at: datetime
+    files: int
+    tokens: int
+
+
+def get_user(email: str) -> User:
+    user = find_user(email)
+    if user is None:
+        raise UserNotFound(f"No user with the email {normalize_email(email)}.")
+    return user
+
+
+def list_users() -> list[UserSummary]:
+    """Every account in id order, with its number of file records and of stored tokens."""
+    files = (
+        select(FileRecord.user_id, func.count().label("n")).group_by(FileRecord.user_id).subquery()
+    )
+    tokens = select(ApiToken.user_id, func.count().label("n")).group_by(ApiToken.user_id).subquery()
+    rows = db.session.execute(
+        select(User, func.coalesce(files.c.n, 0), func.coalesce(tokens.c.n, 0))
+        .outerjoin(files, files.c.user_id == User.id)
+        .outerjoin(tokens, tokens.c.user_id == User.id)
+        .order_by(User.id)
+    ).all()
+    return [
+        UserSummary(
+            id=user.id,
+            email=user.email,
+            name=user.name,
+            is_admin=user.is_admin,
+            is_active=user.is_active,
+            created_at=user.created_at,
+            files=int(file_count),
+            tokens=int(token_count),
+        )
+        for user, file_count, token_count in rows
+    ]
+
+
+def set_password(email: str, password: str) -> User:
+    """Give an account a new password; its existing tokens keep working."""
+    user = get_user(email)
+    user.password_hash = hash_password(password)
+    db.session.commit()
+    return user
+
+
+def set_active(email: str, active: bool) -> tuple[User, bool]:
+    """Activate or deactivate an account; returns the user and whether anything changed.
+
+    A deactivated account cannot sign in and its tokens answer 401, but they are kept, so
+    reactivating restores them.
+    """
+    user = get_user(email)
+    if user.is_active == active:
+        return user, False
+    user.is_active = active
+    db.session.commit()
+    return user, True
+
+
+def prune_expired_tokens(*, dry_run: bool = False) -> int:
+    """Delete tokens whose lifetime has ended; returns how many there were."""
+    expired = ApiToken.expires_at <= utcnow()
+    if dry_run:
+        return db.session.scalar(select(func.count()).select_from(ApiToken).where(expired)) or 0
+    result = db.session.execute(
+        delete(ApiToken).where(expired).execution_options(synchronize_session=False)
+    )
+    db.session.commit()
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]

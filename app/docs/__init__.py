@@ -3,3 +3,5 @@
 from flask import Blueprint
 
 bp = Blueprint("docs", __name__)
+
+from app.docs import routes  # noqa: E402,F401

@@ -163,6 +163,29 @@ class _FilePart:
             self.writer = None
 
 
+def stage_file(
+    stream: BinaryIO, name: str, writer: ObjectWriter, *, max_size: int, field: str = "file"
+) -> StagedFile:
+    """Copy one file from a stream into storage exactly as an uploaded file part is copied.
+
+    For callers outside HTTP (the bulk import): the same counting, hashing, size limit, type
+    detection and messages. The writer is taken over: committed when the file is accepted,
+    aborted otherwise. Reading stops once the file is known to be too large.
+    """
+    staged = StagedFile(0, field, clean_file_name(name))
+    part = _FilePart(staged, writer.key, writer, max_size)
+    try:
+        while chunk := stream.read(READ_SIZE):
+            part.write(chunk)
+            if staged.size > max_size:
+                break
+        part.finish()
+    except BaseException:
+        part.abort()
+        raise
+    return staged
+
+
 def _read_chunks(stream: BinaryIO) -> Iterable[bytes | None]:
     while chunk := stream.read(READ_SIZE):
         yield chunk

@@ -55,10 +55,9 @@ class LocalObjectWriter(ObjectWriter):
         super().__init__(key)
         self._storage = storage
         self._final_path = final_path
-        tmp_dir = storage.tmp_dir
         try:
-            tmp_dir.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(dir=tmp_dir, prefix="upload-")
+            storage.ensure_folders()
+            fd, tmp_name = tempfile.mkstemp(dir=storage.tmp_dir, prefix="upload-")
         except OSError as exc:
             raise _unavailable("start writing", key, exc) from exc
         self.tmp_path = Path(tmp_name)
@@ -239,9 +238,14 @@ class LocalStorage(Storage):
                 continue
         return removed
 
+    def ensure_folders(self) -> None:
+        """The root and its temporary folder, readable by the service's user only."""
+        self.root.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+        self.tmp_dir.mkdir(mode=_DIR_MODE, exist_ok=True)
+
     def check(self) -> None:
         try:
-            self.tmp_dir.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+            self.ensure_folders()
             with tempfile.TemporaryFile(dir=self.tmp_dir, prefix="check-"):
                 pass
         except OSError as exc:

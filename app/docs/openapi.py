@@ -1,0 +1,1050 @@
+"""The OpenAPI 3.1 document, generated with apispec from the marshmallow schemas that validate
+the requests and shape the responses, so that the document cannot drift from the code.
+
+The limits it states come from the application's configuration; the document is built once
+per set of limits and shared (treat it as read-only).
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, NamedTuple
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
+from apispec.ext.marshmallow.field_converter import DEFAULT_FIELD_MAPPING
+from flask import Flask
+from marshmallow import fields
+
+from app import schemas
+from app.auth.routes import token_request_schema
+from app.detection.mime import ALLOWED_MIME_TYPES
+from app.docs.assets import ASSET_TYPES
+from app.files.routes import PRIVATE_CACHE, create_schema, list_query_schema, update_schema
+from app.public.routes import PUBLIC_CACHE
+from app.public.routes import list_query_schema as public_list_query_schema
+from app.schemas import created_record_schema, public_record_schema, record_schema
+
+OPENAPI_VERSION = "3.1.0"
+BEARER = "bearerAuth"
+NO_TOKEN: list[dict[str, list[str]]] = []
+
+# The canonical form of a stored path (input is trimmed first; an empty string means null).
+PATH_PATTERN = r"^(?!(?:.*/)?\.\.(?:/|$))(?:[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*)?$"
+TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$"
+SINCE_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    r"(?:T[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,6})?)?)?"
+    r"(?:Z|[+ -][0-9]{2}:?[0-9]{2})?$"
+)
+FLAG_STRING_PATTERN = r"^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
+
+
+class Limits(NamedTuple):
+    """The configured numbers the document states."""
+
+    max_files: int
+    max_file_size: int
+    page_size: int
+    max_json_body: int
+    max_request_size: int | None
+
+
+def openapi_document(app: Flask) -> dict[str, Any]:
+    """The document for this application (built on first use, then shared)."""
+    config = app.config
+    return _build(
+        Limits(
+            max_files=config["MAX_FILES_PER_REQUEST"],
+            max_file_size=config["MAX_FILE_SIZE"],
+            page_size=config["PAGE_SIZE"],
+            max_json_body=config["MAX_JSON_BODY"],
+            max_request_size=config.get("MAX_CONTENT_LENGTH"),
+        )
+    )
+
+
+# --- marshmallow fields of this service -------------------------------------------------
+
+
+class _Converter(OpenAPIConverter):
+    """Knows the rules that the service's own field types enforce."""
+
+    field_mapping = {
+        **DEFAULT_FIELD_MAPPING,
+        schemas.Text: ("string", None),
+        schemas.CalendarDate: ("string", "date"),
+        schemas.Timestamp: ("string", "date-time"),
+        schemas.Int32: ("integer", "int32"),
+        schemas.PageNumber: ("integer", None),
+        schemas.ReleaseFilter: ("string", None),
+        schemas.Since: ("string", None),
+        schemas.Flag: (None, None),
+    }
+
+    def init_attribute_functions(self) -> None:
+        super().init_attribute_functions()
+        self.attribute_functions.append(self.field2service_rules)
+
+    def field2service_rules(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
+        if isinstance(field, schemas.VirtualPath):
+            return {"maxLength": field.max_length, "pattern": PATH_PATTERN}
+        if isinstance(field, schemas.Text):
+            return {"maxLength": field.max_length}
+        if isinstance(field, schemas.Int32):
+            return {"minimum": schemas.INT32_MIN, "maximum": schemas.INT32_MAX}
+        if isinstance(field, schemas.PageNumber):
+            return {"minimum": 1, "maximum": 999_999_999}
+        if isinstance(field, schemas.ReleaseFilter):
+            return {"enum": ["0", "1"]}
+        if isinstance(field, schemas.Since):
+            return {"pattern": SINCE_PATTERN, "examples": ["2026-04-30", "2026-04-30T10:15:00Z"]}
+        if isinstance(field, schemas.Timestamp):
+            return {"pattern": TIMESTAMP_PATTERN, "examples": ["2026-04-30T10:15:00.123456Z"]}
+        if isinstance(field, schemas.Flag):
+            return {
+                "anyOf": [
+                    {"type": "boolean"},
+                    {"type": "integer", "enum": [0, 1]},
+                    {"type": "string", "pattern": FLAG_STRING_PATTERN},
+                ]
+            }
+        return {}
+
+
+class _Plugin(MarshmallowPlugin):
+    Converter = _Converter
+
+
+# --- reusable pieces --------------------------------------------------------------------
+
+
+def _ref(kind: str, name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/{kind}/{name}"}
+
+
+def _json(schema: Any) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _header(description: str, schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
+    return {"description": description, "required": required, "schema": schema}
+
+
+CACHE_HEADERS = {
+    "public": _header(
+        "Public responses may be cached but must be revalidated.",
+        {"type": "string", "const": PUBLIC_CACHE},
+    ),
+    "private": _header(
+        "Authenticated downloads are never stored by caches.",
+        {"type": "string", "const": PRIVATE_CACHE},
+    ),
+}
+ETAG = _header("SHA-256 of the content, a strong entity tag.", {"type": "string"})
+REVALIDATION_ETAG = _header("Entity tag for revalidation with If-None-Match.", {"type": "string"})
+RATE_LIMIT_HEADERS = {
+    "X-RateLimit-Limit": _header(
+        "Requests allowed in the current window.", {"type": "integer"}, required=False
+    ),
+    "X-RateLimit-Remaining": _header(
+        "Requests left in the current window.", {"type": "integer"}, required=False
+    ),
+    "X-RateLimit-Reset": _header(
+        "When the window resets (Unix time).", {"type": "integer"}, required=False
+    ),
+}
+
+
+def _error(description: str, **headers: dict[str, Any]) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "description": description,
+        "content": _json(_ref("schemas", "Error")),
+    }
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
+    "BadRequest": (
+        400,
+        _error("The request body cannot be parsed at all, e.g. a malformed multipart body."),
+    ),
+    "Unauthenticated": (
+        401,
+        _error(
+            "No valid bearer token: missing, malformed, unknown, expired or revoked.",
+            **{
+                "WWW-Authenticate": _header(
+                    "The authentication scheme to use.", {"type": "string", "const": "Bearer"}
+                )
+            },
+        ),
+    ),
+    "Forbidden": (
+        403,
+        _error(
+            "The record is visible but its content is blocked for this caller: it is not "
+            "released (freigabe false) or under embargo (sperrfrist in the future). "
+            "Administrators may always download."
+        ),
+    ),
+    "NotFound": (
+        404,
+        _error(
+            "No such record for this caller: unknown, another user's, or an id that is not a UUID."
+        ),
+    ),
+    "MethodNotAllowed": (
+        405,
+        _error(
+            "The path does not offer this method.",
+            Allow=_header("The methods the path offers.", {"type": "string"}),
+        ),
+    ),
+    "PayloadTooLarge": (413, _error("The request body is larger than allowed.")),
+    "ValidationFailed": (
+        422,
+        {
+            "description": "The input broke a rule; `errors` names each field with its messages.",
+            "content": _json(_ref("schemas", "ValidationError")),
+        },
+    ),
+    "TooManyRequests": (
+        429,
+        _error(
+            "Rate limit exceeded.",
+            **{
+                "Retry-After": _header(
+                    "Seconds to wait before trying again.", {"type": "integer", "minimum": 0}
+                ),
+            },
+            **RATE_LIMIT_HEADERS,
+        ),
+    ),
+    "ServerError": (500, _error("Unexpected server error; no details are disclosed.")),
+    "ServiceUnavailable": (
+        503,
+        _error("The database or the file storage cannot be reached."),
+    ),
+}
+
+
+def _errors(*names: str, public: bool = False) -> dict[str, Any]:
+    """Error responses by component name; public ones carry the public Cache-Control too."""
+    responses: dict[str, Any] = {}
+    for name in names:
+        status, response = ERROR_RESPONSES[name]
+        if public:
+            response = copy.deepcopy(response)
+            response.setdefault("headers", {})["Cache-Control"] = CACHE_HEADERS["public"]
+            responses[str(status)] = response
+        else:
+            responses[str(status)] = name
+    return responses
+
+
+def _with_header(response: dict[str, Any], name: str, header: dict[str, Any]) -> dict[str, Any]:
+    response = copy.deepcopy(response)
+    response.setdefault("headers", {})[name] = header
+    return response
+
+
+ID_PARAMETER = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "description": "Record identifier. A value that is not a UUID answers 404.",
+    "schema": {"type": "string", "format": "uuid"},
+}
+
+
+# --- the document -----------------------------------------------------------------------
+
+
+def _api_version() -> str:
+    try:
+        return version("file-repository")
+    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled checkout
+        return "0.0.0"
+
+
+def _description(limits: Limits) -> str:
+    body_limit = (
+        f"a request body larger than {limits.max_request_size:,} bytes is refused with 413 "
+        "before it is read"
+        if limits.max_request_size
+        else "request bodies have no overall limit"
+    )
+    return f"""\
+A multi-user file repository: upload files with descriptive metadata, list, read, download,
+update, replace and delete them; a public read-only interface serves released files.
+
+**Authentication.** `POST /api/tokens` exchanges email and password for a personal access token
+(`<id>|<secret>`). Send it as `Authorization: Bearer <token>` on every `/api/files` request and on
+`DELETE /api/tokens/current`. Without a valid token every path under `/api/files` answers 401,
+even one that does not exist. Normal users see only their own records (another user's id is 404);
+administrators see all. The administrator role cannot be obtained over HTTP.
+
+**Errors** are JSON `{{"message": ...}}`. Validation errors (422) add `errors`, which maps each
+field key (`files`, `files.N`, `file`, a metadata field, a query parameter, or `body`) to its
+messages; `message` is the first message, followed by `(and N more errors)` when there are more.
+A method that a path does not offer answers 405 with `Allow`; an unknown path answers 404.
+
+**Limits of this instance.** At most {limits.max_files} files per upload, each of 1 to
+{limits.max_file_size:,} bytes; {limits.page_size} records a page; JSON bodies up to
+{limits.max_json_body:,} bytes; {body_limit}. Token creation and uploads are rate limited (429
+with `Retry-After`).
+
+**Public endpoints** need no token, only ever show released records (`freigabe` true), and every
+response under `/api/public/` carries `Cache-Control: public, max-age=0, must-revalidate`.
+"""
+
+
+def _page_envelope(item: dict[str, Any], page_size: int) -> dict[str, Any]:
+    position = {"type": ["integer", "null"], "minimum": 1}
+    url = {"type": "string", "format": "uri"}
+    optional_url = {"type": ["string", "null"], "format": "uri"}
+    properties = {
+        "data": {"type": "array", "items": item, "maxItems": page_size},
+        "current_page": {"type": "integer", "minimum": 1},
+        "per_page": {"type": "integer", "minimum": 1},
+        "total": {"type": "integer", "minimum": 0},
+        "last_page": {"type": "integer", "minimum": 1},
+        "from": {**position, "description": "Position of the first record; null when empty."},
+        "to": {**position, "description": "Position of the last record; null when empty."},
+        "first_page_url": url,
+        "last_page_url": url,
+        "next_page_url": {**optional_url, "description": "null on the last page."},
+        "prev_page_url": {**optional_url, "description": "null on the first page."},
+        "path": {**url, "description": "The list URL without query."},
+    }
+    return {
+        "type": "object",
+        "description": (
+            "One page of records, newest first (created_at, then id, descending), in the form "
+            "of Laravel's length-aware paginator. The page URLs keep the other query parameters."
+        ),
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
+    components = spec.components
+    components.schema(
+        "Error",
+        {
+            "type": "object",
+            "properties": {"message": {"type": "string"}},
+            "required": ["message"],
+            "additionalProperties": False,
+        },
+    )
+    components.schema(
+        "ValidationError",
+        {
+            "type": "object",
+            "properties": {
+                "message": {"type": "string"},
+                "errors": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 1,
+                    },
+                    "minProperties": 1,
+                },
+            },
+            "required": ["message", "errors"],
+            "additionalProperties": False,
+        },
+    )
+    components.schema("TokenRequest", schema=token_request_schema)
+    components.schema(
+        "Token",
+        {
+            "type": "object",
+            "properties": {
+                "token": {
+                    "type": "string",
+                    "pattern": r"^[0-9]+\|[A-Za-z0-9_-]{43,}$",
+                    "description": "`<id>|<secret>`; shown only this once.",
+                }
+            },
+            "required": ["token"],
+            "additionalProperties": False,
+        },
+    )
+
+    records = {
+        "FileRecord": (record_schema, "A file record."),
+        "CreatedFileRecord": (created_record_schema, "A file record as create returns it."),
+        "PublicFileRecord": (public_record_schema, "A released file record."),
+    }
+    mime_types = sorted(ALLOWED_MIME_TYPES)
+    for name, (schema, description) in records.items():
+        components.schema(
+            name,
+            {
+                "description": description,
+                "required": list(schema.fields),
+                "additionalProperties": False,
+            },
+            schema=schema,
+        )
+        components.schemas[name]["properties"]["mime_type"]["enum"] = mime_types
+
+    metadata_fields = tuple(schemas.MetadataSchema().fields)
+    update_result_schema = schemas.FileRecordSchema(only=("id", *metadata_fields, "updated_at"))
+    components.schema(
+        "FileUpdateResult",
+        {
+            "description": "The record's id, the fields that were sent, and the new updated_at.",
+            "required": ["id", "updated_at"],
+            "minProperties": 3,
+            "additionalProperties": False,
+        },
+        schema=update_result_schema,
+    )
+    components.schema(
+        "FileUpdate",
+        {
+            "description": (
+                "The metadata to change; only the fields sent change and null clears a nullable "
+                "field. Strings are trimmed and an empty string becomes null; strings hold at "
+                "most 255 characters (beschreibung 5000). Unknown and read-only fields are 422."
+            ),
+            "minProperties": 1,
+            "additionalProperties": False,
+        },
+        schema=update_schema,
+    )
+    assert plugin.converter is not None
+    metadata_form = plugin.converter.schema2jsonschema(create_schema)
+    binary = {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"}
+    components.schema(
+        "FileUploadForm",
+        {
+            "type": "object",
+            "description": (
+                "The files and the metadata that applies to every one of them. Strings are "
+                "trimmed and an empty string means null; unknown form fields are ignored. The "
+                "type of each file is detected from its bytes."
+            ),
+            "properties": {
+                "files[]": {
+                    "type": "array",
+                    "items": binary,
+                    "minItems": 1,
+                    "maxItems": limits.max_files,
+                    "description": (
+                        f"1 to {limits.max_files} files of 1 to {limits.max_file_size:,} bytes "
+                        "each, of the allowed types. Parts named `files` or `files[N]` count too."
+                    ),
+                },
+                **metadata_form["properties"],
+            },
+            "required": ["files[]"],
+        },
+    )
+    components.schema(
+        "ContentReplaceForm",
+        {
+            "type": "object",
+            "properties": {
+                "file": {
+                    **binary,
+                    "description": (
+                        f"The new content: 1 to {limits.max_file_size:,} bytes of an allowed type."
+                    ),
+                }
+            },
+            "required": ["file"],
+        },
+    )
+    components.schema(
+        "CreatedFiles",
+        {
+            "type": "object",
+            "properties": {
+                "files": {
+                    "type": "array",
+                    "items": _ref("schemas", "CreatedFileRecord"),
+                    "minItems": 1,
+                    "maxItems": limits.max_files,
+                }
+            },
+            "required": ["files"],
+            "additionalProperties": False,
+        },
+    )
+    components.schema(
+        "FileRecordPage", _page_envelope(_ref("schemas", "FileRecord"), limits.page_size)
+    )
+    components.schema(
+        "PublicFileRecordPage",
+        _page_envelope(_ref("schemas", "PublicFileRecord"), limits.page_size),
+    )
+
+
+def _download_responses(cache: str) -> dict[str, Any]:
+    """200/206/304/416 of a download; the body is the stored content, streamed."""
+    common = {
+        "Content-Disposition": _header(
+            "`attachment` with an ASCII fallback name and the exact original name in RFC 8187 "
+            "form (`filename*=UTF-8''...`).",
+            {"type": "string", "pattern": '^attachment; filename="[^"]*"; filename\\*=UTF-8\'\''},
+        ),
+        "ETag": ETAG,
+        "Accept-Ranges": _header(
+            "Single byte ranges are served.", {"type": "string", "const": "bytes"}
+        ),
+        "X-Content-Type-Options": _header(
+            "Browsers must not sniff.", {"type": "string", "const": "nosniff"}
+        ),
+        "Cache-Control": CACHE_HEADERS[cache],
+    }
+    length = _header("Bytes in this response.", {"type": "integer", "minimum": 0})
+    content = {mime: {} for mime in sorted(ALLOWED_MIME_TYPES)}
+    return {
+        "200": {
+            "description": (
+                "The whole content, with the stored (detected) type as Content-Type. Several "
+                "ranges, other range units, or an If-Range that does not name the current ETag "
+                "also get the whole content."
+            ),
+            "headers": {**common, "Content-Length": length},
+            "content": content,
+        },
+        "206": {
+            "description": "The single byte range asked for with `Range: bytes=...`.",
+            "headers": {
+                **common,
+                "Content-Length": length,
+                "Content-Range": _header(
+                    "The range served and the full size.",
+                    {"type": "string", "pattern": r"^bytes [0-9]+-[0-9]+/[0-9]+$"},
+                ),
+            },
+            "content": content,
+        },
+        "304": {
+            "description": "`If-None-Match` names the current ETag; no body.",
+            "headers": {"ETag": ETAG, "Cache-Control": CACHE_HEADERS[cache]},
+        },
+        "416": {
+            "description": "The range cannot be satisfied.",
+            "headers": {
+                "Content-Range": _header(
+                    "The full size.", {"type": "string", "pattern": r"^bytes \*/[0-9]+$"}
+                ),
+                "ETag": ETAG,
+                "Cache-Control": CACHE_HEADERS[cache],
+            },
+            "content": _json(_ref("schemas", "Error")),
+        },
+    }
+
+
+def _download_request_headers() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "Range",
+            "in": "header",
+            "required": False,
+            "description": "One byte range, e.g. `bytes=0-1023`, `bytes=1024-` or `bytes=-500`.",
+            "schema": {"type": "string"},
+        },
+        {
+            "name": "If-Range",
+            "in": "header",
+            "required": False,
+            "description": "Serve the range only if this is the current (strong) ETag.",
+            "schema": {"type": "string"},
+        },
+        {
+            "name": "If-None-Match",
+            "in": "header",
+            "required": False,
+            "description": "304 when it names the current ETag.",
+            "schema": {"type": "string"},
+        },
+    ]
+
+
+def _add_token_paths(spec: APISpec) -> None:
+    spec.path(
+        "/api/tokens",
+        operations={
+            "post": {
+                "tags": ["Tokens"],
+                "operationId": "createToken",
+                "summary": "Create a personal access token",
+                "description": (
+                    "Wrong email or password answer the same 422 (`errors.email`). Rate limited "
+                    "per client address and email."
+                ),
+                "security": NO_TOKEN,
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": _ref("schemas", "TokenRequest")},
+                        "application/x-www-form-urlencoded": {
+                            "schema": _ref("schemas", "TokenRequest")
+                        },
+                    },
+                },
+                "responses": {
+                    "201": {
+                        "description": "The new token.",
+                        "headers": RATE_LIMIT_HEADERS,
+                        "content": _json(_ref("schemas", "Token")),
+                    },
+                    **_errors(
+                        "BadRequest",
+                        "PayloadTooLarge",
+                        "ValidationFailed",
+                        "TooManyRequests",
+                        "ServerError",
+                        "ServiceUnavailable",
+                    ),
+                },
+            }
+        },
+    )
+    spec.path(
+        "/api/tokens/current",
+        operations={
+            "delete": {
+                "tags": ["Tokens"],
+                "operationId": "revokeCurrentToken",
+                "summary": "Revoke the token of this request",
+                "description": "The revoked token answers 401 from then on.",
+                "responses": {
+                    "204": {"description": "Revoked; no body."},
+                    **_errors("Unauthenticated", "ServerError", "ServiceUnavailable"),
+                },
+            }
+        },
+    )
+
+
+def _add_file_paths(spec: APISpec) -> None:
+    upload_errors = (
+        "BadRequest",
+        "Unauthenticated",
+        "PayloadTooLarge",
+        "ValidationFailed",
+        "TooManyRequests",
+        "ServerError",
+        "ServiceUnavailable",
+    )
+    spec.path(
+        "/api/files",
+        operations={
+            "post": {
+                "tags": ["Files"],
+                "operationId": "createFiles",
+                "summary": "Upload files with metadata",
+                "description": (
+                    "Stores every file or none: one invalid file rejects the whole request "
+                    "(422 on `files.N`). Rate limited per user."
+                ),
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "multipart/form-data": {"schema": _ref("schemas", "FileUploadForm")}
+                    },
+                },
+                "responses": {
+                    "201": {
+                        "description": "One record per uploaded file, in upload order.",
+                        "headers": RATE_LIMIT_HEADERS,
+                        "content": _json(_ref("schemas", "CreatedFiles")),
+                    },
+                    **_errors(*upload_errors),
+                },
+            },
+            "get": {
+                "tags": ["Files"],
+                "operationId": "listFiles",
+                "summary": "List records",
+                "description": (
+                    "Your own records (administrators: all), newest first. Filters combine; an "
+                    "empty value switches a filter off and unknown parameters are ignored."
+                ),
+                "parameters": [{"in": "query", "schema": list_query_schema}],
+                "responses": {
+                    "200": {
+                        "description": "One page.",
+                        "content": _json(_ref("schemas", "FileRecordPage")),
+                    },
+                    **_errors(
+                        "Unauthenticated", "ValidationFailed", "ServerError", "ServiceUnavailable"
+                    ),
+                },
+            },
+        },
+    )
+    spec.path(
+        "/api/files/{id}",
+        parameters=[ID_PARAMETER],
+        operations={
+            "get": {
+                "tags": ["Files"],
+                "operationId": "readFile",
+                "summary": "Read one record",
+                "responses": {
+                    "200": {
+                        "description": "The record.",
+                        "content": _json(_ref("schemas", "FileRecord")),
+                    },
+                    **_errors("Unauthenticated", "NotFound", "ServerError", "ServiceUnavailable"),
+                },
+            },
+            "patch": {
+                "tags": ["Files"],
+                "operationId": "updateFile",
+                "summary": "Update metadata",
+                "description": "Owner or administrator; only the fields sent change.",
+                "requestBody": {"required": True, "content": _json(_ref("schemas", "FileUpdate"))},
+                "responses": {
+                    "200": {
+                        "description": "The id, the fields sent, and the new updated_at.",
+                        "content": _json(_ref("schemas", "FileUpdateResult")),
+                    },
+                    **_errors(
+                        "BadRequest",
+                        "Unauthenticated",
+                        "NotFound",
+                        "PayloadTooLarge",
+                        "ValidationFailed",
+                        "ServerError",
+                        "ServiceUnavailable",
+                    ),
+                },
+            },
+            "delete": {
+                "tags": ["Files"],
+                "operationId": "deleteFile",
+                "summary": "Delete record and content",
+                "responses": {
+                    "204": {"description": "Deleted; no body."},
+                    **_errors("Unauthenticated", "NotFound", "ServerError", "ServiceUnavailable"),
+                },
+            },
+        },
+    )
+    spec.path(
+        "/api/files/{id}/download",
+        parameters=[ID_PARAMETER],
+        operations={
+            "get": {
+                "tags": ["Files"],
+                "operationId": "downloadFile",
+                "summary": "Download the content",
+                "description": (
+                    "Non-administrators get 403 while the record is unreleased or under embargo."
+                ),
+                "parameters": _download_request_headers(),
+                "responses": {
+                    **_download_responses("private"),
+                    **_errors(
+                        "Unauthenticated",
+                        "Forbidden",
+                        "NotFound",
+                        "ServerError",
+                        "ServiceUnavailable",
+                    ),
+                },
+            }
+        },
+    )
+    spec.path(
+        "/api/files/{id}/content",
+        parameters=[ID_PARAMETER],
+        operations={
+            "post": {
+                "tags": ["Files"],
+                "operationId": "replaceFileContent",
+                "summary": "Replace the content",
+                "description": (
+                    "Same id, owner, created_at and business metadata; original_name, mime_type, "
+                    "size and updated_at change. The old content is deleted after success. Rate "
+                    "limited per user (with uploads)."
+                ),
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "multipart/form-data": {"schema": _ref("schemas", "ContentReplaceForm")}
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "The full record.",
+                        "headers": RATE_LIMIT_HEADERS,
+                        "content": _json(_ref("schemas", "FileRecord")),
+                    },
+                    **_errors(*upload_errors[:2], "NotFound", *upload_errors[2:]),
+                },
+            }
+        },
+    )
+
+
+def _public_ok(description: str, content: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "description": description,
+        "headers": {"Cache-Control": CACHE_HEADERS["public"]},
+        "content": content,
+    }
+
+
+def _add_public_paths(spec: APISpec) -> None:
+    tags = ["Public"]
+    spec.path(
+        "/api/public/files",
+        operations={
+            "get": {
+                "tags": tags,
+                "operationId": "listReleasedFiles",
+                "summary": "List released records",
+                "description": (
+                    "Released records only, newest first; a `freigabe` parameter is ignored."
+                ),
+                "security": NO_TOKEN,
+                "parameters": [{"in": "query", "schema": public_list_query_schema}],
+                "responses": {
+                    "200": _public_ok("One page.", _json(_ref("schemas", "PublicFileRecordPage"))),
+                    **_errors("ValidationFailed", "ServerError", "ServiceUnavailable", public=True),
+                },
+            }
+        },
+    )
+    spec.path(
+        "/api/public/files/{id}",
+        parameters=[
+            {**ID_PARAMETER, "description": "Unreleased, unknown and malformed ids are all 404."}
+        ],
+        operations={
+            "get": {
+                "tags": tags,
+                "operationId": "readReleasedFile",
+                "summary": "Read one released record",
+                "description": "An embargo does not hide the metadata.",
+                "security": NO_TOKEN,
+                "responses": {
+                    "200": _public_ok("The record.", _json(_ref("schemas", "PublicFileRecord"))),
+                    **_errors("NotFound", "ServerError", "ServiceUnavailable", public=True),
+                },
+            }
+        },
+    )
+    spec.path(
+        "/api/public/files/{id}/download",
+        parameters=[
+            {**ID_PARAMETER, "description": "Unreleased, unknown and malformed ids are all 404."}
+        ],
+        operations={
+            "get": {
+                "tags": tags,
+                "operationId": "downloadReleasedFile",
+                "summary": "Download released content",
+                "description": "403 while the record is under embargo.",
+                "security": NO_TOKEN,
+                "parameters": _download_request_headers(),
+                "responses": {
+                    **_download_responses("public"),
+                    **_errors(
+                        "Forbidden", "NotFound", "ServerError", "ServiceUnavailable", public=True
+                    ),
+                },
+            }
+        },
+    )
+
+
+def _add_docs_paths(spec: APISpec) -> None:
+    tags = ["Documentation"]
+    not_modified = {"description": "The cached copy is current."}
+    spec.path(
+        "/api/openapi.json",
+        operations={
+            "get": {
+                "tags": tags,
+                "operationId": "getOpenApiDocument",
+                "summary": "This OpenAPI document",
+                "security": NO_TOKEN,
+                "responses": {
+                    "200": {
+                        "description": "The document (OpenAPI 3.1).",
+                        "headers": {"ETag": REVALIDATION_ETAG},
+                        "content": _json({"type": "object"}),
+                    },
+                    "304": not_modified,
+                },
+            }
+        },
+    )
+    spec.path(
+        "/api/docs",
+        operations={
+            "get": {
+                "tags": tags,
+                "operationId": "getDocsPage",
+                "summary": "Interactive documentation (Swagger UI)",
+                "description": "Works offline: every asset is served by the service itself.",
+                "security": NO_TOKEN,
+                "responses": {
+                    "200": {
+                        "description": "The page.",
+                        "content": {"text/html": {"schema": {"type": "string"}}},
+                    }
+                },
+            }
+        },
+    )
+    spec.path(
+        "/api/docs/assets/{name}",
+        parameters=[
+            {
+                "name": "name",
+                "in": "path",
+                "required": True,
+                "schema": {"type": "string", "enum": sorted(ASSET_TYPES)},
+            }
+        ],
+        operations={
+            "get": {
+                "tags": tags,
+                "operationId": "getDocsAsset",
+                "summary": "A script, style sheet or icon of the documentation page",
+                "security": NO_TOKEN,
+                "responses": {
+                    "200": {
+                        "description": "The asset; cacheable for a day and revalidated by ETag.",
+                        "headers": {"ETag": REVALIDATION_ETAG},
+                        "content": {mimetype: {} for mimetype in sorted(set(ASSET_TYPES.values()))},
+                    },
+                    "304": not_modified,
+                    "404": _error("No such asset."),
+                },
+            }
+        },
+    )
+
+
+def _add_health_paths(spec: APISpec) -> None:
+    tags = ["Operations"]
+    checks = {
+        "type": "object",
+        "properties": {
+            "database": {"type": "string", "enum": ["ok", "fail"]},
+            "storage": {"type": "string", "enum": ["ok", "fail"]},
+        },
+        "required": ["database", "storage"],
+    }
+    spec.path(
+        "/healthz",
+        operations={
+            "get": {
+                "tags": tags,
+                "operationId": "getHealth",
+                "summary": "Liveness: the process answers (dependencies are not checked)",
+                "security": NO_TOKEN,
+                "responses": {
+                    "200": {
+                        "description": "Alive.",
+                        "content": _json(
+                            {
+                                "type": "object",
+                                "properties": {"status": {"const": "ok"}},
+                                "required": ["status"],
+                            }
+                        ),
+                    }
+                },
+            }
+        },
+    )
+    spec.path(
+        "/readyz",
+        operations={
+            "get": {
+                "tags": tags,
+                "operationId": "getReadiness",
+                "summary": "Readiness: the database and the bucket answer",
+                "security": NO_TOKEN,
+                "responses": {
+                    "200": {
+                        "description": "Ready.",
+                        "content": _json(
+                            {
+                                "type": "object",
+                                "properties": {"status": {"const": "ok"}, "checks": checks},
+                                "required": ["status", "checks"],
+                            }
+                        ),
+                    },
+                    "503": {
+                        "description": "A dependency does not answer; `checks` says which.",
+                        "content": _json(
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "message": {"type": "string"},
+                                    "status": {"const": "unavailable"},
+                                    "checks": checks,
+                                },
+                                "required": ["message", "status", "checks"],
+                            }
+                        ),
+                    },
+                },
+            }
+        },
+    )
+
+
+@lru_cache(maxsize=8)
+def _build(limits: Limits) -> dict[str, Any]:
+    plugin = _Plugin()
+    spec = APISpec(
+        title="File repository API",
+        version=_api_version(),
+        openapi_version=OPENAPI_VERSION,
+        plugins=[plugin],
+        info={"description": _description(limits)},
+        security=[{BEARER: []}],
+        tags=[
+            {"name": "Tokens", "description": "Personal access tokens."},
+            {"name": "Files", "description": "Your records (administrators: all records)."},
+            {"name": "Public", "description": "Released records, without a token."},
+            {"name": "Documentation", "description": "This document and its page."},
+            {"name": "Operations", "description": "Probes for load balancers and orchestrators."},
+        ],
+    )
+    spec.components.security_scheme(
+        BEARER,
+        {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "<id>|<secret>",
+            "description": "A personal access token from `POST /api/tokens`.",
+        },
+    )
+    for name, (_status, response) in ERROR_RESPONSES.items():
+        spec.components.response(name, response)
+    _register_schemas(spec, plugin, limits)
+    _add_token_paths(spec)
+    _add_file_paths(spec)
+    _add_public_paths(spec)
+    _add_docs_paths(spec)
+    _add_health_paths(spec)
+    return spec.to_dict()

@@ -1,0 +1,115 @@
+"""`/api/openapi.json`, the Swagger UI page at `/api/docs` and the page's assets; no token."""
+
+from __future__ import annotations
+
+import hashlib
+
+from flask import Flask, Response, current_app, request, send_file, url_for
+from markupsafe import escape
+from werkzeug.exceptions import NotFound
+
+from app.docs import bp
+from app.docs.assets import (
+    ASSET_TYPES,
+    INITIALIZER,
+    INITIALIZER_JS,
+    SWAGGER_UI_DIST,
+    SWAGGER_UI_VERSION,
+)
+from app.docs.openapi import openapi_document
+
+ASSET_MAX_AGE = 24 * 60 * 60
+INITIALIZER_VERSION = hashlib.sha256(INITIALIZER_JS.encode()).hexdigest()[:12]
+
+# Scripts and style sheets from this service only; the document is fetched from it too.
+# Swagger UI sets inline styles and uses data: images in its style sheet.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data: blob:",
+        "font-src 'self' data:",
+        "connect-src 'self'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+    ]
+)
+
+PAGE = """\
+<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <title>File repository API</title>
+  <link rel="stylesheet" href="{css}">
+  <link rel="icon" type="image/png" sizes="32x32" href="{icon32}">
+  <link rel="icon" type="image/png" sizes="16x16" href="{icon16}">
+</head>
+<body>
+  <div id="swagger-ui" data-spec-url="{spec}"></div>
+  <script src="{bundle}"></script>
+  <script src="{initializer}"></script>
+</body>
+</html>
+"""
+
+
+def _document_json(app: Flask) -> bytes:
+    """The serialised document, made once per application."""
+    cached = app.extensions.get("openapi_json")
+    if cached is None:
+        cached = app.json.dumps(openapi_document(app)).encode()
+        app.extensions["openapi_json"] = cached
+    return cached
+
+
+@bp.get("/api/openapi.json")
+def openapi_json() -> Response:
+    response = Response(_document_json(current_app), mimetype="application/json")
+    response.cache_control.no_cache = True
+    response.add_etag()
+    return response.make_conditional(request)
+
+
+def _asset_url(name: str) -> str:
+    version = INITIALIZER_VERSION if name == INITIALIZER else SWAGGER_UI_VERSION
+    return url_for("docs.docs_asset", name=name, v=version)
+
+
+@bp.get("/api/docs")
+def docs_page() -> Response:
+    html = PAGE.format(
+        css=escape(_asset_url("swagger-ui.css")),
+        icon32=escape(_asset_url("favicon-32x32.png")),
+        icon16=escape(_asset_url("favicon-16x16.png")),
+        spec=escape(url_for("docs.openapi_json")),
+        bundle=escape(_asset_url("swagger-ui-bundle.js")),
+        initializer=escape(_asset_url(INITIALIZER)),
+    )
+    response = Response(html, mimetype="text/html")
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.cache_control.no_cache = True
+    return response
+
+
+@bp.get("/api/docs/assets/<name>")
+def docs_asset(name: str) -> Response:
+    """Cacheable for a day, revalidated by ETag; the page's links change with each version."""
+    mimetype = ASSET_TYPES.get(name)
+    if mimetype is None:
+        raise NotFound()
+    if name == INITIALIZER:
+        response = Response(INITIALIZER_JS, mimetype=mimetype)
+        response.add_etag()
+        response = response.make_conditional(request)
+    else:
+        response = send_file(SWAGGER_UI_DIST / name, mimetype=mimetype, conditional=True)
+    response.cache_control.public = True
+    response.cache_control.max_age = ASSET_MAX_AGE
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response

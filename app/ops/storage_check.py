@@ -1,0 +1,219 @@
+"""`flask storage check`: is the configured storage reachable, writable and private?
+
+The probe object lives under its own prefix (`healthcheck/`), never among the records' keys,
+and is removed again whatever the outcome.
+"""
+
+from __future__ import annotations
+
+import stat
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+from flask import Flask, current_app
+from flask.cli import with_appcontext
+
+from app.storage import LocalStorage, Storage, StorageError
+
+PROBE_PREFIX = "healthcheck/"
+#: Permission bits for "other users" on the storage root.
+_OTHERS = stat.S_IROTH | stat.S_IWOTH | stat.S_IXOTH
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str
+
+
+class _Probe:
+    """A small object written under `healthcheck/` to test writes and anonymous access."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.key = f"{PROBE_PREFIX}{uuid.uuid4()}"
+        self.content = f"storage check {self.key}\n".encode()
+        self.stored = False
+
+    def write_and_read_back(self) -> None:
+        with self.storage.writer(self.key) as writer:
+            writer.write(self.content)
+            writer.commit()
+        self.stored = True
+        with self.storage.open(self.key) as reader:
+            if reader.read_all() != self.content:
+                raise StorageError(f"reading {self.key} back gave different bytes")
+
+    def remove(self) -> None:
+        self.storage.delete(self.key)
+        if self.storage.exists(self.key):
+            raise StorageError(f"{self.key} is still there after deleting it")
+        self.stored = False
+
+
+def check_storage(app: Flask, storage: Storage) -> list[CheckResult]:
+    """Run the three checks in order; each later check says why it could not run."""
+    results = [_run("reachable", lambda: _reachable(storage))]
+    if not results[0].ok:
+        results.append(CheckResult("writable", False, "not checked: storage is not reachable"))
+        results.append(_run("private", lambda: _private(app, storage, None)))
+        return results
+    probe = _Probe(storage)
+    try:
+        writable = _run("writable", lambda: _write(probe))
+        results.append(writable)
+        written = probe if writable.ok else None
+        results.append(_run("private", lambda: _private(app, storage, written)))
+    finally:
+        if probe.stored:
+            # The write worked but something after it failed; do not leave the probe behind.
+            try:
+                storage.delete(probe.key)
+            except StorageError:
+                pass
+    return results
+
+
+def _run(name: str, check: Callable[[], str]) -> CheckResult:
+    try:
+        return CheckResult(name, True, check())
+    except (StorageError, OSError) as exc:
+        return CheckResult(name, False, str(exc) or type(exc).__name__)
+
+
+def _reachable(storage: Storage) -> str:
+    storage.check()
+    return repr(storage)
+
+
+def _write(probe: _Probe) -> str:
+    probe.write_and_read_back()
+    # A failure to delete fails the check; check_storage still tries again at the end.
+    probe.remove()
+    return f"wrote, read back and deleted {probe.key}"
+
+
+def _private(app: Flask, storage: Storage, probe: _Probe | None) -> str:
+    if isinstance(storage, LocalStorage):
+        return _local_private(app, storage)
+    from app.storage.s3 import S3Storage
+
+    if isinstance(storage, S3Storage):
+        if probe is None:
+            raise StorageError("not checked: it needs the probe object, which was not written")
+        return _s3_private(storage, probe)
+    raise StorageError(f"not checked: no privacy check for {type(storage).__name__}")
+
+
+# --- local folder -----------------------------------------------------------------------
+
+
+def _static_folders(app: Flask) -> list[Path]:
+    folders = [app.static_folder, *(bp.static_folder for bp in app.blueprints.values())]
+    return [Path(folder).resolve() for folder in folders if folder]
+
+
+def _local_private(app: Flask, storage: LocalStorage) -> str:
+    root = storage.root.resolve()
+    mode = stat.S_IMODE(root.stat().st_mode)
+    if mode & _OTHERS:
+        raise StorageError(
+            f"the folder {root} is open to other users (mode {mode:04o}); run: chmod o-rwx {root}"
+        )
+    for static in _static_folders(app):
+        if root == static or static in root.parents:
+            raise StorageError(f"the folder {root} is inside the static folder {static}")
+    return f"folder {root} has mode {mode:04o} and is outside the static folders"
+
+
+# --- S3 ---------------------------------------------------------------------------------
+
+
+def _anonymous_client(storage: Any) -> Any:
+    """A client like the service's, but sending unsigned (anonymous) requests."""
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+
+    meta = storage.client.meta
+    config = meta.config.merge(
+        Config(signature_version=UNSIGNED, retries={"mode": "standard", "total_max_attempts": 1})
+    )
+    return boto3.session.Session().client(
+        "s3", endpoint_url=meta.endpoint_url, region_name=meta.region_name, config=config
+    )
+
+
+def _refused(call: Callable[[], Any], allowed: str) -> str:
+    """Run an anonymous request; fine if it is refused, an error if it is served."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        call()
+    except ClientError as exc:
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        code = exc.response.get("Error", {}).get("Code", "")
+        if status in (401, 403):
+            return f"{status} {code}".strip()
+        raise StorageError(
+            f"an anonymous request answered {status or '?'} {code}, not 401/403"
+        ) from exc
+    except BotoCoreError as exc:
+        raise StorageError(f"could not send an anonymous request: {exc}") from exc
+    raise StorageError(allowed)
+
+
+def _s3_private(storage: Any, probe: _Probe) -> str:
+    # The probe was deleted by the write check; put it back for the anonymous read.
+    with storage.writer(probe.key) as writer:
+        writer.write(probe.content)
+        writer.commit()
+    probe.stored = True
+    client = _anonymous_client(storage)
+    try:
+        read = _refused(
+            lambda: client.get_object(Bucket=storage.bucket, Key=probe.key)["Body"].read(),
+            "bucket allows anonymous reads",
+        )
+        listing = _refused(
+            lambda: client.list_objects_v2(Bucket=storage.bucket, MaxKeys=1),
+            "bucket allows anonymous listing",
+        )
+    finally:
+        client.close()
+    return f"anonymous read refused ({read}), anonymous listing refused ({listing})"
+
+
+# --- the command ------------------------------------------------------------------------
+
+
+@click.group("storage")
+def storage_group() -> None:
+    """Inspect the configured file storage."""
+
+
+@storage_group.command("check")
+@with_appcontext
+def check_command() -> None:
+    """Check that the storage is reachable, writable and private.
+
+    \b
+    reachable  the folder or bucket answers (Storage.check())
+    writable   a small object under healthcheck/ is written, read back and deleted
+    private    local: the folder has no permissions for other users and is not inside a
+               static folder; S3: unsigned (anonymous) reads and listings are refused
+
+    Prints one line per check, `ok` or `fail` with the reason; exits 1 if any check fails.
+    """
+    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+    results = check_storage(app, app.extensions["storage"])
+    for result in results:
+        status = "ok" if result.ok else "fail"
+        click.echo(f"{result.name:<10} {status:<4}  {result.detail}")
+    if not all(result.ok for result in results):
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,408 @@
+"""The OpenAPI document: valid OpenAPI 3.1, complete for the app's routes, true to the schemas.
+
+Conformance of real responses is checked across the whole API suite by the `client` fixture
+(tests/support/openapi_client.py); the last tests here cover what that suite does not reach
+through it (rate limits) and make sure the checker itself catches contradictions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from openapi_spec_validator import OpenAPIV31SpecValidator, validate
+
+from app import create_app
+from app.detection.mime import ALLOWED_MIME_TYPES
+from app.docs.openapi import openapi_document
+from app.extensions import db
+from app.schemas import CreateMetadataSchema, FileRecordSchema, MetadataSchema
+from tests.conftest import base_config
+from tests.support.api import CREATE_FIELDS, PUBLIC_FIELDS, RECORD_FIELDS, Api
+from tests.support.openapi_client import OpenAPIValidatingClient
+
+HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+EXPECTED_STATUSES = {
+    ("post", "/api/tokens"): {201, 400, 413, 422, 429, 500, 503},
+    ("delete", "/api/tokens/current"): {204, 401, 500, 503},
+    ("post", "/api/files"): {201, 400, 401, 413, 422, 429, 500, 503},
+    ("get", "/api/files"): {200, 401, 422, 500, 503},
+    ("get", "/api/files/{id}"): {200, 401, 404, 500, 503},
+    ("patch", "/api/files/{id}"): {200, 400, 401, 404, 413, 422, 500, 503},
+    ("delete", "/api/files/{id}"): {204, 401, 404, 500, 503},
+    ("get", "/api/files/{id}/download"): {200, 206, 304, 401, 403, 404, 416, 500, 503},
+    ("post", "/api/files/{id}/content"): {200, 400, 401, 404, 413, 422, 429, 500, 503},
+    ("get", "/api/public/files"): {200, 422, 500, 503},
+    ("get", "/api/public/files/{id}"): {200, 404, 500, 503},
+    ("get", "/api/public/files/{id}/download"): {200, 206, 304, 403, 404, 416, 500, 503},
+    ("get", "/api/openapi.json"): {200, 304},
+    ("get", "/api/docs"): {200},
+    ("get", "/api/docs/assets/{name}"): {200, 304, 404},
+    ("get", "/healthz"): {200},
+    ("get", "/readyz"): {200, 503},
+}
+NO_TOKEN_OPERATIONS = {
+    ("post", "/api/tokens"),
+    ("get", "/api/public/files"),
+    ("get", "/api/public/files/{id}"),
+    ("get", "/api/public/files/{id}/download"),
+    ("get", "/api/openapi.json"),
+    ("get", "/api/docs"),
+    ("get", "/api/docs/assets/{name}"),
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+}
+
+
+@pytest.fixture
+def docs_app(tmp_path: Path) -> Iterator[Flask]:
+    """An app for reading the document; nothing here touches the database."""
+    app = create_app(
+        base_config(
+            SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
+        )
+    )
+    yield app
+    with app.app_context():
+        db.engine.dispose()
+
+
+@pytest.fixture
+def document(docs_app: Flask) -> dict[str, Any]:
+    return docs_app.test_client().get("/api/openapi.json").get_json()
+
+
+def resolve(document: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in item:
+        node: Any = document
+        for part in item["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        item = node
+    return item
+
+
+def operations(document: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if method in HTTP_METHODS:
+                yield method, path, operation
+
+
+def schema_of(document: dict[str, Any], name: str) -> dict[str, Any]:
+    return document["components"]["schemas"][name]
+
+
+def test_the_document_is_valid_openapi_3_1(document: dict[str, Any]):
+    assert document["openapi"] == "3.1.0"
+    validate(document, cls=OpenAPIV31SpecValidator)
+
+
+def test_it_is_served_without_a_token_and_revalidated(docs_app: Flask, document: dict):
+    client = docs_app.test_client()
+    response = client.get("/api/openapi.json")
+    assert response.status_code == 200
+    assert response.mimetype == "application/json"
+    assert response.headers["Cache-Control"] == "no-cache"
+    assert document == json.loads(json.dumps(openapi_document(docs_app)))
+    again = client.get("/api/openapi.json", headers={"If-None-Match": response.headers["ETag"]})
+    assert again.status_code == 304
+
+
+def test_every_api_route_is_documented_and_nothing_else(docs_app: Flask, document: dict):
+    def shape(path: str) -> str:
+        return re.sub(r"\{[^}]+\}", "{}", path)
+
+    routes = {
+        (method.lower(), shape(re.sub(r"<(?:[^:<>]+:)?[^<>]+>", "{}", rule.rule)))
+        for rule in docs_app.url_map.iter_rules()
+        if rule.endpoint != "static"
+        for method in rule.methods or ()
+        if method not in ("HEAD", "OPTIONS")
+    }
+    documented = {(method, shape(path)) for method, path, _ in operations(document)}
+    assert documented == routes
+    assert {(m, p) for m, p, _ in operations(document)} == set(EXPECTED_STATUSES)
+
+
+def test_every_operation_documents_its_statuses(document: dict[str, Any]):
+    for method, path, operation in operations(document):
+        assert set(map(int, operation["responses"])) == EXPECTED_STATUSES[(method, path)], (
+            method,
+            path,
+        )
+        assert operation["operationId"] and operation["summary"] and operation["tags"]
+        for status, response in operation["responses"].items():
+            response = resolve(document, response)
+            content = response.get("content", {})
+            if int(status) in (204, 304):
+                assert not content, (method, path, status)
+            elif int(status) == 422:
+                assert content["application/json"]["schema"] == {
+                    "$ref": "#/components/schemas/ValidationError"
+                }
+            elif int(status) >= 400 and path.startswith("/api/") and "json" in str(content):
+                assert content["application/json"]["schema"] == {
+                    "$ref": "#/components/schemas/Error"
+                }, (method, path, status)
+
+
+def test_bearer_tokens_guard_everything_but_public_token_creation_and_docs(document: dict):
+    assert document["security"] == [{"bearerAuth": []}]
+    assert document["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "<id>|<secret>",
+        "description": "A personal access token from `POST /api/tokens`.",
+    }
+    for method, path, operation in operations(document):
+        if (method, path) in NO_TOKEN_OPERATIONS:
+            assert operation["security"] == [], (method, path)
+        else:
+            assert "security" not in operation, (method, path)  # the global bearer applies
+            assert "401" in operation["responses"], (method, path)
+
+
+def test_path_ids_are_uuids(document: dict[str, Any]):
+    for path, item in document["paths"].items():
+        if "{id}" in path:
+            (parameter,) = item["parameters"]
+            assert parameter["name"] == "id" and parameter["in"] == "path"
+            assert parameter["required"] is True
+            assert parameter["schema"] == {"type": "string", "format": "uuid"}
+
+
+def test_list_parameters_come_from_the_query_schema(document: dict[str, Any]):
+    def query(path: str) -> dict[str, dict]:
+        parameters = document["paths"][path]["get"]["parameters"]
+        assert all(p["in"] == "query" and p["required"] is False for p in parameters)
+        return {p["name"]: p for p in parameters}
+
+    protected = query("/api/files")
+    assert list(protected) == ["page", "path", "aktiv_id", "since", "freigabe", "reprotyp"]
+    assert list(query("/api/public/files")) == ["page", "path", "aktiv_id", "since", "reprotyp"]
+    assert protected["page"]["schema"] == {
+        "type": "integer",
+        "default": 1,
+        "minimum": 1,
+        "maximum": 999_999_999,
+    }
+    assert protected["freigabe"]["schema"] == {"type": "string", "enum": ["0", "1"]}
+    since = re.compile(protected["since"]["schema"]["pattern"])
+    for value in ("2026-04-30", "2026-04-30T10:15", "2026-04-30T10:15:00.5+01:00", "2026-04-30Z"):
+        assert since.match(value), value
+    assert not since.match("30.04.2026")
+
+
+def test_records_match_the_response_schemas(document: dict[str, Any]):
+    records = {
+        "FileRecord": RECORD_FIELDS,
+        "CreatedFileRecord": CREATE_FIELDS,
+        "PublicFileRecord": PUBLIC_FIELDS,
+    }
+    assert list(FileRecordSchema().fields) == RECORD_FIELDS
+    for name, names in records.items():
+        schema = schema_of(document, name)
+        assert list(schema["properties"]) == names, name
+        assert schema["required"] == names and schema["additionalProperties"] is False
+    record = schema_of(document, "FileRecord")["properties"]
+    assert record["id"]["format"] == "uuid" and record["id"]["type"] == "string"
+    for name in ("created_at", "updated_at"):
+        assert record[name]["type"] == "string" and record[name]["format"] == "date-time"
+        assert re.match(record[name]["pattern"], "2026-04-30T10:15:00.123456Z")
+    assert record["sperrfrist"] == {
+        "type": ["string", "null"],
+        "format": "date",
+        "description": record["sperrfrist"]["description"],
+    }
+    for name in ("aktiv_id", "path", "reprotyp", "titel", "autoren", "erstellt_von"):
+        assert record[name]["type"] == ["string", "null"], name
+        assert record[name]["maxLength"] == 255, name
+    assert record["beschreibung"]["maxLength"] == 5000
+    assert record["freigabe"]["type"] == "boolean" and record["reihenfolge"]["type"] == "integer"
+    assert record["mime_type"]["enum"] == sorted(ALLOWED_MIME_TYPES)
+    for name in ("original_name", "mime_type", "size", "reihenfolge", "freigabe"):
+        assert "null" not in record[name]["type"], name
+    assert all(field["description"] for field in record.values())
+
+
+def test_the_envelope_and_the_other_bodies(document: dict[str, Any]):
+    for name, item in (
+        ("FileRecordPage", "FileRecord"),
+        ("PublicFileRecordPage", "PublicFileRecord"),
+    ):
+        page = schema_of(document, name)
+        assert list(page["properties"]) == [
+            "data",
+            "current_page",
+            "per_page",
+            "total",
+            "last_page",
+            "from",
+            "to",
+            "first_page_url",
+            "last_page_url",
+            "next_page_url",
+            "prev_page_url",
+            "path",
+        ]
+        assert page["required"] == list(page["properties"])
+        assert page["properties"]["data"]["items"] == {"$ref": f"#/components/schemas/{item}"}
+        for nullable in ("from", "to", "next_page_url", "prev_page_url"):
+            assert "null" in page["properties"][nullable]["type"]
+    assert schema_of(document, "Error")["required"] == ["message"]
+    validation = schema_of(document, "ValidationError")
+    assert validation["required"] == ["message", "errors"]
+    assert validation["properties"]["errors"]["additionalProperties"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "minItems": 1,
+    }
+    assert schema_of(document, "Token")["required"] == ["token"]
+    created = schema_of(document, "CreatedFiles")["properties"]["files"]
+    assert created["items"] == {"$ref": "#/components/schemas/CreatedFileRecord"}
+    assert created["maxItems"] == 25
+
+
+def test_request_bodies_come_from_the_validating_schemas(document: dict[str, Any]):
+    def body(method: str, path: str) -> dict[str, Any]:
+        request_body = document["paths"][path][method]["requestBody"]
+        assert request_body["required"] is True
+        return request_body["content"]
+
+    tokens = body("post", "/api/tokens")
+    assert set(tokens) == {"application/json", "application/x-www-form-urlencoded"}
+    token_request = schema_of(document, "TokenRequest")
+    assert token_request["required"] == ["email", "password", "token_name"]
+
+    upload = resolve(document, body("post", "/api/files")["multipart/form-data"]["schema"])
+    assert upload["required"] == ["files[]"]
+    files = upload["properties"]["files[]"]
+    assert files["type"] == "array" and (files["minItems"], files["maxItems"]) == (1, 25)
+    assert files["items"]["type"] == "string" and files["items"]["format"] == "binary"
+    assert list(upload["properties"])[1:] == list(CreateMetadataSchema().fields)
+    assert upload["properties"]["reihenfolge"]["default"] == 0
+    assert upload["properties"]["freigabe"]["default"] is True
+    assert upload["properties"]["sperrfrist"]["format"] == "date"
+    path_rule = re.compile(upload["properties"]["path"]["pattern"])
+    assert all(path_rule.match(p) for p in ("a/b.c/d_e-f/./g", "reports", ""))
+    assert not any(path_rule.match(p) for p in ("/a", "a/", "a//b", "a/../b", "..", "ä"))
+
+    replace = resolve(
+        document, body("post", "/api/files/{id}/content")["multipart/form-data"]["schema"]
+    )
+    assert replace["required"] == ["file"] and replace["properties"]["file"]["format"] == "binary"
+
+    update = resolve(document, body("patch", "/api/files/{id}")["application/json"]["schema"])
+    assert list(update["properties"]) == list(MetadataSchema().fields)
+    assert update["additionalProperties"] is False and update["minProperties"] == 1
+    assert update["properties"]["titel"]["type"] == ["string", "null"]
+    assert update["properties"]["reihenfolge"]["type"] == "integer"  # null is refused
+    assert "anyOf" in update["properties"]["freigabe"]  # true/false, 1/0, "1"/"0", "true"/...
+    result = schema_of(document, "FileUpdateResult")
+    assert result["required"] == ["id", "updated_at"] and result["additionalProperties"] is False
+
+
+def test_downloads_are_binary_with_their_headers(document: dict[str, Any]):
+    for path, cache in (
+        ("/api/files/{id}/download", "private, no-store"),
+        ("/api/public/files/{id}/download", "public, max-age=0, must-revalidate"),
+    ):
+        operation = document["paths"][path]["get"]
+        assert [p["name"] for p in operation["parameters"]] == [
+            "Range",
+            "If-Range",
+            "If-None-Match",
+        ]
+        responses = operation["responses"]
+        assert set(responses["200"]["content"]) == ALLOWED_MIME_TYPES
+        assert set(responses["200"]["headers"]) == {
+            "Content-Disposition",
+            "ETag",
+            "Accept-Ranges",
+            "X-Content-Type-Options",
+            "Cache-Control",
+            "Content-Length",
+        }
+        assert "Content-Range" in responses["206"]["headers"]
+        assert "content" not in responses["304"]
+        assert responses["416"]["headers"]["Content-Range"]["required"] is True
+        for status in ("200", "206", "304", "416"):
+            assert responses[status]["headers"]["Cache-Control"]["schema"]["const"] == cache
+
+
+def test_public_errors_carry_the_public_cache_header(document: dict[str, Any]):
+    for path, item in document["paths"].items():
+        if path.startswith("/api/public/"):
+            for status, response in item["get"]["responses"].items():
+                header = response["headers"]["Cache-Control"]
+                assert header["schema"]["const"] == "public, max-age=0, must-revalidate", status
+
+
+# --- conformance beyond the API suite -------------------------------------------------
+
+
+def validating(app: Flask) -> Api:
+    app.test_client_class = OpenAPIValidatingClient
+    return Api(app, app.test_client())
+
+
+def test_rate_limited_answers_conform(stack_config: dict[str, Any]):
+    app = create_app(
+        {
+            **stack_config,
+            "RATELIMIT_ENABLED": True,
+            "RATELIMIT_TOKENS": "1/minute",
+            "RATELIMIT_UPLOADS": "1/minute",
+        }
+    )
+    api = validating(app)
+    alice = api.account()
+    body = {"email": alice.email, "password": alice.password, "token_name": "x"}
+    assert api.client.post("/api/tokens", json=body).status_code == 201
+    assert api.client.post("/api/tokens", json=body).status_code == 429
+    assert api.upload(alice).status_code == 201
+    assert api.upload(alice).status_code == 429
+    with app.app_context():
+        db.engine.dispose()
+
+
+def test_the_checker_catches_contradictions(stack_config: dict[str, Any]):
+    """Guards the guard: responses that break the document fail the request that got them."""
+    app = create_app(stack_config)
+
+    @app.after_request
+    def break_the_contract(response):
+        from flask import request
+
+        tamper = request.headers.get("X-Tamper")
+        if tamper == "extra-field":
+            response.set_data(json.dumps({**response.get_json(), "user_id": 1}))
+        elif tamper == "no-etag":
+            del response.headers["ETag"]
+        elif tamper == "teapot":
+            response.status_code = 418
+        elif tamper == "html":
+            response.headers["Content-Type"] = "text/html"
+        return response
+
+    api = validating(app)
+    alice = api.account()
+    record = api.create(alice)
+    cases = {
+        "extra-field": f"/api/public/files/{record['id']}",
+        "no-etag": f"/api/files/{record['id']}/download",
+        "teapot": f"/api/files/{record['id']}",
+        "html": f"/api/public/files/{record['id']}/download",
+    }
+    for tamper, url in cases.items():
+        with pytest.raises(AssertionError, match="OpenAPI|documented"):
+            api.get(url, alice, headers={"X-Tamper": tamper})
+    with app.app_context():
+        db.engine.dispose()
