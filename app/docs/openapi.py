@@ -34,10 +34,11 @@ NO_TOKEN: list[dict[str, list[str]]] = []
 # The canonical form of a stored path (input is trimmed first; an empty string means null).
 PATH_PATTERN = r"^(?!(?:.*/)?\.\.(?:/|$))(?:[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*)?$"
 TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$"
+# Calendar validity (no 30 February) is beyond a pattern; such dates answer 422.
 SINCE_PATTERN = (
-    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
-    r"(?:T[0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,6})?)?)?"
-    r"(?:Z|[+ -][0-9]{2}:?[0-9]{2})?$"
+    r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,6})?)?)?"
+    r"(?:Z|[+ -](?:[01][0-9]|2[0-3]):?[0-5][0-9])?$"
 )
 FLAG_STRING_PATTERN = r"^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
