@@ -17,6 +17,9 @@ from app.extensions import db
 from app.models import FileRecord
 from app.storage import ObjectNotFound, Storage
 
+# How often a download follows a record to its newer object before giving up.
+MAX_REREADS = 5
+
 # RFC 8187 attr-char, the characters that need no percent-encoding in filename*.
 _ATTR_SAFE = "!#$&+-.^_`|~"
 
@@ -56,16 +59,22 @@ def download_response(
 ) -> Response:
     """Answer a download; `load_record` finds the record and checks that it may be handed out.
 
-    A concurrent replace or delete can remove the object between reading the record and
-    opening the object; the record is then read once more, so the client gets the new
-    version (or a 404), never an error for a race it did not cause.
+    Concurrent replaces or a delete can remove the object between reading the record and
+    opening the object; the record is then read again, so the client gets the newest version
+    (or a 404), never an error for a race it did not cause. A record whose key has not
+    changed really has lost its object: that is an error.
     """
     record = load_record()
-    try:
-        return stored_file_response(request, record, storage, cache_control)
-    except ObjectNotFound:
-        db.session.rollback()
-        return stored_file_response(request, load_record(), storage, cache_control)
+    for _ in range(MAX_REREADS):
+        try:
+            return stored_file_response(request, record, storage, cache_control)
+        except ObjectNotFound:
+            missing_key = record.stored_path
+            db.session.rollback()
+            record = load_record()
+            if record.stored_path == missing_key:
+                raise
+    return stored_file_response(request, record, storage, cache_control)
 
 
 def stored_file_response(

@@ -11,6 +11,8 @@ class Base(DeclarativeBase):
     pass
 
 
-db = SQLAlchemy(model_class=Base)
+# Objects keep what they hold after a commit: a view answers with the record it just wrote,
+# without reading it again (which would fail if a concurrent delete came in between).
+db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 migrate = Migrate()
 limiter = Limiter(key_func=get_remote_address, default_limits=[])

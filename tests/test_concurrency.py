@@ -59,13 +59,19 @@ def server(make_postgres_database, s3_bucket: dict, seaweedfs, tmp_path: Path):
         )
         assert status == 201
         auth = {"Authorization": f"Bearer {json.loads(body)['token']}"}
-        yield port, auth, lambda prefix: _keys(bucket, s3_bucket["S3_BUCKET"], prefix)
+        yield port, auth, lambda prefix: _keys(bucket, s3_bucket["S3_BUCKET"], prefix), tmp_path
+
     bucket.close()
 
 
 def _keys(client: Any, bucket: str, prefix: str) -> list[str]:
     listed = client.list_objects_v2(Bucket=bucket, Prefix=prefix)
     return [item["Key"] for item in listed.get("Contents", [])]
+
+
+def server_errors(tmp_path: Path) -> list[str]:
+    log = (tmp_path / "server.log").read_text()
+    return [line[-3000:] for line in log.splitlines() if '"level": "error"' in line]
 
 
 def upload(port: int, auth: dict, path: str, field: str, n: int) -> tuple[int, bytes]:
@@ -101,7 +107,7 @@ def run_mix(port: int, auth: dict, record_id: str, with_delete: bool) -> list[tu
 
 @pytest.mark.parametrize("with_delete", [False, True], ids=["replace-patch-read", "with-delete"])
 def test_parallel_operations_on_one_record(server, with_delete: bool):
-    port, auth, keys = server
+    port, auth, keys, tmp_path = server
     status, body = upload(port, auth, "/api/files", "files[]", 0)
     assert status == 201
     record_id = json.loads(body)["files"][0]["id"]
@@ -113,7 +119,7 @@ def test_parallel_operations_on_one_record(server, with_delete: bool):
     if with_delete:
         allowed = {kind: codes | {404} for kind, codes in allowed.items()}
     for kind, status, detail in results:
-        assert status in allowed[kind], (kind, status, detail)
+        assert status in allowed[kind], (kind, status, detail, server_errors(tmp_path))
         if kind == "download" and status == 200:
             assert detail in hashes, "a download returned a mix of versions"
 
