@@ -1,4 +1,5 @@
-"""The list envelope of Laravel's length-aware paginator, which existing clients parse."""
+"""List answers: Laravel's length-aware paginator envelope (which existing clients parse), or a
+keyset (cursor) envelope for deep paging, chosen by the `cursor` query parameter."""
 
 from __future__ import annotations
 
@@ -6,19 +7,43 @@ import math
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import request
+from flask import current_app, request
 from marshmallow import Schema
+from sqlalchemy import Select
 
-from app.files.services import Page
+from app.files import services
+from app.models import FileRecord
+from app.schemas import encode_cursor
 
 
-def _page_url(page: int) -> str:
-    args = [(k, v) for k, v in request.args.items(multi=True) if k != "page"]
-    args.append(("page", str(page)))
+def _url_with(name: str, value: str) -> str:
+    """This list's URL with one parameter set and the other parameters kept."""
+    args = [(k, v) for k, v in request.args.items(multi=True) if k not in ("page", "cursor")]
+    args.append((name, value))
     return f"{request.base_url}?{urlencode(args)}"
 
 
-def paginated_response(result: Page, schema: Schema) -> dict[str, Any]:
+def list_response(
+    query: Select[tuple[FileRecord]], params: dict[str, Any], schema: Schema
+) -> dict[str, Any]:
+    per_page = current_app.config["PAGE_SIZE"]
+    if "cursor" in params:
+        return cursor_envelope(services.keyset_page(query, params["cursor"], per_page), schema)
+    return page_envelope(services.paginate(query, params["page"], per_page), schema)
+
+
+def cursor_envelope(result: services.KeysetPage, schema: Schema) -> dict[str, Any]:
+    next_cursor = encode_cursor(result.next_position) if result.next_position else None
+    return {
+        "data": schema.dump(result.items, many=True),
+        "path": request.base_url,
+        "per_page": result.per_page,
+        "next_cursor": next_cursor,
+        "next_page_url": _url_with("cursor", next_cursor) if next_cursor else None,
+    }
+
+
+def page_envelope(result: services.Page, schema: Schema) -> dict[str, Any]:
     last_page = max(1, math.ceil(result.total / result.per_page))
     first_index = (result.page - 1) * result.per_page + 1
     has_items = bool(result.items)
@@ -30,9 +55,13 @@ def paginated_response(result: Page, schema: Schema) -> dict[str, Any]:
         "last_page": last_page,
         "from": first_index if has_items else None,
         "to": first_index + len(result.items) - 1 if has_items else None,
-        "first_page_url": _page_url(1),
-        "last_page_url": _page_url(last_page),
-        "next_page_url": _page_url(result.page + 1) if result.page < last_page else None,
-        "prev_page_url": _page_url(result.page - 1) if result.page > 1 else None,
+        "first_page_url": _url_with("page", "1"),
+        "last_page_url": _url_with("page", str(last_page)),
+        "next_page_url": (
+            _url_with("page", str(result.page + 1)) if result.page < last_page else None
+        ),
+        "prev_page_url": _url_with("page", str(result.page - 1)) if result.page > 1 else None,
         "path": request.base_url,
+        # Where keyset pagination continues after this page (null when nothing follows).
+        "next_cursor": encode_cursor(result.next_position) if result.next_position else None,
     }

@@ -6,7 +6,9 @@ clients of the original service show them to people.
 
 from __future__ import annotations
 
+import base64
 import re
+import uuid
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
@@ -72,6 +74,11 @@ QUERY_ABOUT = {
     ),
     "freigabe": "Release status: 1 lists released records, 0 unreleased ones.",
     "reprotyp": "Exact representation type.",
+    "cursor": (
+        "Keyset pagination for deep paging and sync clients: send it empty for the first page, "
+        "then the next_cursor of each answer. Same order and filters as page; the answer has "
+        "no total. Takes precedence over page."
+    ),
 }
 
 
@@ -283,6 +290,36 @@ class PageNumber(fields.Field):
         raise ValidationError("The page field must be a whole number of at least 1.")
 
 
+def encode_cursor(position: tuple[datetime, uuid.UUID]) -> str:
+    """An opaque, URL-safe token for a place in list order."""
+    created_at, record_id = position
+    raw = f"{created_at.astimezone(UTC).isoformat()}|{record_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(token: str) -> tuple[datetime, uuid.UUID]:
+    padded = token + "=" * (-len(token) % 4)
+    created, _, record_id = base64.urlsafe_b64decode(padded.encode("ascii")).decode().partition("|")
+    moment = datetime.fromisoformat(created)
+    if moment.tzinfo is None:
+        raise ValueError(token)
+    return moment.astimezone(UTC), uuid.UUID(record_id)
+
+
+class Cursor(fields.Field):
+    """Keyset pagination: empty for the first page, else a `next_cursor` from a list answer."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> Any:
+        if value == "":
+            return None
+        try:
+            return decode_cursor(str(value))
+        except (ValueError, UnicodeError):
+            raise ValidationError(
+                "The cursor field must be a next_cursor value from a list answer."
+            ) from None
+
+
 class ReleaseFilter(fields.Field):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
         if value in ("0", "1"):
@@ -357,10 +394,12 @@ class ListQuerySchema(Schema):
     since = Since(metadata=query_about("since"))
     freigabe = ReleaseFilter(metadata=query_about("freigabe"))
     reprotyp = PlainString(metadata=query_about("reprotyp"))
+    cursor = Cursor(metadata=query_about("cursor"))
 
     @pre_load
     def drop_empty(self, data: Any, **kwargs: Any) -> dict[str, Any]:
-        return {key: value for key, value in data.items() if value != ""}
+        # An empty cursor is meaningful: keyset pagination from the first page.
+        return {key: value for key, value in data.items() if value != "" or key == "cursor"}
 
 
 class FileRecordSchema(Schema):

@@ -185,8 +185,23 @@ def test_list_parameters_come_from_the_query_schema(document: dict[str, Any]):
         return {p["name"]: p for p in parameters}
 
     protected = query("/api/files")
-    assert list(protected) == ["page", "path", "aktiv_id", "since", "freigabe", "reprotyp"]
-    assert list(query("/api/public/files")) == ["page", "path", "aktiv_id", "since", "reprotyp"]
+    assert list(protected) == [
+        "page",
+        "path",
+        "aktiv_id",
+        "since",
+        "freigabe",
+        "reprotyp",
+        "cursor",
+    ]
+    assert list(query("/api/public/files")) == [
+        "page",
+        "path",
+        "aktiv_id",
+        "since",
+        "reprotyp",
+        "cursor",
+    ]
     assert protected["page"]["schema"] == {
         "type": "integer",
         "default": 1,
@@ -237,7 +252,7 @@ def test_the_envelope_and_the_other_bodies(document: dict[str, Any]):
         ("FileRecordPage", "FileRecord"),
         ("PublicFileRecordPage", "PublicFileRecord"),
     ):
-        page = schema_of(document, name)
+        page, keyset = schema_of(document, name)["oneOf"]
         assert list(page["properties"]) == [
             "data",
             "current_page",
@@ -251,11 +266,14 @@ def test_the_envelope_and_the_other_bodies(document: dict[str, Any]):
             "next_page_url",
             "prev_page_url",
             "path",
+            "next_cursor",
         ]
         assert page["required"] == list(page["properties"])
         assert page["properties"]["data"]["items"] == {"$ref": f"#/components/schemas/{item}"}
-        for nullable in ("from", "to", "next_page_url", "prev_page_url"):
+        for nullable in ("from", "to", "next_page_url", "prev_page_url", "next_cursor"):
             assert "null" in page["properties"][nullable]["type"]
+        assert keyset["required"] == ["data", "path", "per_page", "next_cursor", "next_page_url"]
+        assert keyset["additionalProperties"] is False
     assert schema_of(document, "Error")["required"] == ["message"]
     validation = schema_of(document, "ValidationError")
     assert validation["required"] == ["message", "errors"]

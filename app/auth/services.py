@@ -11,6 +11,7 @@ from functools import cache
 
 from flask import current_app
 from sqlalchemy import delete, func, select
+from sqlalchemy.orm import joinedload
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.exceptions import DomainError, ValidationFailed
@@ -76,7 +77,10 @@ def resolve_token(plain: str) -> ApiToken | None:
     token_id, sep, secret = plain.partition("|")
     if not sep or not token_id.isdigit() or not secret or len(token_id) > 18:
         return None
-    token = db.session.get(ApiToken, int(token_id))
+    # One query for token and owner: this runs on every protected request.
+    token = db.session.scalars(
+        select(ApiToken).options(joinedload(ApiToken.user)).where(ApiToken.id == int(token_id))
+    ).first()
     if token is None or not hmac.compare_digest(token.token_hash, _digest(secret)):
         return None
     now = utcnow()

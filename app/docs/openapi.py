@@ -322,9 +322,14 @@ def _page_envelope(item: dict[str, Any], page_size: int) -> dict[str, Any]:
         "next_page_url": {**optional_url, "description": "null on the last page."},
         "prev_page_url": {**optional_url, "description": "null on the first page."},
         "path": {**url, "description": "The list URL without query."},
+        "next_cursor": {
+            "type": ["string", "null"],
+            "description": "Continue with ?cursor=<this> (keyset pagination); null at the end.",
+        },
     }
-    return {
+    page = {
         "type": "object",
+        "title": "Numbered page",
         "description": (
             "One page of records, newest first (created_at, then id, descending), in the form "
             "of Laravel's length-aware paginator. The page URLs keep the other query parameters."
@@ -333,6 +338,21 @@ def _page_envelope(item: dict[str, Any], page_size: int) -> dict[str, Any]:
         "required": list(properties),
         "additionalProperties": False,
     }
+    keyset = {
+        "type": "object",
+        "title": "Keyset page (with ?cursor=)",
+        "description": "The records after the cursor, same order; no total is counted.",
+        "properties": {
+            "data": properties["data"],
+            "path": properties["path"],
+            "per_page": properties["per_page"],
+            "next_cursor": properties["next_cursor"],
+            "next_page_url": {**optional_url, "description": "null after the last record."},
+        },
+        "required": ["data", "path", "per_page", "next_cursor", "next_page_url"],
+        "additionalProperties": False,
+    }
+    return {"oneOf": [page, keyset]}
 
 
 def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:

@@ -13,7 +13,7 @@ from app.files import bp, services
 from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
 from app.http import json_body, load, validate
 from app.models import FileRecord
-from app.pagination import paginated_response
+from app.pagination import list_response
 from app.schemas import (
     CreateMetadataSchema,
     ListQuerySchema,
@@ -87,11 +87,9 @@ def create_files():
 
 @bp.get("")
 def list_files():
-    filters = load(list_query_schema, request.args.to_dict())
-    page = filters.pop("page")
-    query = services.filtered(services.visible_to(current_user()), filters)
-    result = services.paginate(query, page, current_app.config["PAGE_SIZE"])
-    return paginated_response(result, record_schema)
+    params = load(list_query_schema, request.args.to_dict())
+    query = services.filtered(services.visible_to(current_user()), params)
+    return list_response(query, params, record_schema)
 
 
 @bp.get("/<uuid:record_id>")

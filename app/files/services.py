@@ -15,7 +15,7 @@ from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, select, tuple_
 from sqlalchemy import delete as sa_delete
 
 from app.exceptions import DownloadBlocked, RecordNotFound, ValidationFailed
@@ -79,12 +79,31 @@ def ensure_downloadable(record: FileRecord, *, is_admin: bool, today: date) -> N
 # --- lists ------------------------------------------------------------------------------
 
 
+# Lists run newest first; the id breaks ties, so the order is total and stable across pages.
+NEWEST_FIRST = (FileRecord.created_at.desc(), FileRecord.id.desc())
+
+#: A record's place in list order, (created_at, id): what a keyset cursor remembers.
+Position = tuple[datetime, uuid.UUID]
+
+
 @dataclass(frozen=True)
 class Page:
     items: list[FileRecord]
     total: int
     page: int
     per_page: int
+    next_position: Position | None
+
+
+@dataclass(frozen=True)
+class KeysetPage:
+    items: list[FileRecord]
+    per_page: int
+    next_position: Position | None
+
+
+def position_of(record: FileRecord) -> Position:
+    return (record.created_at, record.id)
 
 
 def _escape_like(value: str) -> str:
@@ -108,13 +127,27 @@ def filtered(
 
 
 def paginate(query: Select[tuple[FileRecord]], page: int, per_page: int) -> Page:
+    """A numbered page and the exact total (which costs a count over every matching row)."""
     total = db.session.scalar(select(func.count()).select_from(query.order_by(None).subquery()))
-    items = db.session.scalars(
-        query.order_by(FileRecord.created_at.desc(), FileRecord.id.desc())
-        .limit(per_page)
-        .offset((page - 1) * per_page)
-    ).all()
-    return Page(list(items), total or 0, page, per_page)
+    items = list(
+        db.session.scalars(
+            query.order_by(*NEWEST_FIRST).limit(per_page).offset((page - 1) * per_page)
+        )
+    )
+    more = (page - 1) * per_page + len(items) < (total or 0)
+    return Page(items, total or 0, page, per_page, position_of(items[-1]) if more else None)
+
+
+def keyset_page(
+    query: Select[tuple[FileRecord]], after: Position | None, per_page: int
+) -> KeysetPage:
+    """The records after `after` in list order: one index range scan, however deep."""
+    if after is not None:
+        query = query.where(tuple_(FileRecord.created_at, FileRecord.id) < tuple_(*after))
+    rows = list(db.session.scalars(query.order_by(*NEWEST_FIRST).limit(per_page + 1)))
+    items = rows[:per_page]
+    more = len(rows) > per_page
+    return KeysetPage(items, per_page, position_of(items[-1]) if more else None)
 
 
 # --- changes ----------------------------------------------------------------------------

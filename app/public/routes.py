@@ -8,7 +8,7 @@ from app.downloads import download_response
 from app.files import services
 from app.http import load
 from app.models import FileRecord
-from app.pagination import paginated_response
+from app.pagination import list_response
 from app.public import bp
 from app.schemas import ListQuerySchema, public_record_schema
 
@@ -20,11 +20,9 @@ list_query_schema = ListQuerySchema(exclude=("freigabe",))
 
 @bp.get("")
 def list_released():
-    filters = load(list_query_schema, request.args.to_dict())
-    page = filters.pop("page")
-    query = services.filtered(services.released(), filters)
-    result = services.paginate(query, page, current_app.config["PAGE_SIZE"])
-    return paginated_response(result, public_record_schema)
+    params = load(list_query_schema, request.args.to_dict())
+    query = services.filtered(services.released(), params)
+    return list_response(query, params, public_record_schema)
 
 
 @bp.get("/<uuid:record_id>")

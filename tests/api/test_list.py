@@ -70,6 +70,7 @@ def test_envelope_of_an_empty_list(api: Api, alice: Account):
         "next_page_url": None,
         "prev_page_url": None,
         "path": "http://localhost/api/files",
+        "next_cursor": None,
     }
 
 
@@ -203,3 +204,59 @@ def test_invalid_since_is_422(api: Api, alice: Account, since: str):
     response = api.get("/api/files", alice, query_string={"since": since})
     assert response.status_code == 422
     assert list(response.get_json()["errors"]) == ["since"]
+
+
+def follow_cursors(api: Api, account: Account, **params) -> list[list[str]]:
+    pages, cursor = [], ""
+    while cursor is not None:
+        body = listing(api, account, cursor=cursor, **params)
+        assert set(body) == {"data", "path", "per_page", "next_cursor", "next_page_url"}
+        pages.append([r["id"] for r in body["data"]])
+        cursor = body["next_cursor"]
+        assert (body["next_page_url"] is None) == (cursor is None)
+    return pages
+
+
+def test_keyset_pagination_walks_every_record_once_in_order(api: Api, alice: Account):
+    ids = seed(api, alice, 205, datetime(2026, 1, 1, tzinfo=UTC))
+    pages = follow_cursors(api, alice)
+    assert [len(p) for p in pages] == [100, 100, 5]
+    assert [i for page in pages for i in page] == list(reversed(ids))
+
+
+def test_keyset_pagination_with_equal_timestamps_and_filters(api: Api, alice: Account):
+    moment = datetime(2026, 2, 1, tzinfo=UTC)
+    same = [seed(api, alice, 1, moment, path="x/y")[0] for _ in range(150)]
+    seed(api, alice, 20, moment, path="other")
+    walked = [i for page in follow_cursors(api, alice, path="x/") for i in page]
+    assert walked == sorted(same, reverse=True)
+    first = listing(api, alice, cursor="", path="x/")
+    query = parse_qs(urlsplit(first["next_page_url"]).query)
+    assert query["path"] == ["x/"] and query["cursor"] == [first["next_cursor"]]
+
+
+def test_a_numbered_page_tells_where_keyset_paging_continues(api: Api, alice: Account):
+    ids = list(reversed(seed(api, alice, 150, datetime(2026, 1, 1, tzinfo=UTC))))
+    page1 = listing(api, alice, page=1)
+    rest = listing(api, alice, cursor=page1["next_cursor"])
+    assert [r["id"] for r in rest["data"]] == ids[100:]
+    assert rest["next_cursor"] is None
+    assert listing(api, alice, page=2)["next_cursor"] is None
+
+
+@pytest.mark.parametrize("cursor", ["nonsense", "!!", "MjAyNi0wMS0wMVQwMDowMDowMHx4"])
+def test_invalid_cursor_is_422(api: Api, alice: Account, cursor: str):
+    response = api.get("/api/files", alice, query_string={"cursor": cursor})
+    assert response.status_code == 422
+    assert list(response.get_json()["errors"]) == ["cursor"]
+
+
+def test_public_keyset_pagination_shows_released_records_only(api: Api, alice: Account):
+    released = seed(api, alice, 120, datetime(2026, 1, 1, tzinfo=UTC))
+    seed(api, alice, 30, datetime(2026, 1, 2, tzinfo=UTC), freigabe=False)
+    cursor, seen = "", []
+    while cursor is not None:
+        body = api.client.get("/api/public/files", query_string={"cursor": cursor}).get_json()
+        seen += [r["id"] for r in body["data"]]
+        cursor = body["next_cursor"]
+    assert seen == list(reversed(released))
