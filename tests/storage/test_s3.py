@@ -92,8 +92,9 @@ def test_failed_part_upload_aborts_the_multipart_upload(s3_storage: S3Storage) -
     storage = S3Storage(FailingUploadPart(s3_storage.client), BUCKET, part_size=TEST_PART_SIZE)
     writer = storage.writer(KEY)
     writer.write(os.urandom(TEST_PART_SIZE))
+    writer.write(b"one byte more sends the first part, in the background")
     with pytest.raises(StorageUnavailable) as excinfo:
-        writer.write(b"one byte more starts the first part upload")
+        writer.commit()  # waits for the parts: the failure surfaces here at the latest
     assert isinstance(excinfo.value.__cause__, EndpointConnectionError)
     assert writer.aborted
     assert writer.buffered == 0
