@@ -116,6 +116,30 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture
+def make_sqlite_app(tmp_path: Path, sqlite_template: Path) -> Iterator[Any]:
+    """Builds apps on a migrated SQLite copy and local storage, for tests that need their own
+    settings; every app's engine is disposed at the end of the test."""
+    apps: list[Flask] = []
+
+    def make(**overrides: Any) -> Flask:
+        folder = tmp_path / f"app-{len(apps)}"
+        folder.mkdir()
+        shutil.copyfile(sqlite_template, folder / "db.sqlite3")
+        config = base_config(
+            SQLALCHEMY_DATABASE_URI=f"sqlite:///{folder / 'db.sqlite3'}",
+            STORAGE_LOCAL_ROOT=str(folder / "storage"),
+        )
+        app = create_app({**config, **overrides})
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        with app.app_context():
+            db.engine.dispose()
+
+
 # --- S3 ---------------------------------------------------------------------------------
 
 

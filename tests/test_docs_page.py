@@ -18,10 +18,7 @@ import pytest
 from flask import Flask
 from waitress.server import create_server
 
-from app import create_app
 from app.docs.assets import ASSET_TYPES, SWAGGER_UI_VERSION
-from app.extensions import db
-from tests.conftest import base_config
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -39,16 +36,9 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 @pytest.fixture
-def docs_app(tmp_path: Path) -> Iterator[Flask]:
-    app = create_app(
-        base_config(
-            SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'db.sqlite3'}",
-            STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
-        )
-    )
-    yield app
-    with app.app_context():
-        db.engine.dispose()
+def docs_app(make_sqlite_app) -> Flask:
+    """An app for reading the document and its page."""
+    return make_sqlite_app()
 
 
 def test_the_page_loads_only_local_assets(docs_app: Flask):

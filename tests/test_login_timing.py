@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import time
-from pathlib import Path
 
-from app import create_app
 from app.auth.services import create_user
-from app.extensions import db
-from tests.conftest import base_config
 
 TRIES = 30
 
 
-def test_unknown_email_and_wrong_password_take_the_same_time(tmp_path: Path, sqlite_template: Path):
-    db_path = tmp_path / "db.sqlite3"
-    shutil.copyfile(sqlite_template, db_path)
+def test_unknown_email_and_wrong_password_take_the_same_time(make_sqlite_app):
     # Production hashing (Werkzeug's scrypt defaults), as the timing is the hash's.
-    app = create_app(
-        base_config(
-            SQLALCHEMY_DATABASE_URI=f"sqlite:///{db_path}",
-            STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
-            PASSWORD_HASH_METHOD="scrypt",
-        )
-    )
+    app = make_sqlite_app(PASSWORD_HASH_METHOD="scrypt")
     with app.app_context():
         create_user("known@example.org", "Known", "the right password")
     client = app.test_client()
@@ -47,5 +34,3 @@ def test_unknown_email_and_wrong_password_take_the_same_time(tmp_path: Path, sql
     median_known, median_unknown = statistics.median(known), statistics.median(unknown)
     difference = abs(median_known - median_unknown) / max(median_known, median_unknown)
     assert difference < 0.20, (median_known, median_unknown)
-    with app.app_context():
-        db.engine.dispose()

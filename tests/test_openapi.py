@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +21,6 @@ from app.detection.mime import ALLOWED_MIME_TYPES
 from app.docs.openapi import openapi_document
 from app.extensions import db
 from app.schemas import CreateMetadataSchema, FileRecordSchema, MetadataSchema
-from tests.conftest import base_config
 from tests.support.api import CREATE_FIELDS, PUBLIC_FIELDS, RECORD_FIELDS, Api
 from tests.support.openapi_client import OpenAPIValidatingClient
 
@@ -61,17 +59,9 @@ NO_TOKEN_OPERATIONS = {
 
 
 @pytest.fixture
-def docs_app(tmp_path: Path) -> Iterator[Flask]:
-    """An app for reading the document; nothing here touches the database."""
-    app = create_app(
-        base_config(
-            SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'db.sqlite3'}",
-            STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
-        )
-    )
-    yield app
-    with app.app_context():
-        db.engine.dispose()
+def docs_app(make_sqlite_app) -> Flask:
+    """An app for reading the document and its page."""
+    return make_sqlite_app()
 
 
 @pytest.fixture

@@ -3,35 +3,18 @@ checks that no answer is a 500 and none contradicts the document."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 import schemathesis
 from flask import Flask
 from hypothesis import HealthCheck, given, settings
 from schemathesis import checks
 
-from app import create_app
-from app.extensions import db
-from tests.conftest import base_config
 from tests.support.api import Api
 
 
 @pytest.fixture
-def fuzzed_app(tmp_path: Path, sqlite_template: Path) -> Iterator[Flask]:
-    db_path = tmp_path / "db.sqlite3"
-    shutil.copyfile(sqlite_template, db_path)
-    app = create_app(
-        base_config(
-            SQLALCHEMY_DATABASE_URI=f"sqlite:///{db_path}",
-            STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
-        )
-    )
-    yield app
-    with app.app_context():
-        db.engine.dispose()
+def fuzzed_app(make_sqlite_app) -> Flask:
+    return make_sqlite_app()
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 from pathlib import Path
 
@@ -36,22 +35,15 @@ def test_unreachable_database_is_503(tmp_path: Path):
         db.engine.dispose()
 
 
-def test_unreachable_bucket_is_503_and_nothing_is_recorded(
-    tmp_path: Path, sqlite_template: Path, monkeypatch
-):
+def test_unreachable_bucket_is_503_and_nothing_is_recorded(make_sqlite_app, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test")
-    db_path = tmp_path / "db.sqlite3"
-    shutil.copyfile(sqlite_template, db_path)
-    app = create_app(
-        base_config(
-            SQLALCHEMY_DATABASE_URI=f"sqlite:///{db_path}",
-            STORAGE_BACKEND="s3",
-            S3_BUCKET="files",
-            S3_ENDPOINT_URL=f"http://127.0.0.1:{closed_port()}",
-            S3_CONNECT_TIMEOUT=1,
-            S3_MAX_ATTEMPTS=1,
-        )
+    app = make_sqlite_app(
+        STORAGE_BACKEND="s3",
+        S3_BUCKET="files",
+        S3_ENDPOINT_URL=f"http://127.0.0.1:{closed_port()}",
+        S3_CONNECT_TIMEOUT=1,
+        S3_MAX_ATTEMPTS=1,
     )
     api = Api(app, app.test_client())
     alice = api.account("alice@example.org")
@@ -61,5 +53,3 @@ def test_unreachable_bucket_is_503_and_nothing_is_recorded(
         "message": "Service unavailable: the file storage cannot be reached."
     }
     assert api.rows() == []
-    with app.app_context():
-        db.engine.dispose()
