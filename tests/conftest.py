@@ -183,6 +183,20 @@ def s3_bucket(seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[
     client.close()
 
 
+@pytest.fixture
+def postgres_s3_env(make_postgres_database, s3_bucket: dict, seaweedfs) -> dict[str, str]:
+    """Settings for app processes on a fresh PostgreSQL database and this test's bucket."""
+    return {
+        "DATABASE_URL": make_postgres_database(),
+        "STORAGE_BACKEND": "s3",
+        "S3_BUCKET": s3_bucket["S3_BUCKET"],
+        "S3_ENDPOINT_URL": s3_bucket["S3_ENDPOINT_URL"],
+        "S3_REGION": s3_bucket["S3_REGION"],
+        "AWS_ACCESS_KEY_ID": seaweedfs.access_key,
+        "AWS_SECRET_ACCESS_KEY": seaweedfs.secret_key,
+    }
+
+
 # --- the stacks -------------------------------------------------------------------------
 
 STACKS = [

@@ -27,15 +27,9 @@ def version_bytes(n: int) -> bytes:
 
 
 @pytest.fixture
-def server(make_postgres_database, s3_bucket: dict, seaweedfs, tmp_path: Path):
+def server(postgres_s3_env: dict, s3_bucket: dict, seaweedfs, tmp_path: Path):
     env = clean_env(
-        DATABASE_URL=make_postgres_database(),
-        STORAGE_BACKEND="s3",
-        S3_BUCKET=s3_bucket["S3_BUCKET"],
-        S3_ENDPOINT_URL=s3_bucket["S3_ENDPOINT_URL"],
-        S3_REGION=s3_bucket["S3_REGION"],
-        AWS_ACCESS_KEY_ID=seaweedfs.access_key,
-        AWS_SECRET_ACCESS_KEY=seaweedfs.secret_key,
+        **postgres_s3_env,
         RATELIMIT_UPLOADS="10000 per minute",
         SERVER_THREADS="8",
     )

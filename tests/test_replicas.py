@@ -42,16 +42,10 @@ def login(port: int, email: str, password: str) -> tuple[int, dict[str, Any]]:
 
 
 def test_two_processes_share_tokens_content_and_rate_limits(
-    make_postgres_database, s3_bucket: dict, seaweedfs, redis_url: str, tmp_path: Path
+    postgres_s3_env: dict, redis_url: str, tmp_path: Path
 ):
     env = clean_env(
-        DATABASE_URL=make_postgres_database(),
-        STORAGE_BACKEND="s3",
-        S3_BUCKET=s3_bucket["S3_BUCKET"],
-        S3_ENDPOINT_URL=s3_bucket["S3_ENDPOINT_URL"],
-        S3_REGION=s3_bucket["S3_REGION"],
-        AWS_ACCESS_KEY_ID=seaweedfs.access_key,
-        AWS_SECRET_ACCESS_KEY=seaweedfs.secret_key,
+        **postgres_s3_env,
         RATELIMIT_STORAGE_URI=redis_url,
         RATELIMIT_KEY_PREFIX=f"replica-test-{uuid.uuid4().hex}",
         RATELIMIT_TOKENS="3 per minute",
