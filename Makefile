@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 FLASK  := $(BIN)/flask --app wsgi
 
-.PHONY: run test install install-test browser migrate lint format clean
+.PHONY: run test install install-test browser migrate lint format bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -50,6 +50,13 @@ lint: install-test
 
 format: install-test
 	$(BIN)/ruff format .
+
+# Throughput, memory, request rate and list latency against baselines measured in the same run
+# (about 20 minutes on a quiet machine); writes BENCHMARKS.md and the plots.
+bench: install-test
+	$(BIN)/pip install --quiet -e '.[test,bench]'
+	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null; }
+	$(BIN)/python -m bench.all
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

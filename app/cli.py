@@ -14,8 +14,9 @@ from flask.cli import with_appcontext
 @with_appcontext
 def serve_command(host: str | None, port: int | None, threads: int | None) -> None:
     """Serve the API with waitress."""
-    from app.server import make_server
+    from app.server import make_server, release_freed_memory_to_the_system
 
+    release_freed_memory_to_the_system()
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     server = make_server(
         app,

@@ -14,7 +14,7 @@ MiB = 1024 * KiB
 
 #: Default size of the chunks a reader yields and ``put`` copies; small enough to keep memory
 #: per download low, large enough to keep the per-chunk overhead negligible.
-DEFAULT_CHUNK_SIZE = 256 * KiB
+DEFAULT_CHUNK_SIZE = 1 * MiB
 MIN_CHUNK_SIZE = 64 * KiB
 MAX_CHUNK_SIZE = 1 * MiB
 

@@ -187,7 +187,7 @@ class S3ObjectWriter(ObjectWriter):
             view = view[take:]
         self.size += len(chunk)
 
-    def _upload_part(self, number: int, body: bytearray) -> dict[str, Any]:
+    def _upload_part(self, number: int, body: bytes) -> dict[str, Any]:
         response = self._client.upload_part(
             Bucket=self._bucket,
             Key=self.key,
@@ -198,7 +198,7 @@ class S3ObjectWriter(ObjectWriter):
         return {"PartNumber": number, "ETag": response["ETag"]}
 
     def _flush_part(self) -> None:
-        body, self._buffer = self._buffer, bytearray()
+        body, self._buffer = bytes(self._buffer), bytearray()
         try:
             if self._upload_id is None:
                 response = self._client.create_multipart_upload(Bucket=self._bucket, Key=self.key)
@@ -219,7 +219,7 @@ class S3ObjectWriter(ObjectWriter):
         self._check_open()
         try:
             if self._upload_id is None:
-                self._client.put_object(Bucket=self._bucket, Key=self.key, Body=self._buffer)
+                self._client.put_object(Bucket=self._bucket, Key=self.key, Body=bytes(self._buffer))
             else:
                 self._flush_part()
                 self._finish_parts()

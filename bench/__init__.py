@@ -1,0 +1,1 @@
+"""Benchmarks of the service against bare baselines; see bench/README.md."""

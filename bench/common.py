@@ -1,0 +1,701 @@
+"""Shared machinery of the benchmarks: servers, databases, sampling, statistics, results.
+
+Every benchmark starts what it needs and stops it again: throwaway PostgreSQL databases on the
+local server, a SeaweedFS S3 server (``tests/support/seaweedfs.py``), the app under waitress
+through ``flask serve`` in a child process, and the bare baseline server of ``bench/bare.py``.
+Results go to ``bench/results/<name>-<time>.json`` and ``<name>-latest.json`` (gitignored).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+WORK = RESULTS / "work"
+MiB = 1024 * 1024
+PYTHON = sys.executable
+
+#: The server the throwaway databases are made on (libpq URL, user with CREATEDB).
+PG_ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+#: Settings of the developer's shell that must not reach the servers started here.
+_SETTINGS_PREFIXES = ("S3_", "STORAGE_", "DATABASE_URL", "ADMIN_", "RATELIMIT_", "AWS_", "TMPDIR")
+
+
+def log(message: str) -> None:
+    print(f"[{datetime.now().strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# --- work folders -----------------------------------------------------------------------
+
+
+def stamp() -> str:
+    return datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def workspace(name: str, keep: bool = False) -> contextlib.AbstractContextManager[Path]:
+    """A fresh folder under bench/results/work, removed afterwards unless ``keep``."""
+
+    @contextlib.contextmanager
+    def manage() -> Iterator[Path]:
+        path = WORK / f"{name}-{stamp()}-{uuid.uuid4().hex[:6]}"
+        path.mkdir(parents=True)
+        try:
+            yield path
+        finally:
+            if keep:
+                log(f"work folder kept: {path}")
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+
+    return manage()
+
+
+# --- PostgreSQL -------------------------------------------------------------------------
+
+
+def sqlalchemy_url(url: str) -> str:
+    """The app's form of a libpq URL (psycopg 3 driver)."""
+    return url.replace("postgresql://", "postgresql+psycopg://", 1)
+
+
+class Postgres:
+    """Throwaway databases on the local server, dropped again on ``drop_all``."""
+
+    def __init__(self, admin_url: str = PG_ADMIN_URL) -> None:
+        self.admin_url = admin_url
+        self.created: list[str] = []
+
+    def _admin(self) -> Any:
+        import psycopg
+
+        return psycopg.connect(self.admin_url, autocommit=True)
+
+    def version(self) -> dict[str, str]:
+        with self._admin() as conn:
+            info = {"version": conn.execute("SELECT version()").fetchone()[0]}
+            for name in (
+                "shared_buffers",
+                "work_mem",
+                "effective_cache_size",
+                "max_parallel_workers_per_gather",
+                "random_page_cost",
+                "jit",
+            ):
+                info[name] = conn.execute(f"SHOW {name}").fetchone()[0]
+        return info
+
+    def create(self, prefix: str = "bench") -> str:
+        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        with self._admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        self.created.append(name)
+        return self.url_of(name)
+
+    def url_of(self, name: str) -> str:
+        base, _, _ = self.admin_url.rpartition("/")
+        return f"{base}/{name}"
+
+    def drop_all(self) -> None:
+        with self._admin() as conn:
+            for name in self.created:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.created.clear()
+
+
+# --- the app and other servers ----------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clean_env(**settings: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTINGS_PREFIXES)}
+    env.update(settings)
+    return env
+
+
+def app_env(
+    database_url: str,
+    storage: dict[str, str],
+    tmpdir: Path,
+    **extra: str,
+) -> dict[str, str]:
+    """Settings of a benchmarked app: its database, storage and a TMPDIR of its own.
+
+    Rate limits are raised so that repetitions are never refused; everything else keeps the
+    production defaults (scrypt, 8 threads, one JSON access-log line per request).
+    """
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    return clean_env(
+        DATABASE_URL=sqlalchemy_url(database_url),
+        TMPDIR=str(tmpdir),
+        RATELIMIT_UPLOADS="100000 per minute",
+        RATELIMIT_TOKENS="100000 per minute",
+        **storage,
+        **extra,
+    )
+
+
+def flask_cli(*args: str, env: dict[str, str], timeout: float = 300) -> str:
+    """Run a ``flask --app wsgi`` command; fails loudly with its output."""
+    done = subprocess.run(
+        [PYTHON, "-m", "flask", "--app", "wsgi", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"flask {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def prepare_database(env: dict[str, str]) -> None:
+    flask_cli("db", "upgrade", env=env)
+
+
+@dataclass
+class Server:
+    """A server in a child process with its output in a log file."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    log_path: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+    _log_offset: int = 0
+    _log_file: Any = field(default=None, repr=False)
+    _times: dict[str, float] = field(default_factory=dict, repr=False)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60) -> Server:
+        self._log_file = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            self.command,
+            cwd=ROOT,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return self
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(
+                        f"{self.name} did not start:\n{self.log_path.read_text()[-3000:]}"
+                    ) from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=15)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def access_entries(self) -> list[dict[str, Any]]:
+        """Access-log lines (logger ``app.access``) written since the last call."""
+        entries = []
+        with self.log_path.open("rb") as file:
+            file.seek(self._log_offset)
+            data = file.read()
+        end = data.rfind(b"\n") + 1
+        self._log_offset += end
+        for line in data[:end].splitlines():
+            if not line.startswith(b"{"):
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if entry.get("logger") == "app.access":
+                entries.append(entry)
+        return entries
+
+    def server_times(self, request_ids: Iterable[str], timeout: float = 5.0) -> dict[str, float]:
+        """``duration_ms`` of the given requests from the access log, by request id.
+
+        The line is written when waitress closes the response, which can be a moment after
+        the client has read it; this waits (up to ``timeout``) until every id is logged.
+        """
+        wanted = set(request_ids)
+        deadline = time.monotonic() + timeout
+        while True:
+            for entry in self.access_entries():
+                self._times[entry["request_id"]] = float(entry["duration_ms"])
+            if wanted <= self._times.keys() or time.monotonic() > deadline:
+                return {rid: self._times[rid] for rid in wanted if rid in self._times}
+            time.sleep(0.02)
+
+
+def app_server(name: str, env: dict[str, str], workdir: Path, threads: int | None = None) -> Server:
+    """``flask serve`` (waitress, the production server and settings) on a free port."""
+    port = free_port()
+    command = [PYTHON, "-m", "flask", "--app", "wsgi", "serve", "--port", str(port)]
+    if threads:
+        command += ["--threads", str(threads)]
+    return Server(name, command, env, workdir / f"{name}.log", port).start()
+
+
+def bare_server(name: str, workdir: Path, target_dir: Path) -> Server:
+    """The baseline WSGI app of bench/bare.py under waitress with the app's settings."""
+    port = free_port()
+    target_dir.mkdir(parents=True, exist_ok=True)
+    command = [PYTHON, "-m", "bench.bare", "--port", str(port), "--dir", str(target_dir)]
+    env = clean_env(TMPDIR=str(workdir / f"{name}-tmp"))
+    Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+    return Server(name, command, env, workdir / f"{name}.log", port).start()
+
+
+def request(
+    port: int,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def login(port: int, email: str, password: str) -> str:
+    """A bearer token through the API (POST /api/tokens)."""
+    body = json.dumps({"email": email, "password": password, "token_name": "bench"}).encode()
+    status, _, data = request(
+        port, "POST", "/api/tokens", body, {"Content-Type": "application/json"}
+    )
+    if status != 201:
+        raise RuntimeError(f"login failed: {status} {data[:300]!r}")
+    return json.loads(data)["token"]
+
+
+def make_user(env: dict[str, str], email: str, password: str, admin: bool = False) -> None:
+    if admin:
+        flask_cli("provision-admin", "--email", email, "--password", password, env=env)
+    else:
+        flask_cli(
+            "create-user", "--email", email, "--name", "Bench", "--password", password, env=env
+        )
+
+
+def curl(args: list[str], timeout: float = 900) -> list[dict[str, Any]]:
+    """Run curl; one ``%{json}`` record per transfer (time_total, size_*, http_code...)."""
+    done = subprocess.run(
+        ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"')]
+    if done.returncode != 0 or not records:
+        raise RuntimeError(f"curl failed ({done.returncode}): {done.stderr.strip()[:500]}")
+    return records
+
+
+# --- S3 ---------------------------------------------------------------------------------
+
+
+def start_s3(workdir: Path) -> Any:
+    """SeaweedFS (``weed mini``) on free loopback ports, as the test suite starts it."""
+    from tests.support.seaweedfs import start_seaweedfs
+
+    return start_seaweedfs(workdir / "seaweedfs")
+
+
+def s3_client(server: Any) -> Any:
+    return server.client(
+        retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=300
+    )
+
+
+def s3_settings(server: Any, bucket: str) -> dict[str, str]:
+    return {
+        "STORAGE_BACKEND": "s3",
+        "S3_BUCKET": bucket,
+        "S3_ENDPOINT_URL": server.endpoint_url,
+        "S3_REGION": server.region,
+        "AWS_ACCESS_KEY_ID": server.access_key,
+        "AWS_SECRET_ACCESS_KEY": server.secret_key,
+    }
+
+
+# --- memory and temporary disk of a process --------------------------------------------
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM (peak RSS) of a process, in bytes, from /proc/<pid>/status."""
+    values = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            name, _, rest = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                values[name] = int(rest.split()[0]) * 1024
+    return values
+
+
+def reset_peak_rss(pid: int) -> bool:
+    """Reset VmHWM to the current RSS (``echo 5 > /proc/<pid>/clear_refs``, Linux 4.0+)."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as file:
+            file.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def open_file_usage(pid: int, categories: dict[str, Path]) -> dict[str, int]:
+    """Bytes in regular files the process holds open, summed by the folder they live in.
+
+    Waitress spools request bodies (and large responses) into anonymous temporary files
+    (``tempfile.TemporaryFile``: already unlinked, so invisible in the folder itself); their
+    size is still readable through /proc/<pid>/fd. Files in none of the folders count under
+    ``other``.
+    """
+    usage = dict.fromkeys([*categories, "other"], 0)
+    fd_dir = f"/proc/{pid}/fd"
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return usage
+    for fd in fds:
+        link = f"{fd_dir}/{fd}"
+        try:
+            target = os.readlink(link)
+            if not target.startswith("/"):
+                continue
+            info = os.stat(link)
+        except OSError:
+            continue
+        if not (info.st_mode & 0o170000) == 0o100000:  # regular files only
+            continue
+        if target.endswith(" (deleted)"):
+            target = target[: -len(" (deleted)")]
+        name = next(
+            (n for n, folder in categories.items() if target.startswith(str(folder) + os.sep)),
+            "other",
+        )
+        usage[name] += info.st_size
+    return usage
+
+
+class Sampler:
+    """Samples a process's RSS (and optionally its open temporary files) in a thread."""
+
+    def __init__(
+        self,
+        pid: int,
+        interval: float = 0.02,
+        file_categories: dict[str, Path] | None = None,
+    ) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.file_categories = file_categories
+        self.samples: list[tuple[float, int, dict[str, int]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._began = 0.0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                rss = proc_status(self.pid)["VmRSS"]
+            except (OSError, KeyError):
+                return
+            files = open_file_usage(self.pid, self.file_categories) if self.file_categories else {}
+            self.samples.append((time.monotonic() - self._began, rss, files))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> Sampler:
+        self._began = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def peak_rss(self) -> int:
+        return max((rss for _, rss, _ in self.samples), default=0)
+
+    def peak_files(self) -> dict[str, int]:
+        """Per category the largest sampled total, and ``total``: the largest sum at once."""
+        peaks: dict[str, int] = {}
+        total = 0
+        for _, _, files in self.samples:
+            for name, size in files.items():
+                peaks[name] = max(peaks.get(name, 0), size)
+            total = max(total, sum(files.values()))
+        peaks["total"] = total
+        return peaks
+
+
+# --- statistics and reporting -----------------------------------------------------------
+
+
+def median(values: Iterable[float]) -> float:
+    values = list(values)
+    return statistics.median(values) if values else float("nan")
+
+
+def mib_per_s(nbytes: float, seconds: float) -> float:
+    return nbytes / MiB / seconds if seconds > 0 else float("nan")
+
+
+def alternate(
+    repetitions: int, variants: Sequence[tuple[str, Callable[[int], Any]]], warmup: int = 0
+) -> dict[str, list[Any]]:
+    """Run every variant once per repetition, rotating the order (A B, B A, A B, ...).
+
+    ``warmup`` unrecorded runs of each variant go first (connection pools, page cache,
+    lazily built code paths).
+    """
+    for _ in range(warmup):
+        for _name, run in variants:
+            run(-1)
+    results: dict[str, list[Any]] = {name: [] for name, _ in variants}
+    for rep in range(repetitions):
+        shift = rep % len(variants)
+        for name, run in [*variants[shift:], *variants[:shift]]:
+            results[name].append(run(rep))
+    return results
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for row in cells:
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+    sys.stdout.flush()
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)
+
+
+@dataclass
+class Report:
+    """The results of one benchmark run: parameters, measurements, target checks."""
+
+    name: str
+    params: dict[str, Any]
+    data: dict[str, Any] = field(default_factory=dict)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    started: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    def check(
+        self, target: str, value: float, limit: float, higher_is_better: bool, unit: str = ""
+    ) -> bool:
+        ok = value >= limit if higher_is_better else value <= limit
+        op = ">=" if higher_is_better else "<="
+        verdict = "PASS" if ok else "FAIL"
+        print(f"{verdict}  {target}: {value:.3f}{unit} (target {op} {limit}{unit})", flush=True)
+        self.checks.append(
+            {
+                "target": target,
+                "value": value,
+                "limit": limit,
+                "op": op,
+                "unit": unit,
+                "pass": ok,
+            }
+        )
+        return ok
+
+    def save(self, latest: bool = True) -> Path:
+        """Write the JSON; ``latest`` also as ``<name>-latest.json`` (what plots and the
+        report read), which partial runs leave alone."""
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        document = {
+            "name": self.name,
+            "started": self.started,
+            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": " ".join([_python(), "-m", f"bench.{self.name}", *sys.argv[1:]]),
+            "machine": machine(),
+            "params": self.params,
+            "data": self.data,
+            "checks": self.checks,
+        }
+        path = RESULTS / f"{self.name}-{stamp()}.json"
+        text = json.dumps(document, indent=2, default=str)
+        path.write_text(text)
+        if latest:
+            (RESULTS / f"{self.name}-latest.json").write_text(text)
+        log(f"results: {path.relative_to(ROOT)}")
+        return path
+
+
+def _python() -> str:
+    """The interpreter as a command to type in the repository root."""
+    path = Path(PYTHON)
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _first_line(command: Sequence[str]) -> str:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "not found"
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0] if text else "unknown"
+
+
+def _package_versions(names: Sequence[str]) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in names:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "not installed"
+    return found
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _meminfo(name: str) -> int:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _disk(path: Path) -> dict[str, Any]:
+    usage = shutil.disk_usage(path)
+    device, fstype = "unknown", "unknown"
+    best = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/mounts").read_text().splitlines():
+            dev, mount, kind, *_ = line.split()
+            if str(path).startswith(mount) and len(mount) > len(best):
+                best, device, fstype = mount, dev, kind
+    rotational = "unknown"
+    block = Path(device).name
+    with contextlib.suppress(OSError):
+        rotational = Path(f"/sys/block/{block}/queue/rotational").read_text().strip()
+    return {
+        "device": device,
+        "filesystem": fstype,
+        "size_gib": round(usage.total / 2**30),
+        "free_gib": round(usage.free / 2**30),
+        "rotational_flag": rotational,
+    }
+
+
+def _git() -> str:
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "app", "migrations", "wsgi.py"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return "unknown"
+    return rev + (" (app has uncommitted changes)" if dirty else "")
+
+
+_MACHINE: dict[str, Any] = {}
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on; cached for the run."""
+    if _MACHINE:
+        return _MACHINE
+    from tests.support.seaweedfs import find_weed
+
+    try:
+        weed = _first_line([find_weed(), "version"])
+    except Exception:
+        weed = "not found"
+    try:
+        postgres = Postgres().version()
+    except Exception as exc:
+        postgres = {"version": f"unreachable: {exc}"}
+    _MACHINE.update(
+        {
+            "nproc": os.cpu_count(),
+            "cpus_usable": len(os.sched_getaffinity(0)),
+            "cpu": _cpu_model(),
+            "memory_gib": round(_meminfo("MemTotal") / 2**30, 1),
+            "kernel": platform.release(),
+            "os": _first_line(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
+            "disk": _disk(RESULTS if RESULTS.exists() else ROOT),
+            "python": platform.python_version(),
+            "packages": _package_versions(
+                ["flask", "werkzeug", "waitress", "sqlalchemy", "psycopg", "boto3", "botocore"]
+            ),
+            "seaweedfs": weed,
+            "postgresql": postgres,
+            "curl": _first_line(["curl", "--version"]),
+            "wrk": _first_line(["wrk", "--version"]),
+            "load_average_at_start": os.getloadavg(),
+            "git": _git(),
+        }
+    )
+    return _MACHINE

@@ -1,0 +1,535 @@
+"""Write BENCHMARKS.md from the latest results (bench/results/*-latest.json).
+
+The text between ``<!-- notes:begin -->`` and ``<!-- notes:end -->`` of the existing file
+(the hand-written analysis) is kept; everything else is generated.
+
+    .venv/bin/python -m bench.report
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT, MiB
+from bench.plot import is_trial, load
+
+TARGET = ROOT / "BENCHMARKS.md"
+NOTES_BEGIN, NOTES_END = "<!-- notes:begin -->", "<!-- notes:end -->"
+DEFAULT_NOTES = "(no notes yet)"
+
+
+def _num(value: Any, digits: int = 1) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "–"
+        if abs(value) < 10 and digits == 1:
+            return f"{value:.2f}"
+        return f"{value:,.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_num(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _verdict(ok: bool) -> str:
+    return "**PASS**" if ok else "**FAIL**"
+
+
+def _short_sql(sql: str) -> str:
+    """The statement with its long column list folded."""
+    sql = re.sub(
+        r"SELECT (file_records\.\w+(?: AS \w+)?, )+file_records\.\w+(?: AS \w+)?",
+        "SELECT file_records.<all 22 columns>",
+        sql,
+    )
+    return re.sub(r"\s*\n\s*", " ", sql).strip()
+
+
+def machine_section(documents: list[dict[str, Any]]) -> str:
+    machine = documents[0]["machine"]
+    pg = machine["postgresql"]
+    disk = machine["disk"]
+    packages = ", ".join(f"{k} {v}" for k, v in machine["packages"].items())
+    rows = [
+        ["CPU", f"{machine['cpu']}, nproc {machine['nproc']}"],
+        ["Memory", f"{machine['memory_gib']} GiB"],
+        [
+            "Disk",
+            f"{disk['device']} ({disk['filesystem']}), {disk['size_gib']} GiB, "
+            f"{disk['free_gib']} GiB free, rotational flag {disk['rotational_flag']}",
+        ],
+        ["OS", f"{machine['os']}, kernel {machine['kernel']}"],
+        ["Python", f"{machine['python']}; {packages}"],
+        ["SeaweedFS", machine["seaweedfs"]],
+        [
+            "PostgreSQL",
+            f"{pg.get('version', '?').split(' on ')[0]}; "
+            + ", ".join(
+                f"{name} {pg.get(name)}"
+                for name in (
+                    "shared_buffers",
+                    "work_mem",
+                    "effective_cache_size",
+                    "max_parallel_workers_per_gather",
+                    "random_page_cost",
+                    "jit",
+                )
+            )
+            + " (server defaults, not tuned)",
+        ],
+        ["curl", " ".join(machine["curl"].split()[:2])],
+        ["wrk", machine["wrk"]],
+        ["App revision", machine["git"]],
+    ]
+    loads = "; ".join(
+        f"{d['name']} {', '.join(f'{x:.2f}' for x in d['machine']['load_average_at_start'])}"
+        for d in documents
+    )
+    rows.append(["Load average at start", loads])
+    return _table(["", ""], rows)
+
+
+def checks_section(documents: list[dict[str, Any]]) -> str:
+    rows = []
+    for document in documents:
+        for check in document["checks"]:
+            rows.append(
+                [
+                    document["name"],
+                    check["target"],
+                    f"{check['value']:.3f}{check['unit']}",
+                    f"{check['op']} {check['limit']}{check['unit']}",
+                    _verdict(check["pass"]),
+                ]
+            )
+    return _table(["benchmark", "target", "measured", "required", ""], rows)
+
+
+def transfer_section(document: dict[str, Any]) -> str:
+    data = document["data"]
+    params = document["params"]
+    parts = [
+        "![Transfer throughput, service vs baseline](docs/benchmarks/transfer.png)",
+        "",
+        f"Files: 1 x {params['big_mib']} MiB and {params['small_count']} x "
+        f"{params['small_mib']} MiB (MP4 around random bytes), {params['reps']} repetitions "
+        f"after {params.get('warmup', 0)} warm-up run(s), variants alternating; medians.",
+        "",
+        _table(
+            ["scenario", "baseline", "baseline MiB/s", "service MiB/s", "ratio", "target", ""],
+            [
+                [
+                    s["label"],
+                    s["baseline"],
+                    s["baseline_mib_s"],
+                    s["service_mib_s"],
+                    f"{s['ratio']:.3f}",
+                    f">= {s['target']}",
+                    _verdict(s["ratio"] >= s["target"]),
+                ]
+                for s in data["summary"]
+            ],
+        ),
+        "",
+        "Every run (MiB/s):",
+        "",
+        _table(
+            ["scenario", "baseline runs", "service runs"],
+            [
+                [
+                    s["label"],
+                    ", ".join(f"{v:.1f}" for v in s["baseline_runs_mib_s"]),
+                    ", ".join(f"{v:.1f}" for v in s["service_runs_mib_s"]),
+                ]
+                for s in data["summary"]
+            ],
+        ),
+        "",
+        "Where an upload's time goes (median over the repetitions): waitress reads the whole "
+        "request body into a temporary file before the app is called; *before app* is curl's "
+        "total minus the app's `duration_ms`.",
+        "",
+    ]
+    rows = []
+    for key, runs in data["runs"].items():
+        service = runs.get("service POST /api/files")
+        if not service or "app_seconds" not in service[0]:
+            continue
+        med = lambda name, rs=service: sorted(r[name] for r in rs)[len(rs) // 2]  # noqa: E731
+        rows.append(
+            [
+                key,
+                med("seconds"),
+                med("receive_seconds"),
+                med("app_seconds"),
+                max(r["temp_peak"].get("spool", 0) for r in service) / MiB,
+                max(r["temp_peak"].get("storage_tmp", 0) for r in service) / MiB,
+            ]
+        )
+    parts.append(
+        _table(
+            [
+                "upload",
+                "total s",
+                "before app s",
+                "in app s",
+                "waitress spool peak MiB",
+                "storage .tmp peak MiB",
+            ],
+            rows,
+        )
+    )
+    if data.get("temp_disk"):
+        parts += [
+            "",
+            "Temporary disk of one upload (peak of the server's open temporary files, sampled "
+            "every 20 ms from /proc/PID/fd): the waitress spool is the one copy of the request; "
+            "the local backend's `.tmp` file is the stored object being written (renamed into "
+            "place on commit), not a second temporary copy.",
+            "",
+            _table(
+                ["upload", "request bytes", "spool copies (max)", "storage .tmp peak MiB"],
+                [
+                    [
+                        label,
+                        t["request_bytes"],
+                        f"{t['spool_copies_max']:.3f}",
+                        t["storage_tmp_peak_bytes"] / MiB,
+                    ]
+                    for label, t in data["temp_disk"].items()
+                ],
+            ),
+        ]
+    if data.get("memory"):
+        parts += [
+            "",
+            f"Memory: a freshly started and warmed-up server; then at once: upload "
+            f"{params['small_count']} x {params['small_mib']} MiB, upload 1 x "
+            f"{params['big_mib']} MiB, download 1 x {params['big_mib']} MiB. Peak is the larger "
+            "of VmHWM (reset with `clear_refs` after the idle reading) and VmRSS sampled every "
+            "10 ms.",
+            "",
+            _table(
+                [
+                    "repetition",
+                    "idle RSS MiB",
+                    "peak RSS MiB",
+                    "growth MiB",
+                    "spool peak MiB",
+                    "wall s",
+                ],
+                [
+                    [
+                        i + 1,
+                        r["idle_rss"] / MiB,
+                        r["peak_rss"] / MiB,
+                        r["growth"] / MiB,
+                        r["temp_peak"].get("spool", 0) / MiB,
+                        r["wall_seconds"],
+                    ]
+                    for i, r in enumerate(data["memory"])
+                ],
+            ),
+        ]
+    return "\n".join(parts)
+
+
+def metadata_section(document: dict[str, Any]) -> str:
+    data = document["data"]
+    params = document["params"]
+    rows = []
+    for name, runs in data["runs"].items():
+        rows.append(
+            [
+                name,
+                ", ".join(f"{r['rps']:.0f}" for r in runs),
+                data["median_rps"][name],
+                sorted(r["p50_ms"] for r in runs)[len(runs) // 2],
+                sorted(r["p99_ms"] for r in runs)[len(runs) // 2],
+                sorted(r.get("server_ms_median", float("nan")) for r in runs)[len(runs) // 2],
+            ]
+        )
+    writes = data["writes_during_authenticated_load"] or "none"
+    return "\n".join(
+        [
+            f"`wrk -t{params['wrk_threads']} -c{params['connections']} -d{params['duration']}s "
+            f"--latency`, {params['reps']} runs per endpoint, endpoints alternating.",
+            "",
+            _table(
+                ["endpoint", "runs req/s", "median req/s", "p50 ms", "p99 ms", "in app ms"],
+                rows,
+            ),
+            "",
+            f"- `GET /api/files/{{id}}` / `/healthz`: **{data['ratio_to_healthz']:.3f}** "
+            "(target >= 0.5; both on the same `flask serve`).",
+            f"- `GET /api/files/{{id}}` / framework-free `/json` under the same waitress "
+            f"settings: {data['ratio_to_bare_json']:.3f} (for reference).",
+            f"- Row writes (`pg_stat_user_tables` n_tup_ins + n_tup_upd + n_tup_del, all "
+            f"tables) during {data['authenticated_requests']:,} authenticated requests: "
+            f"{writes}; token rows whose xmin or last_used_at changed: "
+            f"{data.get('token_rows_updated') or 'none'}. The probe (first use of a new token) "
+            f"saw {data['probe_writes'] or 'none'}, which shows the measurement sees a write.",
+        ]
+    )
+
+
+def _growth(first: dict[str, Any], last: dict[str, Any], kind: str) -> str:
+    return (
+        f"{last['lists'][kind]['median_server_ms'] / first['lists'][kind]['median_server_ms']:.2f}x"
+    )
+
+
+def _split(level: dict[str, Any], kind: str) -> str:
+    plans = level["plans"].get(kind, [])
+    count = [p["execution_ms"] for p in plans if "count(" in p["sql"].lower()]
+    page = [p["execution_ms"] for p in plans if "count(" not in p["sql"].lower()]
+    return f"{_num(sum(count) if count else None)} / {_num(sum(page) if page else None)}"
+
+
+def lists_section(document: dict[str, Any]) -> str:
+    data = document["data"]
+    params = document["params"]
+    levels = sorted(data["levels"].values(), key=lambda level: level["records"])
+    sizes = [level["records"] for level in levels]
+    kinds = list(levels[0]["lists"])
+    first, last = levels[0], levels[-1]
+    parts = [
+        "![List latency against record count](docs/benchmarks/lists.png)",
+        "",
+        f"Median server time (`duration_ms` of the access log) of {params['requests']} requests "
+        f"per list and size after {params['warmup']} warm-up rounds, lists interleaved; "
+        f"{params['users']:,} users; first page (100 records) unless noted.",
+        "",
+        _table(
+            ["list", *[f"{s:,} records" for s in sizes], "growth"],
+            [
+                [
+                    kind,
+                    *[level["lists"][kind]["median_server_ms"] for level in levels],
+                    _growth(first, last, kind),
+                ]
+                for kind in kinds
+            ],
+        ),
+        "",
+        "Where the server time goes: execution time of each statement under `EXPLAIN "
+        "ANALYZE` (custom plan), the exact `count(*)` behind `total` and the page itself:",
+        "",
+        _table(
+            ["list", *[f"{s:,}: count / page ms" for s in sizes]],
+            [[kind, *[_split(level, kind) for level in levels]] for kind in kinds],
+        ),
+        "",
+        "Client time (keep-alive loopback, Python http.client) and `total` of the envelope:",
+        "",
+        _table(
+            ["list", *[f"{s:,}" for s in sizes]],
+            [
+                [
+                    kind,
+                    *[
+                        f"{level['lists'][kind]['median_client_ms']:.1f} ms, "
+                        f"total {level['lists'][kind]['total']:,}"
+                        for level in levels
+                    ],
+                ]
+                for kind in kinds
+            ],
+        ),
+        "",
+        "Seeding (COPY, index rebuild, VACUUM ANALYZE) and table size:",
+        "",
+        _table(
+            [
+                "records",
+                "seconds to grow to it",
+                "phases",
+                "heap MiB",
+                "with indexes MiB",
+                "heaviest user",
+            ],
+            [
+                [
+                    level["records"],
+                    level["seed_seconds"],
+                    ", ".join(f"{k} {v:.1f} s" for k, v in level["seed_timings"].items()),
+                    level["table"]["heap_bytes"] / MiB,
+                    level["table"]["total_bytes_with_indexes"] / MiB,
+                    level["heaviest_user_records"],
+                ]
+                for level in levels
+            ],
+        ),
+        "",
+    ]
+    if last.get("keyset"):
+        parts += [
+            "Keyset pages (`cursor` / `next_cursor`), server time over every walked page:",
+            "",
+            _table(
+                ["list", "records", "pages walked", "median ms", "p95 ms", "max ms", "problems"],
+                [
+                    [
+                        kind,
+                        level["records"],
+                        w["pages"],
+                        w["median_ms"],
+                        w["p95_ms"],
+                        w["max_ms"],
+                        "; ".join(w["problems"]) or "none",
+                    ]
+                    for level in levels
+                    for kind, w in level["keyset"].items()
+                ],
+            ),
+            "",
+        ]
+    else:
+        parts += [
+            "Keyset pagination: the app answered without `next_cursor`, so it was not measured.",
+            "",
+        ]
+    parts += [
+        f"### Plans at {last['records']:,} records",
+        "",
+        "The statements are the app's own, caught in-process (SQLAlchemy "
+        "`before_cursor_execute`) while the same requests were replayed, then run under "
+        "`EXPLAIN (ANALYZE, BUFFERS)` with their parameters. The generic plan (under "
+        "*details*) is what a prepared statement may switch to: psycopg prepares a statement "
+        "after 5 executions on a connection and PostgreSQL may then stop planning per value.",
+        "",
+    ]
+    for label, plans in last["plans"].items():
+        parts.append(f"#### {label}")
+        parts.append("")
+        for plan in plans:
+            role = "count" if "count(" in plan["sql"].lower() else "page"
+            parts += [
+                f"{role}: execution {plan['execution_ms']} ms, index used: "
+                f"{'yes' if plan['uses_index'] else '**no**'}; generic plan "
+                f"{plan['generic_execution_ms']} ms, index used: "
+                f"{'yes' if plan['generic_uses_index'] else '**no**'}",
+                "",
+                "```sql",
+                _short_sql(plan["sql"]),
+                f"-- {plan['params']}",
+                "```",
+                "",
+                "```",
+                plan["plan"],
+                "```",
+                "",
+                "<details><summary>generic plan</summary>",
+                "",
+                "```",
+                plan["generic_plan"],
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
+    return "\n".join(parts)
+
+
+def _notes() -> str:
+    if TARGET.exists():
+        text = TARGET.read_text()
+        if NOTES_BEGIN in text and NOTES_END in text:
+            return text.split(NOTES_BEGIN, 1)[1].split(NOTES_END, 1)[0].strip("\n")
+    return DEFAULT_NOTES
+
+
+def build() -> str:
+    documents = [d for d in (load("transfer"), load("metadata"), load("lists")) if d]
+    if not documents:
+        raise SystemExit("no results in bench/results: run a benchmark first")
+    trial = [d["name"] for d in documents if is_trial(d)]
+    status = (
+        f"**TRIAL NUMBERS** for {', '.join(trial)}: small sizes on a shared machine, to show "
+        "the harness works and where the time goes. The full-size run replaces them."
+        if trial
+        else "Full-size run."
+    )
+    commands = "\n".join(f"    {d['command']}" for d in documents)
+    parts = [
+        "# Benchmarks",
+        "",
+        "<!-- Generated by `python -m bench.report` from bench/results/*-latest.json; edit only "
+        "the notes section, which is kept. -->",
+        "",
+        status,
+        "",
+        "Reproduce everything (starts SeaweedFS, PostgreSQL databases and the app under "
+        "waitress by itself; about 20 minutes on a quiet machine), then plots and this file:",
+        "",
+        "    make bench        # = .venv/bin/python -m bench.all",
+        "",
+        "The runs shown here were made with:",
+        "",
+        commands,
+        "",
+        "What each script measures and its options: [bench/README.md](bench/README.md).",
+        "",
+        "## Machine",
+        "",
+        machine_section(documents),
+        "",
+        "## Targets",
+        "",
+        checks_section(documents),
+        "",
+        "## Notes",
+        "",
+        NOTES_BEGIN,
+        _notes(),
+        NOTES_END,
+        "",
+    ]
+    by_name = {d["name"]: d for d in documents}
+    if "transfer" in by_name:
+        parts += [
+            "## Transfers (items 2-4)",
+            "",
+            _started(by_name["transfer"]),
+            transfer_section(by_name["transfer"]),
+            "",
+        ]
+    if "metadata" in by_name:
+        parts += [
+            "## Metadata requests (item 5)",
+            "",
+            _started(by_name["metadata"]),
+            metadata_section(by_name["metadata"]),
+            "",
+        ]
+    if "lists" in by_name:
+        parts += [
+            "## Lists at scale (item 6)",
+            "",
+            _started(by_name["lists"]),
+            lists_section(by_name["lists"]),
+        ]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _started(document: dict[str, Any]) -> str:
+    trial = " **(trial sizes)**" if is_trial(document) else ""
+    return f"Run {document['started']}{trial}: `{document['command']}`\n"
+
+
+def main() -> None:
+    TARGET.write_text(build())
+    print(f"wrote {Path(TARGET).relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

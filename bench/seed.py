@@ -1,0 +1,332 @@
+"""Fast, realistic seeding of ``users`` and ``file_records`` with COPY (for bench/lists.py).
+
+1,000 users own the records with a skewed (Zipf-like) spread: a few staff upload a lot, most a
+little. Records look like the repository's content: reports by quarter, climate and traffic data
+sets by station and year, podcasts, videos, press releases and studies, with file names, mime
+types and sizes to match, aktiv_ids like ``AKT-2021-0042`` (up to 9,999 a year: at a million
+records about ten files share one), ``created_at`` spread evenly over ten years, about 20 %
+unreleased and 6 % with an embargo (``sperrfrist``) after the upload, part of them still in
+the future.
+
+Growing a table drops its secondary indexes, copies the new rows in, builds the indexes again
+and runs ``VACUUM (ANALYZE)``, as a bulk load would; the indexes are whatever the migrations
+made, so new ones are included.
+
+    .venv/bin/python -m bench.seed postgresql://postgres@127.0.0.1:5432/mydb --records 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+COLUMNS = (
+    "id",
+    "user_id",
+    "stored_path",
+    "checksum_sha256",
+    "original_name",
+    "mime_type",
+    "size",
+    "aktiv_id",
+    "path",
+    "reprotyp",
+    "titel",
+    "beschreibung",
+    "autoren",
+    "sachschlagwoerter",
+    "org_themen",
+    "sperrfrist",
+    "reihenfolge",
+    "freigabe",
+    "erstellt_von",
+    "freigegeben_von",
+    "created_at",
+    "updated_at",
+)
+YEARS = 10
+BATCH = 20_000
+
+STATIONS = (
+    "berlin-dahlem hamburg-fuhlsbuettel muenchen-stadt koeln-bonn frankfurt-main "
+    "stuttgart-echterdingen dresden-klotzsche leipzig-halle hannover bremen "
+    "nuernberg kiel rostock-warnemuende magdeburg erfurt-weimar mainz saarbruecken "
+    "potsdam schwerin zugspitze"
+).split()
+CITIES = "berlin hamburg muenchen koeln frankfurt stuttgart duesseldorf leipzig dortmund".split()
+SERIES = "zukunftsgespraeche datenfunk stadtklima wissenswert hintergrund".split()
+EVENTS = "jahreskonferenz fachtag sommerakademie pressekonferenz webinar".split()
+THEMES = "energie mobilitaet gesundheit bildung wohnen digitalisierung klima".split()
+KEYWORDS = (
+    "Klimawandel Niederschlag Temperatur Verkehr Pendler Energieverbrauch Luftqualität "
+    "Haushalt Bevölkerung Wohnungsmarkt Digitalisierung Schulen Radverkehr Lärm Hitze"
+).split()
+ORG_THEMES = "Umwelt Verkehr Soziales Wirtschaft Bildung Verwaltung".split()
+FIRST = "Anna Jonas Lea Paul Marie Felix Sophie Lukas Emma Ben Mia Finn Hannah Elias".split()
+LAST = "Müller Schmidt Schneider Fischer Weber Meyer Wagner Becker Schulz Hoffmann".split()
+
+
+@dataclass(frozen=True)
+class Kind:
+    weight: float
+    reprotyp: str
+    ext: str
+    mime: str
+    size_mu: float  # log-normal size in bytes: median e**mu
+
+
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+KINDS = {
+    "reports": Kind(25, "Bericht", "pdf", "application/pdf", 14.5),
+    "klima": Kind(15, "Datensatz", "csv", "text/csv", 13.0),
+    "verkehr": Kind(10, "Datensatz", "xlsx", XLSX, 13.5),
+    "podcasts": Kind(8, "Podcast", "mp3", "audio/mpeg", 17.0),
+    "videos": Kind(7, "Video", "mp4", "video/mp4", 18.5),
+    "presse": Kind(20, "Pressemitteilung", "pdf", "application/pdf", 12.0),
+    "studien": Kind(15, "Studie", "pdf", "application/pdf", 15.0),
+}
+
+
+def user_weights(users: int) -> list[float]:
+    """Zipf-like share of the records per user (index 0 owns the most)."""
+    return [1 / (rank + 5) for rank in range(users)]
+
+
+def _describe(
+    rnd: random.Random, kind_name: str, created: datetime, n: int
+) -> tuple[str, str, str]:
+    """Virtual path, title and file stem of one record."""
+    year = created.year
+    if kind_name == "reports":
+        q = (created.month - 1) // 3 + 1
+        return f"reports/{year}/q{q}", f"Quartalsbericht {year} Q{q}", f"bericht-{year}-q{q}-{n}"
+    if kind_name == "klima":
+        station = rnd.choice(STATIONS)
+        return (
+            f"datasets/klima/{station}/{year}",
+            f"Klimadaten {station} {year}",
+            f"klima-{station}-{year}-{n}",
+        )
+    if kind_name == "verkehr":
+        city = rnd.choice(CITIES)
+        return (
+            f"datasets/verkehr/{city}/{year}",
+            f"Verkehrszählung {city.capitalize()} {year}",
+            f"verkehr-{city}-{year}-{n}",
+        )
+    if kind_name == "podcasts":
+        series = rnd.choice(SERIES)
+        return f"podcasts/{series}/{year}", f"{series.capitalize()} Folge {n}", f"{series}-{n}"
+    if kind_name == "videos":
+        event = rnd.choice(EVENTS)
+        return (
+            f"videos/{event}/{year}",
+            f"{event.capitalize()} {year}: Mitschnitt {n}",
+            f"{event}-{year}-{n}",
+        )
+    if kind_name == "presse":
+        return (
+            f"presse/{year}/{created.month:02d}",
+            f"Pressemitteilung {n}/{year}",
+            f"pm-{year}-{created.month:02d}-{n}",
+        )
+    theme = rnd.choice(THEMES)
+    return f"studien/{theme}/{year}", f"Studie {theme.capitalize()} {year}", f"studie-{theme}-{n}"
+
+
+def _text(value: Any) -> str:
+    """One field of COPY's text format (the generated values hold no tab, newline or \\)."""
+    if value is None:
+        return "\\N"
+    if value is True:
+        return "t"
+    if value is False:
+        return "f"
+    return str(value)
+
+
+def generate(
+    count: int, user_ids: list[int], seed: int, now: datetime, names: dict[int, str]
+) -> Iterator[str]:
+    """``count`` records as lines of COPY text, deterministic for a seed."""
+    rnd = random.Random(seed)
+    span = YEARS * 365 * 86400
+    kind_names = list(KINDS)
+    kind_weights = [KINDS[k].weight for k in kind_names]
+    owners = rnd.choices(user_ids, weights=user_weights(len(user_ids)), k=count)
+    kinds = rnd.choices(kind_names, weights=kind_weights, k=count)
+    for i in range(count):
+        created = now - timedelta(seconds=rnd.random() * span)
+        kind_name = kinds[i]
+        kind = KINDS[kind_name]
+        n = rnd.randint(1, 9999)
+        path, title, stem = _describe(rnd, kind_name, created, n)
+        record_id = uuid.UUID(int=rnd.getrandbits(128), version=4)
+        released = rnd.random() < 0.8
+        embargo: date | None = None
+        if rnd.random() < 0.06:
+            embargo = created.date() + timedelta(days=rnd.randint(30, 730))
+        owner = owners[i]
+        updated = min(now, created + timedelta(seconds=rnd.random() * 30 * 86400))
+        row = (
+            record_id,
+            owner,
+            f"files/{record_id}/{uuid.UUID(int=rnd.getrandbits(128), version=4)}",
+            f"{rnd.getrandbits(256):064x}",
+            f"{stem}.{kind.ext}",
+            kind.mime,
+            max(1, int(rnd.lognormvariate(kind.size_mu, 1.0))),
+            f"AKT-{created.year}-{rnd.randint(1, 9999):04d}" if rnd.random() < 0.9 else None,
+            path,
+            kind.reprotyp,
+            title,
+            f"{title}. Erstellt im Rahmen des Arbeitsprogramms {created.year}; "
+            f"Stand {created.date().isoformat()}.",
+            f"{rnd.choice(FIRST)} {rnd.choice(LAST)}; {rnd.choice(FIRST)} {rnd.choice(LAST)}",
+            ", ".join(rnd.sample(KEYWORDS, 3)),
+            rnd.choice(ORG_THEMES),
+            embargo.isoformat() if embargo else None,
+            rnd.randint(0, 20),
+            released,
+            names[owner],
+            rnd.choice(LAST) if released else None,
+            created.isoformat(),
+            updated.isoformat(),
+        )
+        yield "\t".join(map(_text, row)) + "\n"
+
+
+class Seeder:
+    """Grows the tables of one database to a number of records."""
+
+    def __init__(self, database_url: str, users: int = 1000, seed: int = 1) -> None:
+        self.url = database_url
+        self.users = users
+        self.seed = seed
+        self.user_ids: list[int] = []
+        self.names: dict[int, str] = {}
+        self.now = datetime.now(UTC).replace(microsecond=0)
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        return psycopg.connect(self.url, autocommit=True)
+
+    def create_users(self) -> list[str]:
+        """The users (ids after any existing ones); returns their emails, heaviest first."""
+        rnd = random.Random(self.seed)
+        with self._connect() as conn:
+            start = conn.execute("SELECT coalesce(max(id), 0) FROM users").fetchone()[0] + 1
+            emails = []
+            with conn.cursor().copy(
+                "COPY users (id, email, name, password_hash, is_admin, is_active, created_at, "
+                "updated_at) FROM STDIN"
+            ) as copy:
+                for i in range(self.users):
+                    user_id = start + i
+                    name = f"{rnd.choice(FIRST)} {rnd.choice(LAST)}"
+                    email = f"staff{i:04d}@example.org"
+                    joined = (self.now - timedelta(days=rnd.randint(0, YEARS * 365))).isoformat()
+                    copy.write_row((user_id, email, name, "!seeded", False, True, joined, joined))
+                    self.user_ids.append(user_id)
+                    self.names[user_id] = name
+                    emails.append(email)
+            conn.execute(
+                "SELECT setval(pg_get_serial_sequence('users', 'id'), (SELECT max(id) FROM users))"
+            )
+        return emails
+
+    def count(self) -> int:
+        with self._connect() as conn:
+            return conn.execute("SELECT count(*) FROM file_records").fetchone()[0]
+
+    def grow_to(self, total: int) -> dict[str, float]:
+        """Add records until the table holds ``total``; returns the seconds of each phase."""
+        timings: dict[str, float] = {}
+        existing = self.count()
+        if total <= existing:
+            return timings
+        with self._connect() as conn:
+            conn.execute("SET maintenance_work_mem = '256MB'")
+            indexes = conn.execute(
+                """
+                SELECT i.relname, pg_get_indexdef(i.oid)
+                FROM pg_index x
+                JOIN pg_class i ON i.oid = x.indexrelid
+                JOIN pg_class t ON t.oid = x.indrelid
+                WHERE t.relname = 'file_records'
+                  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)
+                """
+            ).fetchall()
+            began = time.perf_counter()
+            for name, _ in indexes:
+                conn.execute(f'DROP INDEX "{name}"')
+            # The generated owners exist: skip the per-row foreign key checks.
+            conn.execute("SET session_replication_role = replica")
+            with conn.cursor().copy(f"COPY file_records ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+                buffer: list[str] = []
+                rows = generate(
+                    total - existing,
+                    self.user_ids,
+                    self.seed * 1_000_003 + existing,
+                    self.now,
+                    self.names,
+                )
+                for line in rows:
+                    buffer.append(line)
+                    if len(buffer) >= BATCH:
+                        copy.write("".join(buffer))
+                        buffer.clear()
+                if buffer:
+                    copy.write("".join(buffer))
+            conn.execute("SET session_replication_role = DEFAULT")
+            timings["copy"] = time.perf_counter() - began
+            began = time.perf_counter()
+            for _, definition in indexes:
+                conn.execute(definition)
+            timings["indexes"] = time.perf_counter() - began
+            began = time.perf_counter()
+            conn.execute("VACUUM (ANALYZE) file_records")
+            conn.execute("ANALYZE users")
+            timings["vacuum_analyze"] = time.perf_counter() - began
+        return timings
+
+    def heaviest_user(self) -> tuple[str, int]:
+        """Email and record count of the user who owns the most records."""
+        with self._connect() as conn:
+            email, n = conn.execute(
+                "SELECT u.email, count(*) FROM file_records f JOIN users u ON u.id = f.user_id "
+                "GROUP BY u.email ORDER BY count(*) DESC LIMIT 1"
+            ).fetchone()
+        return email, n
+
+    def table_size(self) -> dict[str, int]:
+        with self._connect() as conn:
+            heap, total = conn.execute(
+                "SELECT pg_relation_size('file_records'), pg_total_relation_size('file_records')"
+            ).fetchone()
+        return {"heap_bytes": heap, "total_bytes_with_indexes": total}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Seed a migrated database for the benchmarks.")
+    parser.add_argument("database_url", help="libpq URL of a migrated database")
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--users", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    seeder = Seeder(args.database_url, users=args.users, seed=args.seed)
+    seeder.create_users()
+    began = time.perf_counter()
+    timings = seeder.grow_to(args.records)
+    print(f"{args.records} records in {time.perf_counter() - began:.1f} s: {timings}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,686 @@
+"""Transfers: uploads and downloads through the service against direct baselines.
+
+Targets (issue items 2-4):
+- upload of one 200 MiB file to the S3 backend >= 0.85 of a direct boto3 ``upload_file``;
+  25 files of 8 MiB in one request >= 0.8 of 25 direct ``upload_file`` calls (one after the
+  other);
+- upload to the local backend >= 0.8 of the same request copied to disk by a bare waitress
+  endpoint (bench/bare.py, same waitress settings, fsync + rename like the app);
+- download of 200 MiB (authenticated and public) >= 0.85 of ``curl`` on a presigned URL of the
+  same object straight from SeaweedFS; 1 MiB Range slices >= 0.7 of the same slices direct;
+- the server's peak RSS while three clients upload 25 x 8 MiB, upload 200 MiB and download
+  200 MiB at once stays within 64 MiB of its idle RSS (VmRSS/VmHWM from /proc); an upload's
+  temporary disk use is at most one copy of the request.
+
+Clients never hold a file in memory: service uploads and downloads are ``curl`` (``-F
+files[]=@file``, bodies streamed from disk, timing from curl's own ``time_total``); the direct
+S3 upload is boto3's managed ``upload_file`` (8 MiB parts, 10 threads: its defaults). Files
+are MP4 containers around random bytes, so SeaweedFS cannot compress them and the service's
+type detection accepts them.
+
+    .venv/bin/python -m bench.transfer                       # full size
+    .venv/bin/python -m bench.transfer --big-mib 20 --small-mib 1 --slices 16   # a quick trial
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    MiB,
+    Postgres,
+    Report,
+    Sampler,
+    Server,
+    alternate,
+    app_env,
+    app_server,
+    bare_server,
+    curl,
+    log,
+    login,
+    make_user,
+    median,
+    mib_per_s,
+    prepare_database,
+    print_table,
+    proc_status,
+    request,
+    reset_peak_rss,
+    s3_client,
+    s3_settings,
+    start_s3,
+    workspace,
+)
+
+EMAIL, PASSWORD = "bench-user@example.org", "bench password 1234"
+PARTS = ("s3-uploads", "downloads", "memory", "local-uploads")
+
+
+# --- test files -------------------------------------------------------------------------
+
+
+def write_mp4(path: Path, size: int) -> Path:
+    """An MP4 (ftyp, mdat of random bytes, empty moov) of exactly ``size`` bytes."""
+    ftyp = struct.pack(">I4s4sI8s", 24, b"ftyp", b"isom", 0x200, b"isomiso2")
+    moov = struct.pack(">I4s", 8, b"moov")
+    mdat_size = size - len(ftyp) - len(moov)
+    assert mdat_size >= 8, "file too small"
+    with path.open("wb") as file:
+        file.write(ftyp)
+        file.write(struct.pack(">I4s", mdat_size, b"mdat"))
+        left = mdat_size - 8
+        while left:
+            chunk = os.urandom(min(4 * MiB, left))
+            file.write(chunk)
+            left -= len(chunk)
+        file.write(moov)
+    return path
+
+
+# --- clients ----------------------------------------------------------------------------
+
+
+def file_args(files: list[Path]) -> list[str]:
+    args: list[str] = []
+    for path in files:
+        args += ["-F", f"files[]=@{path};type=video/mp4"]
+    return args
+
+
+class Service:
+    """The app under test, with a signed-in user."""
+
+    def __init__(self, server: Server, token: str, workdir: Path) -> None:
+        self.server = server
+        self.token = token
+        self.workdir = workdir
+        self.auth = ["-H", f"Authorization: Bearer {token}"]
+
+    def upload(self, files: list[Path]) -> dict[str, Any]:
+        """POST /api/files with the files (and a path); returns timing and the new ids."""
+        request_id = f"bench-{uuid.uuid4().hex}"
+        out = self.workdir / f"{request_id}.json"
+        [record] = curl(
+            [
+                *self.auth,
+                "-H",
+                f"X-Request-ID: {request_id}",
+                *file_args(files),
+                "-F",
+                "path=bench/transfer",
+                "-o",
+                str(out),
+                f"{self.server.base_url}/api/files",
+            ]
+        )
+        body = json.loads(out.read_text() or "{}")
+        out.unlink()
+        if record["http_code"] != 201:
+            raise RuntimeError(f"upload answered {record['http_code']}: {body}")
+        return {
+            "seconds": record["time_total"],
+            "bytes_sent": record["size_upload"],
+            "ids": [item["id"] for item in body["files"]],
+            "request_id": request_id,
+        }
+
+    def delete(self, ids: list[str]) -> None:
+        for record_id in ids:
+            status, _, data = request(
+                self.server.port,
+                "DELETE",
+                f"/api/files/{record_id}",
+                headers={"Authorization": f"Bearer {self.token}"},
+            )
+            if status != 204:
+                raise RuntimeError(f"delete answered {status}: {data[:200]!r}")
+
+    def server_ms(self, request_ids: list[str]) -> list[float | None]:
+        times = self.server.server_times(request_ids)
+        return [times.get(rid) for rid in request_ids]
+
+
+def timed_upload(service: Service, files: list[Path], categories: dict[str, Path]) -> dict:
+    with Sampler(service.server.pid, file_categories=categories) as sampler:
+        run = service.upload(files)
+    run["temp_peak"] = sampler.peak_files()
+    run["rss_peak"] = sampler.peak_rss
+    [run["server_ms"]] = service.server_ms([run.pop("request_id")])
+    service.delete(run.pop("ids"))
+    return run
+
+
+# --- scenarios --------------------------------------------------------------------------
+
+
+def summarize(
+    report: Report,
+    key: str,
+    label: str,
+    runs: dict[str, list[dict]],
+    nbytes: int,
+    baseline: str,
+    service: str,
+    target: float,
+) -> None:
+    for variant in runs.values():
+        for run in variant:
+            run["mib_s"] = mib_per_s(nbytes, run["seconds"])
+    base = median(r["mib_s"] for r in runs[baseline])
+    serv = median(r["mib_s"] for r in runs[service])
+    ratio = serv / base
+    report.data.setdefault("runs", {})[key] = runs
+    report.data.setdefault("summary", []).append(
+        {
+            "key": key,
+            "label": label,
+            "bytes": nbytes,
+            "baseline": baseline,
+            "service": service,
+            "baseline_mib_s": base,
+            "service_mib_s": serv,
+            "ratio": ratio,
+            "target": target,
+            "baseline_runs_mib_s": [r["mib_s"] for r in runs[baseline]],
+            "service_runs_mib_s": [r["mib_s"] for r in runs[service]],
+        }
+    )
+    print_table(
+        ["variant", *[f"rep{i + 1} MiB/s" for i in range(len(runs[baseline]))], "median MiB/s"],
+        [
+            [name, *[r["mib_s"] for r in variant], median(r["mib_s"] for r in variant)]
+            for name, variant in runs.items()
+        ],
+    )
+    report.check(f"{label}: service/baseline throughput", ratio, target, True)
+
+
+def s3_uploads(
+    report: Report, args: argparse.Namespace, service: Service, s3: Any, bucket: str, files: dict
+) -> None:
+    client = s3_client(s3)
+    categories = {"spool": Path(service.server.env["TMPDIR"])}
+
+    def direct(paths: list[Path]) -> dict[str, Any]:
+        keys = [f"bench/direct/{uuid.uuid4()}" for _ in paths]
+        began = time.perf_counter()
+        for path, key in zip(paths, keys, strict=True):
+            client.upload_file(str(path), bucket, key)
+        seconds = time.perf_counter() - began
+        for key in keys:
+            client.delete_object(Bucket=bucket, Key=key)
+        return {"seconds": seconds}
+
+    for key, label, paths, target in (
+        ("upload_s3_single", f"upload 1 x {args.big_mib} MiB to S3", [files["big"]], 0.85),
+        (
+            "upload_s3_many",
+            f"upload {args.small_count} x {args.small_mib} MiB to S3",
+            files["small"],
+            0.8,
+        ),
+    ):
+        log(label)
+        nbytes = sum(p.stat().st_size for p in paths)
+        runs = alternate(
+            args.reps,
+            [
+                ("boto3 upload_file", lambda rep, p=paths: direct(p)),
+                (
+                    "service POST /api/files",
+                    lambda rep, p=paths: timed_upload(service, p, categories),
+                ),
+            ],
+            warmup=args.warmup,
+        )
+        explain_upload(runs["service POST /api/files"], nbytes)
+        summarize(
+            report, key, label, runs, nbytes, "boto3 upload_file", "service POST /api/files", target
+        )
+        if key == "upload_s3_single":
+            check_temp(report, "S3 upload", runs["service POST /api/files"])
+    client.close()
+
+
+def explain_upload(runs: list[dict], nbytes: int) -> None:
+    """Where an upload's time goes: waitress receives (and spools) the whole body before
+    the app sees it; the access log's duration is the app's part."""
+    for run in runs:
+        if run.get("server_ms") is not None:
+            app_s = run["server_ms"] / 1000
+            run["receive_seconds"] = max(0.0, run["seconds"] - app_s)
+            run["app_seconds"] = app_s
+    rows = [
+        [
+            i + 1,
+            r["seconds"],
+            r.get("receive_seconds", float("nan")),
+            r.get("app_seconds", float("nan")),
+            r["temp_peak"].get("spool", 0) / MiB,
+            r["temp_peak"].get("storage_tmp", 0) / MiB,
+            r["rss_peak"] / MiB,
+        ]
+        for i, r in enumerate(runs)
+    ]
+    print_table(
+        [
+            "service rep",
+            "total s",
+            "before app s",
+            "in app s",
+            "spool MiB",
+            "storage .tmp MiB",
+            "RSS MiB",
+        ],
+        rows,
+    )
+
+
+def check_temp(report: Report, label: str, runs: list[dict]) -> None:
+    copies = max(r["temp_peak"].get("spool", 0) / r["bytes_sent"] for r in runs)
+    report.data.setdefault("temp_disk", {})[label] = {
+        "spool_copies_max": copies,
+        "storage_tmp_peak_bytes": max(r["temp_peak"].get("storage_tmp", 0) for r in runs),
+        "request_bytes": runs[0]["bytes_sent"],
+    }
+    # 1 % slack: the spool holds the multipart framing too, the request's own bytes.
+    report.check(f"{label}: temporary disk (copies of the request)", copies, 1.01, False, "x")
+
+
+def downloads(
+    report: Report, args: argparse.Namespace, service: Service, s3: Any, bucket: str, big: Path
+) -> str:
+    """Returns the id of the uploaded record (reused by the memory scenario)."""
+    upload = service.upload([big])
+    [record_id] = upload["ids"]
+    import psycopg
+
+    with psycopg.connect(args.database_url) as conn:
+        key = conn.execute(
+            "SELECT stored_path FROM file_records WHERE id = %s", (record_id,)
+        ).fetchone()[0]
+    client = s3_client(s3)
+    presigned = client.generate_presigned_url(
+        "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=6 * 3600
+    )
+    client.close()
+    size = big.stat().st_size
+    urls = {
+        "curl presigned S3": (presigned, []),
+        "service download": (
+            f"{service.server.base_url}/api/files/{record_id}/download",
+            service.auth,
+        ),
+        "service public download": (
+            f"{service.server.base_url}/api/public/files/{record_id}/download",
+            [],
+        ),
+    }
+    spool = {"spool": Path(service.server.env["TMPDIR"])}
+
+    def whole(name: str) -> dict[str, Any]:
+        url, headers = urls[name]
+        with Sampler(service.server.pid, file_categories=spool) as sampler:
+            [record] = curl([*headers, "-o", os.devnull, url])
+        if record["http_code"] != 200 or record["size_download"] != size:
+            raise RuntimeError(f"{name}: {record['http_code']}, {record['size_download']} bytes")
+        return {
+            "seconds": record["time_total"],
+            "temp_peak": sampler.peak_files(),
+            "rss_peak": sampler.peak_rss,
+        }
+
+    log(f"download 1 x {args.big_mib} MiB")
+    runs = alternate(
+        args.reps, [(name, lambda rep, n=name: whole(n)) for name in urls], warmup=args.warmup
+    )
+    for name in ("service download", "service public download"):
+        print(
+            f"  {name}: response spool peak "
+            f"{max(r['temp_peak'].get('spool', 0) for r in runs[name]) / MiB:.1f} MiB"
+        )
+    summarize(
+        report,
+        "download_s3",
+        f"download 1 x {args.big_mib} MiB (token)",
+        {k: runs[k] for k in ("curl presigned S3", "service download")},
+        size,
+        "curl presigned S3",
+        "service download",
+        0.85,
+    )
+    summarize(
+        report,
+        "download_s3_public",
+        f"public download 1 x {args.big_mib} MiB",
+        {k: runs[k] for k in ("curl presigned S3", "service public download")},
+        size,
+        "curl presigned S3",
+        "service public download",
+        0.85,
+    )
+
+    rng = random.Random(42)
+    offsets = [rng.randrange(0, size - MiB) for _ in range(args.slices)]
+
+    def slices(name: str) -> dict[str, Any]:
+        url, headers = urls[name]
+        chain: list[str] = []
+        request_ids = [f"bench-{uuid.uuid4().hex}" for _ in offsets]
+        for i, start in enumerate(offsets):
+            if i:
+                chain.append("--next")
+            chain += [*headers, "-H", "Expect:", "-H", f"X-Request-ID: {request_ids[i]}"]
+            chain += ["-r", f"{start}-{start + MiB - 1}", "-w", "%{json}\n", "-o", os.devnull, url]
+        records = curl(chain)
+        bad = [r for r in records if r["http_code"] != 206 or r["size_download"] != MiB]
+        if bad or len(records) != len(offsets):
+            raise RuntimeError(f"{name}: range answers {bad[:1]}")
+        times = [r["time_total"] for r in records]
+        server = (
+            [t for t in service.server_ms(request_ids) if t is not None]
+            if name != "curl presigned S3"
+            else []
+        )
+        return {
+            "seconds": sum(times),
+            "slice_ms_median": median(times) * 1000,
+            "server_ms_median": median(server) if server else None,
+        }
+
+    log(f"range requests: {args.slices} x 1 MiB")
+    runs = alternate(
+        args.reps,
+        [
+            (name, lambda rep, n=name: slices(n))
+            for name in ("curl presigned S3", "service download")
+        ],
+        warmup=args.warmup,
+    )
+    for name, variant in runs.items():
+        line = f"  {name}: median slice {median(r['slice_ms_median'] for r in variant):.2f} ms"
+        if variant[0]["server_ms_median"] is not None:
+            line += f" (in the app {median(r['server_ms_median'] for r in variant):.2f} ms)"
+        print(line)
+    summarize(
+        report,
+        "range_s3",
+        f"Range {args.slices} x 1 MiB",
+        runs,
+        args.slices * MiB,
+        "curl presigned S3",
+        "service download",
+        0.7,
+    )
+    return record_id
+
+
+def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir: Path) -> None:
+    postgres = Postgres()
+    try:
+        url = postgres.create("bench_transfer_local")
+        storage_root = workdir / "local-storage"
+        env = app_env(
+            url,
+            {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(storage_root)},
+            workdir / "local-tmp",
+            **args.extra_env,
+        )
+        prepare_database(env)
+        make_user(env, EMAIL, PASSWORD)
+        server = app_server("app-local", env, workdir)
+        bare_dir = workdir / "bare-target"
+        bare = bare_server("bare", workdir, bare_dir)
+        try:
+            service = Service(server, login(server.port, EMAIL, PASSWORD), workdir)
+            categories = {
+                "spool": Path(env["TMPDIR"]),
+                "storage_tmp": storage_root / ".tmp",
+            }
+
+            def bare_upload(paths: list[Path]) -> dict[str, Any]:
+                out = workdir / "bare-answer.json"
+                [record] = curl(
+                    [
+                        *file_args(paths),
+                        "-F",
+                        "path=bench/transfer",
+                        "-o",
+                        str(out),
+                        f"{bare.base_url}/upload",
+                    ]
+                )
+                if record["http_code"] != 201:
+                    raise RuntimeError(f"bare upload answered {record['http_code']}")
+                for leftover in bare_dir.iterdir():
+                    leftover.unlink()
+                return {"seconds": record["time_total"], "bytes_sent": record["size_upload"]}
+
+            for key, label, paths in (
+                ("upload_local_single", f"upload 1 x {args.big_mib} MiB to local", [files["big"]]),
+                (
+                    "upload_local_many",
+                    f"upload {args.small_count} x {args.small_mib} MiB to local",
+                    files["small"],
+                ),
+            ):
+                log(label)
+                nbytes = sum(p.stat().st_size for p in paths)
+                runs = alternate(
+                    args.reps,
+                    [
+                        ("bare waitress to disk", lambda rep, p=paths: bare_upload(p)),
+                        (
+                            "service POST /api/files",
+                            lambda rep, p=paths: timed_upload(service, p, categories),
+                        ),
+                    ],
+                    warmup=args.warmup,
+                )
+                explain_upload(runs["service POST /api/files"], nbytes)
+                summarize(
+                    report,
+                    key,
+                    label,
+                    runs,
+                    nbytes,
+                    "bare waitress to disk",
+                    "service POST /api/files",
+                    0.8,
+                )
+                if key == "upload_local_single":
+                    check_temp(report, "local upload", runs["service POST /api/files"])
+        finally:
+            server.stop()
+            bare.stop()
+    finally:
+        postgres.drop_all()
+
+
+def memory(
+    report: Report,
+    args: argparse.Namespace,
+    env: dict[str, str],
+    workdir: Path,
+    files: dict,
+    record_id: str,
+    token: str,
+) -> None:
+    """Three clients at once against a freshly started, warmed-up server."""
+    results = []
+    for rep in range(args.reps):
+        server = app_server(f"app-memory-{rep}", env, workdir)
+        try:
+            service = Service(server, token, workdir)
+            # Warm-up: every code path of the scenario once, so that imports and caches
+            # filled on first use count as idle, not as growth.
+            small = service.upload(files["small"][:2])
+            service.delete(small["ids"])
+            curl([*service.auth, "-o", os.devnull, "-r", "0-1023", download_url(server, record_id)])
+            time.sleep(1.0)
+            idle = proc_status(server.pid)["VmRSS"]
+            hwm_reset = reset_peak_rss(server.pid)
+            out = [workdir / f"memory-{rep}-{i}.json" for i in range(3)]
+            commands = [
+                [*service.auth, *file_args(files["small"]), "-o", str(out[0])],
+                [*service.auth, *file_args([files["big"]]), "-o", str(out[1])],
+                [*service.auth, "-o", os.devnull],
+            ]
+            urls = [f"{server.base_url}/api/files"] * 2 + [download_url(server, record_id)]
+            categories = {"spool": Path(env["TMPDIR"])}
+            with Sampler(server.pid, interval=0.01, file_categories=categories) as sampler:
+                began = time.perf_counter()
+                clients = [
+                    subprocess.Popen(
+                        ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n", *cmd, url],
+                        stdout=subprocess.PIPE,
+                        text=True,
+                    )
+                    for cmd, url in zip(commands, urls, strict=True)
+                ]
+                answers = [json.loads(c.communicate(timeout=900)[0]) for c in clients]
+                wall = time.perf_counter() - began
+            status = proc_status(server.pid)
+            peak = max(sampler.peak_rss, status["VmHWM"] if hwm_reset else 0)
+            codes = [a["http_code"] for a in answers]
+            if codes != [201, 201, 200]:
+                raise RuntimeError(f"memory scenario answered {codes}")
+            for path in out[:2]:
+                service.delete([item["id"] for item in json.loads(path.read_text())["files"]])
+            run = {
+                "idle_rss": idle,
+                "peak_rss": peak,
+                "growth": peak - idle,
+                "hwm_reset": hwm_reset,
+                "wall_seconds": wall,
+                "client_seconds": [a["time_total"] for a in answers],
+                "temp_peak": sampler.peak_files(),
+                "timeline": [(round(t, 3), rss) for t, rss, _ in sampler.samples[::5]],
+            }
+            results.append(run)
+            print(
+                f"  rep {rep + 1}: idle {idle / MiB:.1f} MiB, peak {peak / MiB:.1f} MiB, "
+                f"growth {(peak - idle) / MiB:.1f} MiB, spool peak "
+                f"{run['temp_peak'].get('spool', 0) / MiB:.1f} MiB, {wall:.2f} s"
+            )
+        finally:
+            server.stop()
+    report.data["memory"] = results
+    worst = max(r["growth"] for r in results) / MiB
+    report.check("memory: peak RSS - idle RSS (worst repetition)", worst, 64, False, " MiB")
+
+
+def download_url(server: Server, record_id: str) -> str:
+    return f"{server.base_url}/api/files/{record_id}/download"
+
+
+# --- main -------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Upload/download throughput and memory.")
+    parser.add_argument("--big-mib", type=int, default=200, help="the single file [200]")
+    parser.add_argument("--small-mib", type=int, default=8, help="each of the many files [8]")
+    parser.add_argument("--small-count", type=int, default=25, help="how many [25]")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions (>= 3) [3]")
+    parser.add_argument("--warmup", type=int, default=1, help="unrecorded runs first [1]")
+    parser.add_argument("--slices", type=int, default=64, help="1 MiB Range requests [64]")
+    parser.add_argument(
+        "--only",
+        default=",".join(PARTS),
+        help=f"comma-separated subset of {','.join(PARTS)} [all]",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the work folder and logs")
+    parser.add_argument(
+        "--app-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra environment of the app servers, for experiments (repeatable)",
+    )
+    args = parser.parse_args()
+    args.extra_env = dict(item.split("=", 1) for item in args.app_env)
+    report = Report("transfer", vars(args).copy())
+
+    with contextlib.ExitStack() as stack:
+        workdir = stack.enter_context(workspace("transfer", keep=args.keep))
+        log(f"work folder {workdir}")
+        files = {
+            "big": write_mp4(workdir / "big.mp4", args.big_mib * MiB),
+            "small": [
+                write_mp4(workdir / f"small-{i:02d}.mp4", args.small_mib * MiB)
+                for i in range(args.small_count)
+            ],
+        }
+        s3 = start_s3(workdir)
+        stack.callback(s3.stop)
+        bucket = f"bench-{uuid.uuid4().hex[:12]}"
+        admin = s3_client(s3)
+        admin.create_bucket(Bucket=bucket)
+        admin.close()
+        postgres = Postgres()
+        stack.callback(postgres.drop_all)
+        args.database_url = postgres.create("bench_transfer")
+        env = app_env(
+            args.database_url, s3_settings(s3, bucket), workdir / "app-tmp", **args.extra_env
+        )
+        prepare_database(env)
+        make_user(env, EMAIL, PASSWORD)
+        server = app_server("app-s3", env, workdir)
+        stack.callback(server.stop)
+        token = login(server.port, EMAIL, PASSWORD)
+        service = Service(server, token, workdir)
+
+        parts = set(args.only.split(","))
+        if "s3-uploads" in parts:
+            s3_uploads(report, args, service, s3, bucket, files)
+        if "downloads" in parts:
+            record_id = downloads(report, args, service, s3, bucket, files["big"])
+        else:
+            [record_id] = service.upload([files["big"]])["ids"]
+        server.stop()
+        if "memory" in parts:
+            log("memory: 3 clients at once (upload many, upload one, download one)")
+            memory(report, args, env, workdir, files, record_id, token)
+        if "local-uploads" in parts:
+            local_uploads(report, args, files, workdir)
+        shutil.rmtree(workdir / "seaweedfs" / "data", ignore_errors=True)
+    report.params.pop("database_url", None)
+    report.save(latest=set(args.only.split(",")) == set(PARTS))
+    print_summary(report)
+
+
+def print_summary(report: Report) -> None:
+    print()
+    print_table(
+        ["scenario", "baseline", "baseline MiB/s", "service MiB/s", "ratio", "target"],
+        [
+            [
+                s["label"],
+                s["baseline"],
+                s["baseline_mib_s"],
+                s["service_mib_s"],
+                s["ratio"],
+                s["target"],
+            ]
+            for s in report.data.get("summary", [])
+        ],
+    )
+    failed = [c for c in report.checks if not c["pass"]]
+    print(f"\n{len(report.checks) - len(failed)} targets met, {len(failed)} missed")
+
+
+if __name__ == "__main__":
+    main()
