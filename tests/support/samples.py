@@ -13,6 +13,7 @@ import io
 import json
 import random
 import struct
+import time
 import wave
 import zipfile
 from collections.abc import Callable
@@ -95,7 +96,9 @@ def webp_bytes(*, lossless: bool = False, extended: bool = False) -> bytes:
 
 
 def pdf_bytes() -> bytes:
-    return _save(_image(), "PDF", resolution=72.0)
+    # Fixed dates: Pillow stamps the current time otherwise, and equal calls must give equal bytes.
+    fixed = time.gmtime(1_700_000_000)
+    return _save(_image(), "PDF", resolution=72.0, creationDate=fixed, modDate=fixed)
 
 
 # --- office documents (python-docx, openpyxl, python-pptx, xlwt, LibreOffice) ----------------
