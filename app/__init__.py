@@ -9,6 +9,7 @@ from typing import Any
 from flask import Flask, Response, request
 from limits.errors import ConfigurationError as LimitsConfigurationError
 from sqlalchemy import event
+from sqlalchemy.engine import make_url
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.access_log import RequestLogMiddleware, configure_logging
@@ -36,6 +37,12 @@ def _configure(app: Flask, test_config: Mapping[str, Any] | None) -> None:
     else:
         app.config.from_mapping(test_config)
     validate(app.config)
+    if make_url(app.config["SQLALCHEMY_DATABASE_URI"]).get_backend_name() == "postgresql":
+        # Never switch to server-side prepared statements: their generic plan cannot use the
+        # path index for `path LIKE 'prefix%'`, so path filters would scan the table.
+        options = dict(app.config["SQLALCHEMY_ENGINE_OPTIONS"])
+        options["connect_args"] = {"prepare_threshold": None, **options.get("connect_args", {})}
+        app.config["SQLALCHEMY_ENGINE_OPTIONS"] = options
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.compact = True  # type: ignore[attr-defined]
     app.url_map.strict_slashes = False
