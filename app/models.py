@@ -93,9 +93,14 @@ class FileRecord(db.Model):
         Index("ix_file_records_user_created", "user_id", "created_at", "id"),
         Index("ix_file_records_freigabe_created", "freigabe", "created_at", "id"),
         # Prefix search on path; text_pattern_ops lets PostgreSQL use it for LIKE 'x%'.
+        # Also serves one folder's records newest first (path equal, release state equal),
+        # which is how path-filtered lists are read at scale (see services.path_groups).
         Index(
             "ix_file_records_path",
             "path",
+            "freigabe",
+            "created_at",
+            "id",
             postgresql_ops={"path": "text_pattern_ops"},
         ),
         Index("ix_file_records_aktiv_id", "aktiv_id"),
@@ -133,6 +138,31 @@ class FileRecord(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     owner: Mapped[User] = relationship()
+
+
+class FilePathCount(db.Model):
+    """How many records share one path and release state; kept by database triggers.
+
+    Lists answer their exact ``total`` from these few rows instead of counting millions, and
+    a path-prefix list reads each matching folder newest first from ``ix_file_records_path``.
+    Records without a path are counted under ``""``, which no record path can be. The
+    triggers (migration 0005) fire on every insert, delete, truncate and change of ``path``
+    or ``freigabe``, whatever makes it; a bulk load that disables triggers must recount
+    (``bench/seed.py`` shows how).
+    """
+
+    __tablename__ = "file_path_counts"
+    __table_args__ = (
+        Index(
+            "ix_file_path_counts_path",
+            "path",
+            postgresql_ops={"path": "text_pattern_ops"},
+        ),
+    )
+
+    path: Mapped[str] = mapped_column(String(255), primary_key=True)
+    freigabe: Mapped[bool] = mapped_column(Boolean, primary_key=True)
+    n: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 class PendingObjectDeletion(db.Model):

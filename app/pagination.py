@@ -9,10 +9,8 @@ from urllib.parse import urlencode
 
 from flask import current_app, request
 from marshmallow import Schema
-from sqlalchemy import Select
 
 from app.files import services
-from app.models import FileRecord
 from app.schemas import encode_cursor
 
 
@@ -24,12 +22,12 @@ def _url_with(name: str, value: str) -> str:
 
 
 def list_response(
-    query: Select[tuple[FileRecord]], params: dict[str, Any], schema: Schema
+    listing: services.Listing, params: dict[str, Any], schema: Schema
 ) -> dict[str, Any]:
     per_page = current_app.config["PAGE_SIZE"]
     if "cursor" in params:
-        return cursor_envelope(services.keyset_page(query, params["cursor"], per_page), schema)
-    return page_envelope(services.paginate(query, params["page"], per_page), schema)
+        return cursor_envelope(services.keyset_page(listing, params["cursor"], per_page), schema)
+    return page_envelope(services.paginate(listing, params["page"], per_page), schema)
 
 
 def cursor_envelope(result: services.KeysetPage, schema: Schema) -> dict[str, Any]:

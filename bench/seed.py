@@ -287,6 +287,15 @@ class Seeder:
                     copy.write("".join(buffer))
             conn.execute("SET session_replication_role = DEFAULT")
             timings["copy"] = time.perf_counter() - began
+            # Replica mode also skipped the triggers that keep the folder counts: recount.
+            began = time.perf_counter()
+            conn.execute("DELETE FROM file_path_counts")
+            conn.execute(
+                "INSERT INTO file_path_counts (path, freigabe, n) "
+                "SELECT coalesce(path, ''), freigabe, count(*) FROM file_records "
+                "GROUP BY coalesce(path, ''), freigabe"
+            )
+            timings["recount"] = time.perf_counter() - began
             began = time.perf_counter()
             for _, definition in indexes:
                 conn.execute(definition)

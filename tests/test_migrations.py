@@ -33,7 +33,7 @@ def test_migrations_on_an_empty_postgres_match_the_models(make_postgres_database
                 ("user_id", "created_at", "id"),
                 ("created_at", "id"),
                 ("freigabe", "created_at", "id"),
-                ("path",),
+                ("path", "freigabe", "created_at", "id"),
                 ("aktiv_id",),
                 ("reprotyp",),
             } <= indexed

@@ -88,8 +88,7 @@ def create_files():
 @bp.get("")
 def list_files():
     params = load(list_query_schema, request.args.to_dict())
-    query = services.filtered(services.visible_to(current_user()), params)
-    return list_response(query, params, record_schema)
+    return list_response(services.Listing.of(current_user(), params), params, record_schema)
 
 
 @bp.get("/<uuid:record_id>")

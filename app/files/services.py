@@ -15,13 +15,13 @@ from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import Select, func, select, tuple_
+from sqlalchemy import Select, func, select, true, tuple_
 from sqlalchemy import delete as sa_delete
 
 from app.exceptions import DownloadBlocked, RecordNotFound, ValidationFailed
 from app.extensions import db
 from app.files.uploads import ReceivedUpload, StagedFile
-from app.models import FileRecord, PendingObjectDeletion, User, utcnow
+from app.models import FilePathCount, FileRecord, PendingObjectDeletion, User, utcnow
 from app.storage import Storage, StorageError
 
 log = logging.getLogger(__name__)
@@ -110,6 +110,10 @@ def _escape_like(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+#: The list filters a query may carry (besides `page` or `cursor`).
+FILTERS = ("path", "aktiv_id", "reprotyp", "since", "freigabe")
+
+
 def filtered(
     query: Select[tuple[FileRecord]], filters: Mapping[str, Any]
 ) -> Select[tuple[FileRecord]]:
@@ -126,25 +130,169 @@ def filtered(
     return query
 
 
-def paginate(query: Select[tuple[FileRecord]], page: int, per_page: int) -> Page:
-    """A numbered page and the exact total (which costs a count over every matching row)."""
-    total = db.session.scalar(select(func.count()).select_from(query.order_by(None).subquery()))
-    items = list(
-        db.session.scalars(
-            query.order_by(*NEWEST_FIRST).limit(per_page).offset((page - 1) * per_page)
+@dataclass(frozen=True)
+class Listing:
+    """The records one list shows: everyone's or one owner's, released only or not, filtered."""
+
+    owner_id: int | None
+    released_only: bool
+    filters: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, user: User | None, params: Mapping[str, Any]) -> Listing:
+        """A signed-in caller's list, or the public list when `user` is None."""
+        filters = {name: params[name] for name in FILTERS if name in params}
+        if user is None:
+            return cls(None, True, filters)
+        return cls(None if user.is_admin else user.id, False, filters)
+
+    def query(self) -> Select[tuple[FileRecord]]:
+        query = select(FileRecord)
+        if self.owner_id is not None:
+            query = query.where(FileRecord.user_id == self.owner_id)
+        if self.released_only:
+            query = query.where(FileRecord.freigabe.is_(True))
+        return filtered(query, self.filters)
+
+    def folders(self) -> tuple[str | None, bool | None] | None:
+        """(path prefix, release state) if the folder counts describe exactly these records.
+
+        They do for everyone's records filtered by nothing but path and release state: the
+        administrator's and the public lists. Other filters and own lists count rows.
+        """
+        if self.owner_id is not None or set(self.filters) - {"path", "freigabe"}:
+            return None
+        freigabe = self.filters.get("freigabe")
+        if self.released_only:
+            if freigabe is False:
+                return None
+            freigabe = True
+        return self.filters.get("path"), freigabe
+
+
+@dataclass(frozen=True)
+class Folders:
+    """The folders (path and release state) under a prefix, and how many records they hold."""
+
+    prefix: str | None
+    freigabe: bool | None
+    count: int
+    records: int
+
+    def conditions(self) -> list[Any]:
+        c = FilePathCount
+        conditions: list[Any] = [c.n > 0]
+        if self.prefix is not None:
+            # Records without a path are counted under "", which no prefix may match.
+            conditions += [c.path.like(_escape_like(self.prefix) + "%", escape="\\"), c.path != ""]
+        if self.freigabe is not None:
+            conditions.append(c.freigabe.is_(self.freigabe))
+        return conditions
+
+
+def folders_of(listing: Listing) -> Folders | None:
+    scope = listing.folders()
+    if scope is None:
+        return None
+    prefix, freigabe = scope
+    folders = Folders(prefix, freigabe, 0, 0)
+    count, records = db.session.execute(
+        select(func.count(), func.coalesce(func.sum(FilePathCount.n), 0)).where(
+            *folders.conditions()
         )
-    )
-    more = (page - 1) * per_page + len(items) < (total or 0)
-    return Page(items, total or 0, page, per_page, position_of(items[-1]) if more else None)
+    ).one()
+    return Folders(prefix, freigabe, count, int(records))
 
 
-def keyset_page(
-    query: Select[tuple[FileRecord]], after: Position | None, per_page: int
-) -> KeysetPage:
-    """The records after `after` in list order: one index range scan, however deep."""
+#: Index entries a path-filtered list may read to avoid walking all records in date order.
+READ_BUDGET = 20_000
+
+
+def _in_order(
+    listing: Listing, folders: Folders | None, after: Position | None, offset: int, limit: int
+) -> list[FileRecord]:
+    """`limit` records of the listing in list order after `after`, skipping `offset`.
+
+    Plain lists walk a (…, created_at, id) index newest first. A path prefix is different:
+    its records are often all old (``reports/2019``), so that walk would pass most of the
+    table before it finds one. With the folder counts at hand, PostgreSQL reads such a list
+    the cheaper of two ways, each bounded by what the filter matches rather than by the
+    table: the newest records of every matching folder (``ix_file_records_path`` is ordered
+    by date within a folder), or every matching record from the same index, then sorted.
+    Only when both would read more than READ_BUDGET entries are the matches dense enough
+    for the date walk. SQLite (the small embedded case) always walks.
+    """
+    depth = offset + limit
+    if (
+        folders is not None
+        and folders.prefix is not None
+        and db.session.get_bind().dialect.name == "postgresql"
+        and min(folders.count * depth, folders.records) <= READ_BUDGET
+    ):
+        if folders.count * depth <= folders.records:
+            picked = _newest_per_folder(folders, after, depth)
+        else:
+            picked = _all_matches(listing, after).cte("matching").prefix_with("MATERIALIZED")
+        ids = (
+            select(picked.c.id)
+            .order_by(picked.c.created_at.desc(), picked.c.id.desc())
+            .offset(offset)
+            .limit(limit)
+        )
+        query = select(FileRecord).where(FileRecord.id.in_(ids.scalar_subquery()))
+        return list(db.session.scalars(query.order_by(*NEWEST_FIRST)))
+    query = listing.query()
     if after is not None:
-        query = query.where(tuple_(FileRecord.created_at, FileRecord.id) < tuple_(*after))
-    rows = list(db.session.scalars(query.order_by(*NEWEST_FIRST).limit(per_page + 1)))
+        query = query.where(_before(after))
+    return list(db.session.scalars(query.order_by(*NEWEST_FIRST).offset(offset).limit(limit)))
+
+
+def _before(after: Position) -> Any:
+    return tuple_(FileRecord.created_at, FileRecord.id) < tuple_(*after)
+
+
+def _all_matches(listing: Listing, after: Position | None) -> Select[Any]:
+    query = listing.query().with_only_columns(FileRecord.created_at, FileRecord.id)
+    return query.where(_before(after)) if after is not None else query
+
+
+def _newest_per_folder(folders: Folders, after: Position | None, depth: int) -> Any:
+    c = FilePathCount
+    newest = select(FileRecord.created_at, FileRecord.id).where(
+        FileRecord.path == c.path, FileRecord.freigabe == c.freigabe
+    )
+    if after is not None:
+        newest = newest.where(_before(after))
+    newest = newest.order_by(*NEWEST_FIRST).limit(depth).lateral("newest")
+    return (
+        select(newest.c.created_at, newest.c.id)
+        .select_from(c)
+        .join(newest, true())
+        .where(*folders.conditions())
+        .subquery("picked")
+    )
+
+
+def paginate(listing: Listing, page: int, per_page: int) -> Page:
+    """A numbered page and the exact total.
+
+    The total comes from the folder counts where they describe the list (a few rows per
+    folder), otherwise from counting every matching row.
+    """
+    folders = folders_of(listing)
+    if folders is not None:
+        total = folders.records
+    else:
+        matching = listing.query().order_by(None).subquery()
+        total = db.session.scalar(select(func.count()).select_from(matching)) or 0
+    items = _in_order(listing, folders, None, (page - 1) * per_page, per_page)
+    more = (page - 1) * per_page + len(items) < total
+    return Page(items, total, page, per_page, position_of(items[-1]) if more else None)
+
+
+def keyset_page(listing: Listing, after: Position | None, per_page: int) -> KeysetPage:
+    """The records after `after` in list order: an index range read, however deep."""
+    rows = _in_order(listing, folders_of(listing), after, 0, per_page + 1)
     items = rows[:per_page]
     more = len(rows) > per_page
     return KeysetPage(items, per_page, position_of(items[-1]) if more else None)

@@ -21,8 +21,7 @@ list_query_schema = ListQuerySchema(exclude=("freigabe",))
 @bp.get("")
 def list_released():
     params = load(list_query_schema, request.args.to_dict())
-    query = services.filtered(services.released(), params)
-    return list_response(query, params, public_record_schema)
+    return list_response(services.Listing.of(None, params), params, public_record_schema)
 
 
 @bp.get("/<uuid:record_id>")

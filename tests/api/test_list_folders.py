@@ -1,0 +1,162 @@
+"""Folder counts (kept by database triggers) and the ways path-filtered lists are read.
+
+Lists take their `total` from `file_path_counts` and, on PostgreSQL, read a path prefix folder
+by folder or match by match instead of walking every record in date order. Whatever way is
+taken, the pages must be exactly those of the plain query.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from app.extensions import db
+from app.files import services
+from app.models import FilePathCount, FileRecord
+from tests.api.test_list import follow_cursors, listing
+from tests.support import samples
+from tests.support.api import Account, Api
+
+
+def folder_counts(api: Api) -> dict[tuple[str, bool], int]:
+    with api.app.app_context():
+        rows = db.session.execute(
+            sa.select(FilePathCount.path, FilePathCount.freigabe, FilePathCount.n)
+        )
+        return {(path, freigabe): n for path, freigabe, n in rows if n}
+
+
+def counted_from_records(api: Api) -> dict[tuple[str, bool], int]:
+    with api.app.app_context():
+        key = sa.func.coalesce(FileRecord.path, "")
+        rows = db.session.execute(
+            sa.select(key, FileRecord.freigabe, sa.func.count()).group_by(key, FileRecord.freigabe)
+        )
+        return {(path, freigabe): n for path, freigabe, n in rows}
+
+
+def test_folder_counts_follow_every_change(api: Api, alice: Account, admin: Account):
+    first = api.upload(
+        alice,
+        [("a.pdf", samples.pdf_bytes()), ("b.pdf", samples.pdf_bytes())],
+        path="reports/2019/q1",
+    ).get_json()["files"]
+    unpathed = api.create(alice, "c.pdf")
+    hidden = api.create(alice, "d.pdf", path="reports/2019/q2", freigabe="0")
+    assert folder_counts(api) == {
+        ("reports/2019/q1", True): 2,
+        ("", True): 1,
+        ("reports/2019/q2", False): 1,
+    }
+
+    assert api.patch(first[0]["id"], alice, {"path": "reports/2020"}).status_code == 200
+    assert api.patch(hidden["id"], alice, {"freigabe": True}).status_code == 200
+    assert api.patch(unpathed["id"], alice, {"titel": "no path change"}).status_code == 200
+    assert api.replace(alice, first[1]["id"], "new.pdf", samples.pdf_bytes()).status_code == 200
+    assert api.delete(unpathed["id"], alice).status_code == 204
+    expected = {
+        ("reports/2020", True): 1,
+        ("reports/2019/q1", True): 1,
+        ("reports/2019/q2", True): 1,
+    }
+    assert folder_counts(api) == expected == counted_from_records(api)
+
+    # The totals users see come from these counts.
+    assert listing(api, admin)["total"] == 3
+    assert listing(api, admin, path="reports/2019")["total"] == 2
+    assert listing(api, admin, path="reports/2019", freigabe="0")["total"] == 0
+    assert api.client.get("/api/public/files?path=reports/20").get_json()["total"] == 3
+
+    with api.app.app_context():
+        if db.engine.dialect.name == "postgresql":
+            db.session.execute(sa.text("TRUNCATE file_records CASCADE"))
+        else:
+            db.session.execute(sa.delete(FileRecord))
+        db.session.commit()
+    assert folder_counts(api) == {}
+    assert listing(api, admin)["total"] == 0
+
+
+def insert(api: Api, owner: Account, rows: list[tuple[datetime, str, bool]]) -> list[str]:
+    """Records (created_at, path, freigabe) written directly, without objects."""
+    ids = []
+    with api.app.app_context():
+        for created, path, freigabe in rows:
+            record_id = uuid.uuid4()
+            db.session.add(
+                FileRecord(
+                    id=record_id,
+                    user_id=owner.id,
+                    stored_path=f"files/{record_id}/seed",
+                    checksum_sha256="0" * 64,
+                    original_name="seed.txt",
+                    mime_type="text/plain",
+                    size=1,
+                    created_at=created,
+                    updated_at=created,
+                    path=path,
+                    freigabe=freigabe,
+                )
+            )
+            ids.append(str(record_id))
+        db.session.commit()
+    return ids
+
+
+@pytest.fixture
+def folders(api: Api, alice: Account) -> list[str]:
+    """720 released records in 6 folders under reports/, with interleaved dates, some equal;
+    others beside them and unreleased. Returns the ids under reports/ in list order."""
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    rows = []
+    for n, (folder, count) in enumerate(
+        [("q1", 400), ("q2", 150), ("q3", 100), ("q4", 50), ("r", 15), ("s", 5)]
+    ):
+        # Pairs share a timestamp; each folder advances at its own pace.
+        rows += [
+            (start + timedelta(minutes=(n + 1) * (i // 2)), f"reports/{folder}", True)
+            for i in range(count)
+        ]
+    ids = insert(api, alice, rows)
+    insert(api, alice, [(start + timedelta(days=400), "report", True)] * 40)
+    insert(api, alice, [(start + timedelta(days=400), "reports/q1", False)] * 30)
+    ordered = sorted(zip(rows, ids, strict=True), key=lambda p: (p[0][0], p[1]), reverse=True)
+    return [record_id for _, record_id in ordered]
+
+
+@pytest.mark.parametrize("budget", [0, services.READ_BUDGET])
+def test_path_lists_give_the_plain_pages_however_they_are_read(
+    api: Api, admin: Account, folders: list[str], monkeypatch: pytest.MonkeyPatch, budget: int
+):
+    ways: list[str] = []
+    by_folder, all_matches = services._newest_per_folder, services._all_matches
+    monkeypatch.setattr(services, "READ_BUDGET", budget)
+    monkeypatch.setattr(
+        services, "_newest_per_folder", lambda *a: ways.append("folder") or by_folder(*a)
+    )
+    monkeypatch.setattr(
+        services, "_all_matches", lambda *a: ways.append("matches") or all_matches(*a)
+    )
+
+    pages = [listing(api, admin, path="reports/", freigabe="1", page=n) for n in (1, 2, 3, 8, 9)]
+    assert [p["total"] for p in pages] == [720] * 5
+    assert [r["id"] for p in pages[:3] for r in p["data"]] == folders[:300]
+    assert [r["id"] for r in pages[3]["data"]] == folders[700:]
+    assert pages[4]["data"] == []
+    walked = follow_cursors(api, admin, path="reports/", freigabe="1")
+    assert [i for page in walked for i in page] == folders
+
+    public = api.client.get("/api/public/files?path=reports/&page=2").get_json()
+    assert public["total"] == 720
+    assert [r["id"] for r in public["data"]] == folders[100:200]
+
+    with api.app.app_context():
+        dialect = db.engine.dialect.name
+    if budget == 0 or dialect != "postgresql":
+        assert ways == []
+    else:
+        # 6 folders x 100 (page 1) fits in 720 records; deeper pages read the matches.
+        assert "folder" in ways and "matches" in ways
