@@ -16,3 +16,17 @@ class Base(DeclarativeBase):
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 migrate = Migrate()
 limiter = Limiter(key_func=get_remote_address, default_limits=[])
+
+
+def read_without_transaction() -> None:
+    """Let a GET or HEAD request read in autocommit mode.
+
+    Its statements then run without the BEGIN and ROLLBACK around them, two of the round
+    trips a read would otherwise make; each statement still sees committed data only. A
+    write such a request makes (a token's coarse last-use time) commits at once. Call it
+    before the request's first statement.
+    """
+    from flask import request
+
+    if request.method in ("GET", "HEAD"):
+        db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 from collections import deque
 from collections.abc import Iterator
@@ -147,6 +148,44 @@ def translate_error(exc: Exception, action: str, bucket: str, key: str | None) -
     return StorageError(f"S3 {action} {target} failed: {exc}")
 
 
+class _PartBody(io.RawIOBase):
+    """A filled part buffer as a seekable stream: botocore reads it (to sign, send and, on a
+    retry, send again) without the full copy that turning the buffer into bytes would make."""
+
+    def __init__(self, buffer: bytearray) -> None:
+        super().__init__()
+        self._view = memoryview(buffer)
+        self._position = 0
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        end = min(self._position + len(target), len(self._view))
+        count = end - self._position
+        target[:count] = self._view[self._position : end]
+        self._position = end
+        return count
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: len(self._view)}
+        self._position = max(0, base[whence] + offset)
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+    def close(self) -> None:
+        self._view.release()
+        super().close()
+
+
 class S3ObjectWriter(ObjectWriter):
     """Small objects become one PUT; larger ones a multipart upload whose parts go up in the
     background while the next part fills, at most `parts_in_flight` of them at a time, so the
@@ -187,7 +226,7 @@ class S3ObjectWriter(ObjectWriter):
             view = view[take:]
         self.size += len(chunk)
 
-    def _upload_part(self, number: int, body: bytes) -> dict[str, Any]:
+    def _upload_part(self, number: int, body: _PartBody) -> dict[str, Any]:
         response = self._client.upload_part(
             Bucket=self._bucket,
             Key=self.key,
@@ -198,7 +237,7 @@ class S3ObjectWriter(ObjectWriter):
         return {"PartNumber": number, "ETag": response["ETag"]}
 
     def _flush_part(self) -> None:
-        body, self._buffer = bytes(self._buffer), bytearray()
+        body, self._buffer = _PartBody(self._buffer), bytearray()
         try:
             if self._upload_id is None:
                 response = self._client.create_multipart_upload(Bucket=self._bucket, Key=self.key)
@@ -219,7 +258,9 @@ class S3ObjectWriter(ObjectWriter):
         self._check_open()
         try:
             if self._upload_id is None:
-                self._client.put_object(Bucket=self._bucket, Key=self.key, Body=bytes(self._buffer))
+                self._client.put_object(
+                    Bucket=self._bucket, Key=self.key, Body=_PartBody(self._buffer)
+                )
             else:
                 self._flush_part()
                 self._finish_parts()
