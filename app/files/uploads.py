@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import queue
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -106,6 +108,38 @@ def multipart_boundary(content_type: str | None) -> bytes | None:
     return boundary.encode("latin-1")
 
 
+class _HashInBackground:
+    """SHA-256 of a stream, computed in a thread of its own while the caller goes on.
+
+    hashlib lets go of the GIL while it hashes a chunk, so the digest of a file part is worked
+    out beside its parsing and storing instead of after them. At most QUEUED chunks wait.
+    """
+
+    QUEUED = 4
+
+    def __init__(self) -> None:
+        self._hasher = hashlib.sha256()
+        self._chunks: queue.Queue[bytes | None] = queue.Queue(self.QUEUED)
+        self._thread = threading.Thread(target=self._run, name="upload-sha256", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (chunk := self._chunks.get()) is not None:
+            self._hasher.update(chunk)
+
+    def update(self, chunk: bytes) -> None:
+        self._chunks.put(chunk)
+
+    def hexdigest(self) -> str:
+        self.close()
+        return self._hasher.hexdigest()
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._chunks.put(None)
+            self._thread.join()
+
+
 class _FilePart:
     """Copies one file part into storage while counting, hashing and sampling it."""
 
@@ -116,7 +150,7 @@ class _FilePart:
         self.key = key
         self.writer = writer
         self.max_size = max_size
-        self.hasher = hashlib.sha256()
+        self.hasher = _HashInBackground()
         self.sample = SampleCollector()
 
     def write(self, chunk: bytes) -> None:
@@ -125,8 +159,7 @@ class _FilePart:
             return
         if self.staged.size > self.max_size:
             # The limit is enforced as the bytes arrive: stop storing, keep counting.
-            self.writer.abort()
-            self.writer = None
+            self.abort()
             return
         self.hasher.update(chunk)
         self.sample.feed(chunk)
@@ -158,6 +191,7 @@ class _FilePart:
             self.abort()
 
     def abort(self) -> None:
+        self.hasher.close()
         if self.writer is not None:
             self.writer.abort()
             self.writer = None
