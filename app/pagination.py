@@ -8,10 +8,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from flask import current_app, request
-from marshmallow import Schema
 
 from app.files import services
-from app.schemas import encode_cursor
+from app.schemas import FastDump, encode_cursor
 
 
 def _url_with(name: str, value: str) -> str:
@@ -22,18 +21,18 @@ def _url_with(name: str, value: str) -> str:
 
 
 def list_response(
-    listing: services.Listing, params: dict[str, Any], schema: Schema
+    listing: services.Listing, params: dict[str, Any], rows: FastDump
 ) -> dict[str, Any]:
     per_page = current_app.config["PAGE_SIZE"]
     if "cursor" in params:
-        return cursor_envelope(services.keyset_page(listing, params["cursor"], per_page), schema)
-    return page_envelope(services.paginate(listing, params["page"], per_page), schema)
+        return cursor_envelope(services.keyset_page(listing, params["cursor"], per_page), rows)
+    return page_envelope(services.paginate(listing, params["page"], per_page), rows)
 
 
-def cursor_envelope(result: services.KeysetPage, schema: Schema) -> dict[str, Any]:
+def cursor_envelope(result: services.KeysetPage, rows: FastDump) -> dict[str, Any]:
     next_cursor = encode_cursor(result.next_position) if result.next_position else None
     return {
-        "data": schema.dump(result.items, many=True),
+        "data": rows.dump(result.items, many=True),
         "path": request.base_url,
         "per_page": result.per_page,
         "next_cursor": next_cursor,
@@ -41,12 +40,12 @@ def cursor_envelope(result: services.KeysetPage, schema: Schema) -> dict[str, An
     }
 
 
-def page_envelope(result: services.Page, schema: Schema) -> dict[str, Any]:
+def page_envelope(result: services.Page, rows: FastDump) -> dict[str, Any]:
     last_page = max(1, math.ceil(result.total / result.per_page))
     first_index = (result.page - 1) * result.per_page + 1
     has_items = bool(result.items)
     return {
-        "data": schema.dump(result.items, many=True),
+        "data": rows.dump(result.items, many=True),
         "current_page": result.page,
         "per_page": result.per_page,
         "total": result.total,

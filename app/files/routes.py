@@ -20,6 +20,7 @@ from app.schemas import (
     UpdateSchema,
     created_record_schema,
     dump_update_result,
+    record_rows,
     record_schema,
 )
 from app.storage import Storage
@@ -88,7 +89,7 @@ def create_files():
 @bp.get("")
 def list_files():
     params = load(list_query_schema, request.args.to_dict())
-    return list_response(services.Listing.of(current_user(), params), params, record_schema)
+    return list_response(services.Listing.of(current_user(), params), params, record_rows)
 
 
 @bp.get("/<uuid:record_id>")

@@ -10,7 +10,7 @@ from app.http import load
 from app.models import FileRecord
 from app.pagination import list_response
 from app.public import bp
-from app.schemas import ListQuerySchema, public_record_schema
+from app.schemas import ListQuerySchema, public_record_rows, public_record_schema
 
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 
@@ -21,7 +21,7 @@ list_query_schema = ListQuerySchema(exclude=("freigabe",))
 @bp.get("")
 def list_released():
     params = load(list_query_schema, request.args.to_dict())
-    return list_response(services.Listing.of(None, params), params, public_record_schema)
+    return list_response(services.Listing.of(None, params), params, public_record_rows)
 
 
 @bp.get("/<uuid:record_id>")
