@@ -165,6 +165,20 @@ class FilePathCount(db.Model):
     n: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
+class UserFileCount(db.Model):
+    """How many records one user owns; kept by database triggers (migration 0006).
+
+    A user's own list takes its exact ``total`` from here instead of counting the rows.
+    """
+
+    __tablename__ = "user_file_counts"
+
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    n: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
 class PendingObjectDeletion(db.Model):
     """An object to remove because no record points at it any more.
 

@@ -295,6 +295,11 @@ class Seeder:
                 "SELECT coalesce(path, ''), freigabe, count(*) FROM file_records "
                 "GROUP BY coalesce(path, ''), freigabe"
             )
+            conn.execute("DELETE FROM user_file_counts")
+            conn.execute(
+                "INSERT INTO user_file_counts (user_id, n) "
+                "SELECT user_id, count(*) FROM file_records GROUP BY user_id"
+            )
             timings["recount"] = time.perf_counter() - began
             began = time.perf_counter()
             for _, definition in indexes:

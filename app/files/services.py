@@ -21,7 +21,14 @@ from sqlalchemy import delete as sa_delete
 from app.exceptions import DownloadBlocked, RecordNotFound, ValidationFailed
 from app.extensions import db
 from app.files.uploads import ReceivedUpload, StagedFile
-from app.models import FilePathCount, FileRecord, PendingObjectDeletion, User, utcnow
+from app.models import (
+    FilePathCount,
+    FileRecord,
+    PendingObjectDeletion,
+    User,
+    UserFileCount,
+    utcnow,
+)
 from app.storage import Storage, StorageError
 
 log = logging.getLogger(__name__)
@@ -277,12 +284,12 @@ def paginate(listing: Listing, page: int, per_page: int) -> Page:
     """A numbered page and the exact total.
 
     The total comes from the folder counts where they describe the list (a few rows per
-    folder), otherwise from counting every matching row.
+    folder), or from the owner's count for an unfiltered own list; otherwise every matching
+    row is counted.
     """
     folders = folders_of(listing)
-    if folders is not None:
-        total = folders.records
-    else:
+    total = folders.records if folders is not None else _owned_count(listing)
+    if total is None:
         matching = listing.query().order_by(None).subquery()
         total = db.session.scalar(select(func.count()).select_from(matching)) or 0
     items = _in_order(listing, folders, None, (page - 1) * per_page, per_page)
@@ -290,9 +297,21 @@ def paginate(listing: Listing, page: int, per_page: int) -> Page:
     return Page(items, total, page, per_page, position_of(items[-1]) if more else None)
 
 
+def _owned_count(listing: Listing) -> int | None:
+    """The number of records of an own list without filters, from the owner's count."""
+    if listing.owner_id is None or listing.filters:
+        return None
+    count = db.session.scalar(
+        select(UserFileCount.n).where(UserFileCount.user_id == listing.owner_id)
+    )
+    return count or 0
+
+
 def keyset_page(listing: Listing, after: Position | None, per_page: int) -> KeysetPage:
     """The records after `after` in list order: an index range read, however deep."""
-    rows = _in_order(listing, folders_of(listing), after, 0, per_page + 1)
+    # Without a total, the folder counts only matter for choosing how to read a path prefix.
+    folders = folders_of(listing) if "path" in listing.filters else None
+    rows = _in_order(listing, folders, after, 0, per_page + 1)
     items = rows[:per_page]
     more = len(rows) > per_page
     return KeysetPage(items, per_page, position_of(items[-1]) if more else None)

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from app.extensions import db
 from app.files import services
-from app.models import FilePathCount, FileRecord
+from app.models import FilePathCount, FileRecord, UserFileCount
 from tests.api.test_list import follow_cursors, listing
 from tests.support import samples
 from tests.support.api import Account, Api
@@ -36,6 +36,20 @@ def counted_from_records(api: Api) -> dict[tuple[str, bool], int]:
             sa.select(key, FileRecord.freigabe, sa.func.count()).group_by(key, FileRecord.freigabe)
         )
         return {(path, freigabe): n for path, freigabe, n in rows}
+
+
+def owner_counts(api: Api) -> dict[int, int]:
+    with api.app.app_context():
+        rows = db.session.execute(sa.select(UserFileCount.user_id, UserFileCount.n))
+        return {user_id: n for user_id, n in rows if n}
+
+
+def owned_from_records(api: Api) -> dict[int, int]:
+    with api.app.app_context():
+        rows = db.session.execute(
+            sa.select(FileRecord.user_id, sa.func.count()).group_by(FileRecord.user_id)
+        )
+        return dict(rows.all())
 
 
 def test_folder_counts_follow_every_change(api: Api, alice: Account, admin: Account):
@@ -63,12 +77,18 @@ def test_folder_counts_follow_every_change(api: Api, alice: Account, admin: Acco
         ("reports/2019/q2", True): 1,
     }
     assert folder_counts(api) == expected == counted_from_records(api)
+    assert owner_counts(api) == {alice.id: 3} == owned_from_records(api)
+    api.create(admin, "e.pdf", path="admin/own")
+    assert owner_counts(api) == {alice.id: 3, admin.id: 1} == owned_from_records(api)
+    assert listing(api, alice)["total"] == 3
+    assert listing(api, alice, path="reports/2019")["total"] == 2
 
     # The totals users see come from these counts.
-    assert listing(api, admin)["total"] == 3
+    assert listing(api, admin)["total"] == 4
     assert listing(api, admin, path="reports/2019")["total"] == 2
     assert listing(api, admin, path="reports/2019", freigabe="0")["total"] == 0
     assert api.client.get("/api/public/files?path=reports/20").get_json()["total"] == 3
+    assert listing(api, admin, cursor="", path="reports/2019")["next_cursor"] is None
 
     with api.app.app_context():
         if db.engine.dialect.name == "postgresql":
@@ -76,8 +96,8 @@ def test_folder_counts_follow_every_change(api: Api, alice: Account, admin: Acco
         else:
             db.session.execute(sa.delete(FileRecord))
         db.session.commit()
-    assert folder_counts(api) == {}
-    assert listing(api, admin)["total"] == 0
+    assert folder_counts(api) == {} and owner_counts(api) == {}
+    assert listing(api, admin)["total"] == 0 and listing(api, alice)["total"] == 0
 
 
 def insert(api: Api, owner: Account, rows: list[tuple[datetime, str, bool]]) -> list[str]:
