@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, pre_load, validates_schema
+from sqlalchemy import Row
 
 STRING_MAX = 255
 BESCHREIBUNG_MAX = 5000
@@ -452,7 +453,10 @@ def _calendar_date(value: date | None) -> str | None:
 
 
 def _timestamp(value: datetime | None) -> str | None:
-    return None if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if value is None:
+        return None
+    # Timestamp's format, written by isoformat (several times faster than strftime).
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 _WRITERS = {
@@ -487,9 +491,14 @@ class FastDump:
             self._writers.append((name, writer))
 
     def dump(self, obj: Any, *, many: bool = False) -> Any:
-        if many:
-            return [self._one(item) for item in obj]
-        return self._one(obj)
+        """Like ``Schema.dump``, for objects or for result rows (read by position)."""
+        if not many:
+            return self._one(obj)
+        if obj and isinstance(obj[0], Row):
+            position = {name: index for index, name in enumerate(obj[0]._fields)}
+            plan = [(name, position[name], write) for name, write in self._writers]
+            return [{name: write(row[index]) for name, index, write in plan} for row in obj]
+        return [self._one(item) for item in obj]
 
     def _one(self, obj: Any) -> dict[str, Any]:
         return {name: write(getattr(obj, name)) for name, write in self._writers}

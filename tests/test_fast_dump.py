@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from marshmallow import Schema, fields
@@ -62,6 +63,35 @@ def test_fast_dump_writes_what_the_schema_writes(batch: list[FileRecord]):
     for schema in (record_schema, public_record_schema, created_record_schema):
         expected = schema.dump(batch, many=True)
         written = FastDump(schema).dump(batch, many=True)
+        assert [list(row.items()) for row in written] == [list(row.items()) for row in expected]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    engine = sa.create_engine("sqlite://")
+    FileRecord.__table__.create(engine)
+    yield engine
+    engine.dispose()
+
+
+@settings(max_examples=50, deadline=None)
+@given(batch=st.lists(records, min_size=1, max_size=5, unique_by=lambda r: r.id))
+def test_rows_read_by_position_give_the_same_dump(engine, batch: list[FileRecord]):
+    """Lists hand FastDump result rows, not objects: the columns by position, any order."""
+    table = FileRecord.__table__
+    values = [
+        {**{c.name: getattr(r, c.name) for c in table.columns}, "stored_path": f"files/{r.id}"}
+        for r in batch
+    ]
+    with engine.begin() as conn:
+        conn.execute(table.delete())
+        conn.execute(table.insert(), values)
+        columns = list(reversed(table.columns))
+        rows = conn.execute(sa.select(*columns).order_by(table.c.created_at, table.c.id)).all()
+    batch.sort(key=lambda r: (r.created_at.astimezone(UTC), str(r.id)))
+    for schema in (record_schema, public_record_schema):
+        written = FastDump(schema).dump(rows, many=True)
+        expected = schema.dump(batch, many=True)
         assert [list(row.items()) for row in written] == [list(row.items()) for row in expected]
 
 
