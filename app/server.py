@@ -70,8 +70,8 @@ def make_server(app: Flask, host: str, port: int, threads: int, **options: Any) 
         # Large transfers: read the socket in 1 MiB steps (8 KiB by default, which caps the
         # intake of an upload) and let a response buffer a few MiB before spilling to disk.
         recv_bytes=1024 * 1024,
-        outbuf_overflow=4 * 1024 * 1024,
-        outbuf_high_watermark=4 * 1024 * 1024,
+        outbuf_overflow=2 * 1024 * 1024,
+        outbuf_high_watermark=2 * 1024 * 1024,
         **options,
     )
     server.channel_class = Channel

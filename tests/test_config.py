@@ -80,9 +80,11 @@ def test_environment_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setenv("APP_TIMEZONE", "Europe/Berlin")
     monkeypatch.setenv("TOKEN_TTL_MINUTES", "60")
     monkeypatch.setenv("PORT", "9000")
+    monkeypatch.setenv("S3_PARTS_IN_FLIGHT", "2")
     app = create_app({"TESTING": True})
     assert app.config["SQLALCHEMY_DATABASE_URI"].endswith("env.sqlite3")
     assert app.config["STORAGE_LOCAL_ROOT"] == str(tmp_path / "blobs")
     assert app.config["APP_TIMEZONE"] == "Europe/Berlin"
     assert app.config["TOKEN_TTL_MINUTES"] == 60
     assert app.config["PORT"] == 9000
+    assert app.config["S3_PARTS_IN_FLIGHT"] == 2

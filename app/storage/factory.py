@@ -43,7 +43,13 @@ def create_storage(config: Mapping[str, Any]) -> Storage:
             raise ValueError("STORAGE_LOCAL_ROOT must be set when STORAGE_BACKEND is 'local'")
         return LocalStorage(root, chunk_size=chunk_size)
     if backend == "s3":
-        from .s3 import DEFAULT_PART_SIZE, MIN_PART_SIZE, S3Storage, build_s3_client
+        from .s3 import (
+            DEFAULT_PART_SIZE,
+            DEFAULT_PARTS_IN_FLIGHT,
+            MIN_PART_SIZE,
+            S3Storage,
+            build_s3_client,
+        )
 
         bucket = _setting(config, "S3_BUCKET")
         if bucket is None:
@@ -65,5 +71,14 @@ def create_storage(config: Mapping[str, Any]) -> Storage:
             max_attempts=_number(config, "S3_MAX_ATTEMPTS", 3),
             max_pool_connections=_number(config, "S3_MAX_POOL_CONNECTIONS", 20),
         )
-        return S3Storage(client, str(bucket), part_size=part_size, chunk_size=chunk_size)
+        parts_in_flight = _number(config, "S3_PARTS_IN_FLIGHT", DEFAULT_PARTS_IN_FLIGHT)
+        if parts_in_flight < 1:
+            raise ValueError(f"S3_PARTS_IN_FLIGHT must be at least 1, got {parts_in_flight}")
+        return S3Storage(
+            client,
+            str(bucket),
+            part_size=part_size,
+            chunk_size=chunk_size,
+            parts_in_flight=parts_in_flight,
+        )
     raise ValueError(f"STORAGE_BACKEND must be one of {', '.join(BACKENDS)}, got {backend!r}")

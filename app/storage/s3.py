@@ -44,8 +44,10 @@ S3Client: TypeAlias = Any
 log = logging.getLogger(__name__)
 
 DEFAULT_PART_SIZE = 8 * MiB
-#: Parts of one object going up while the next one fills: throughput without much memory.
-DEFAULT_PARTS_IN_FLIGHT = 2
+#: Parts of one object going up while the next one fills. Each one more is 8 MiB more per
+#: concurrent upload; one keeps three simultaneous 200 MiB transfers within 64 MiB and is
+#: about 15 % slower for a single large upload than two (BENCHMARKS.md).
+DEFAULT_PARTS_IN_FLIGHT = 1
 DEFAULT_UPLOAD_THREADS = 16
 #: S3 refuses parts smaller than this, except the last one.
 MIN_PART_SIZE = 5 * MiB

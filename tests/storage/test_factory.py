@@ -47,6 +47,7 @@ def test_s3_with_an_endpoint(aws_credentials: None, make_storage: Any) -> None:
             "S3_ENDPOINT_URL": "http://127.0.0.1:9",
             "S3_REGION": "eu-central-1",
             "S3_PART_SIZE": str(16 * MiB),
+            "S3_PARTS_IN_FLIGHT": "3",
             "S3_CONNECT_TIMEOUT": "2",
             "S3_READ_TIMEOUT": "30",
         }
@@ -55,6 +56,7 @@ def test_s3_with_an_endpoint(aws_credentials: None, make_storage: Any) -> None:
     assert isinstance(storage, S3Storage)
     assert storage.bucket == "files"
     assert storage.part_size == 16 * MiB
+    assert storage.parts_in_flight == 3
     assert storage.endpoint_url == "http://127.0.0.1:9"
     config = storage.client.meta.config
     assert storage.client.meta.region_name == "eu-central-1"
@@ -80,6 +82,10 @@ def test_s3_on_aws_keeps_botocore_defaults(aws_credentials: None, make_storage: 
         ({"STORAGE_BACKEND": "s3", "S3_BUCKET": "b", "S3_PART_SIZE": "1024"}, "S3_PART_SIZE"),
         ({"STORAGE_BACKEND": "s3", "S3_BUCKET": "b", "S3_PART_SIZE": "big"}, "S3_PART_SIZE"),
         ({"STORAGE_BACKEND": "s3", "S3_BUCKET": "b", "S3_READ_TIMEOUT": "0"}, "S3_READ_TIMEOUT"),
+        (
+            {"STORAGE_BACKEND": "s3", "S3_BUCKET": "b", "S3_PARTS_IN_FLIGHT": "0"},
+            "S3_PARTS_IN_FLIGHT",
+        ),
         (
             {"STORAGE_BACKEND": "s3", "S3_BUCKET": "b", "S3_ADDRESSING_STYLE": "odd"},
             "S3_ADDRESSING_STYLE",
