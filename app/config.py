@@ -47,7 +47,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "S3_BUCKET": get("S3_BUCKET"),
         "S3_ENDPOINT_URL": get("S3_ENDPOINT_URL"),
         "S3_REGION": get("S3_REGION", "us-east-1"),
-        "S3_PARTS_IN_FLIGHT": _int(environ, "S3_PARTS_IN_FLIGHT", 1),
+        "S3_PARTS_IN_FLIGHT": _int(environ, "S3_PARTS_IN_FLIGHT", None),
         "ADMIN_EMAIL": get("ADMIN_EMAIL"),
         "ADMIN_PASSWORD": get("ADMIN_PASSWORD"),
         "ADMIN_NAME": get("ADMIN_NAME", "Administrator"),

@@ -43,11 +43,14 @@ S3Client: TypeAlias = Any
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PART_SIZE = 8 * MiB
-#: Parts of one object going up while the next one fills. Each one more is 8 MiB more per
-#: concurrent upload; one keeps three simultaneous 200 MiB transfers within 64 MiB and is
-#: about 15 % slower for a single large upload than two (BENCHMARKS.md).
-DEFAULT_PARTS_IN_FLIGHT = 1
+#: Objects up to this size go up in one PUT (boto3's multipart threshold); larger ones as a
+#: multipart upload whose first part is this big and whose further parts are part_size.
+SINGLE_PUT_LIMIT = 8 * MiB
+DEFAULT_PART_SIZE = 5 * MiB
+#: Parts of one object going up while the next one fills: each one more is part_size more
+#: memory per concurrent upload. Two 5 MiB parts keep three simultaneous 200 MiB transfers
+#: within 64 MiB and send a large upload as fast as two 8 MiB parts (BENCHMARKS.md).
+DEFAULT_PARTS_IN_FLIGHT = 2
 DEFAULT_UPLOAD_THREADS = 16
 #: S3 refuses parts smaller than this, except the last one.
 MIN_PART_SIZE = 5 * MiB
@@ -199,16 +202,18 @@ class S3ObjectWriter(ObjectWriter):
         self._client = storage.client
         self._bucket = storage.bucket
         self._part_size = storage.part_size
+        self._put_limit = storage.single_put_limit
         self._buffer = bytearray()
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
-        self._in_flight: deque[Future[dict[str, Any]]] = deque()
+        # Parts going up, with their sizes.
+        self._in_flight: deque[tuple[Future[dict[str, Any]], int]] = deque()
         self._next_part = 1
 
     @property
     def buffered(self) -> int:
         """Bytes held in memory: the filling part and the parts still going up."""
-        return len(self._buffer) + self._part_size * len(self._in_flight)
+        return len(self._buffer) + sum(size for _, size in self._in_flight)
 
     @property
     def upload_id(self) -> str | None:
@@ -221,9 +226,11 @@ class S3ObjectWriter(ObjectWriter):
         while view:
             # Flush a full part only when more data follows, so the last part is never empty
             # and an object of exactly one part is a single PUT.
-            if len(self._buffer) >= self._part_size:
+            limit = self._put_limit if self._upload_id is None else self._part_size
+            if len(self._buffer) >= limit:
                 self._flush_part()
-            take = self._part_size - len(self._buffer)
+                limit = self._part_size
+            take = limit - len(self._buffer)
             self._buffer += view[:take]
             view = view[take:]
         self.size += len(chunk)
@@ -245,16 +252,17 @@ class S3ObjectWriter(ObjectWriter):
                 response = self._client.create_multipart_upload(Bucket=self._bucket, Key=self.key)
                 self._upload_id = response["UploadId"]
             while len(self._in_flight) >= self._storage.parts_in_flight:
-                self._parts.append(self._in_flight.popleft().result())
+                self._parts.append(self._in_flight.popleft()[0].result())
             number, self._next_part = self._next_part, self._next_part + 1
-            self._in_flight.append(self._storage.uploads.submit(self._upload_part, number, body))
+            future = self._storage.uploads.submit(self._upload_part, number, body)
+            self._in_flight.append((future, len(body)))
         except (BotoCoreError, ClientError) as exc:
             self.abort()
             raise translate_error(exc, "upload of", self._bucket, self.key) from exc
 
     def _finish_parts(self) -> None:
         while self._in_flight:
-            self._parts.append(self._in_flight.popleft().result())
+            self._parts.append(self._in_flight.popleft()[0].result())
 
     def commit(self) -> None:
         self._check_open()
@@ -289,9 +297,10 @@ class S3ObjectWriter(ObjectWriter):
         self.aborted = True
         self._buffer = bytearray()
         # Parts still going up would land after the abort; let them finish first.
-        for future in self._in_flight:
+        futures = [future for future, _ in self._in_flight]
+        for future in futures:
             future.cancel()
-        wait(self._in_flight)
+        wait(futures)
         self._in_flight.clear()
         upload_id, self._upload_id = self._upload_id, None
         if upload_id is None:
@@ -318,6 +327,7 @@ class S3Storage(Storage):
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         parts_in_flight: int = DEFAULT_PARTS_IN_FLIGHT,
         upload_threads: int = DEFAULT_UPLOAD_THREADS,
+        single_put_limit: int = SINGLE_PUT_LIMIT,
     ) -> None:
         super().__init__(chunk_size)
         if part_size <= 0:
@@ -327,6 +337,7 @@ class S3Storage(Storage):
         self.client = client
         self.bucket = bucket
         self.part_size = part_size
+        self.single_put_limit = max(single_put_limit, part_size)
         self.parts_in_flight = parts_in_flight
         # One pool for the whole process; its threads only send parts (I/O, no GIL held).
         self.uploads = ThreadPoolExecutor(upload_threads, thread_name_prefix="s3-part")

@@ -68,7 +68,9 @@ def test_s3_with_an_endpoint(aws_credentials: None, make_storage: Any) -> None:
 
 def test_s3_on_aws_keeps_botocore_defaults(aws_credentials: None, make_storage: Any) -> None:
     storage = make_storage({"STORAGE_BACKEND": "s3", "S3_BUCKET": "files", "S3_ENDPOINT_URL": ""})
-    assert storage.part_size == 8 * MiB
+    assert storage.part_size == 5 * MiB
+    assert storage.single_put_limit == 8 * MiB
+    assert storage.parts_in_flight == 2
     assert "amazonaws.com" in storage.endpoint_url
     assert not (storage.client.meta.config.s3 or {}).get("addressing_style")
 

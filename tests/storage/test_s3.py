@@ -91,7 +91,7 @@ class FailingUploadPart:
 def test_failed_part_upload_aborts_the_multipart_upload(s3_storage: S3Storage) -> None:
     storage = S3Storage(FailingUploadPart(s3_storage.client), BUCKET, part_size=TEST_PART_SIZE)
     writer = storage.writer(KEY)
-    writer.write(os.urandom(TEST_PART_SIZE))
+    writer.write(os.urandom(storage.single_put_limit))
     writer.write(b"one byte more sends the first part, in the background")
     with pytest.raises(StorageUnavailable) as excinfo:
         writer.commit()  # waits for the parts: the failure surfaces here at the latest
