@@ -469,7 +469,7 @@ def build() -> str:
         status,
         "",
         "Reproduce everything (starts SeaweedFS, PostgreSQL databases and the app under "
-        "waitress by itself; about 20 minutes on a quiet machine), then plots and this file:",
+        "waitress by itself; about 7 minutes on a quiet 2-core machine), then plots and this file:",
         "",
         "    make bench        # = .venv/bin/python -m bench.all",
         "",
