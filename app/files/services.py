@@ -177,6 +177,18 @@ class Listing:
         return self.filters.get("path"), freigabe
 
 
+def _folder_conditions(prefix: str | None, freigabe: bool | None) -> list[Any]:
+    """The rows of file_path_counts for a path prefix and release state (None: any)."""
+    c = FilePathCount
+    conditions: list[Any] = [c.n > 0]
+    if prefix is not None:
+        # Records without a path are counted under "", which no prefix may match.
+        conditions += [c.path.like(_escape_like(prefix) + "%", escape="\\"), c.path != ""]
+    if freigabe is not None:
+        conditions.append(c.freigabe.is_(freigabe))
+    return conditions
+
+
 @dataclass(frozen=True)
 class Folders:
     """The folders (path and release state) under a prefix, and how many records they hold."""
@@ -187,28 +199,19 @@ class Folders:
     records: int
 
     def conditions(self) -> list[Any]:
-        c = FilePathCount
-        conditions: list[Any] = [c.n > 0]
-        if self.prefix is not None:
-            # Records without a path are counted under "", which no prefix may match.
-            conditions += [c.path.like(_escape_like(self.prefix) + "%", escape="\\"), c.path != ""]
-        if self.freigabe is not None:
-            conditions.append(c.freigabe.is_(self.freigabe))
-        return conditions
+        return _folder_conditions(self.prefix, self.freigabe)
 
 
 def folders_of(listing: Listing) -> Folders | None:
     scope = listing.folders()
     if scope is None:
         return None
-    prefix, freigabe = scope
-    folders = Folders(prefix, freigabe, 0, 0)
     count, records = db.session.execute(
         select(func.count(), func.coalesce(func.sum(FilePathCount.n), 0)).where(
-            *folders.conditions()
+            *_folder_conditions(*scope)
         )
     ).one()
-    return Folders(prefix, freigabe, count, int(records))
+    return Folders(*scope, count, int(records))
 
 
 #: Index entries a path-filtered list may read to avoid walking all records in date order.
