@@ -61,18 +61,51 @@ def _wrap_middleware(app: Flask) -> None:
 
 def _init_extensions(app: Flask) -> None:
     from app import models  # noqa: F401  (registers the tables on the metadata)
-    from app.extensions import db, limiter, migrate
+    from app.extensions import db, limiter, migrate, ping_idle_connections
 
     db.init_app(app)
     with app.app_context():
+        if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):
+            ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE_SECONDS"])
         if db.engine.dialect.name == "sqlite":
             event.listen(db.engine, "connect", _sqlite_pragmas)
+        cache = _token_cache(app, db.engine)
+        if cache is not None:
+            app.extensions["token_cache"] = cache
+            event.listen(db.engine, "engine_disposed", lambda _engine: cache.reset())
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
     migrate.init_app(app, db, directory=migrations, render_as_batch=True)
     try:
         limiter.init_app(app)
     except LimitsConfigurationError as exc:
         raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
+
+
+def _token_cache(app: Flask, engine: Any) -> Any:
+    """On PostgreSQL, where a token check is a network round trip, remember checked tokens.
+
+    SQLite answers the check in-process, and cannot tell other processes what changed.
+    """
+    seconds = app.config["TOKEN_CACHE_SECONDS"]
+    if not seconds or engine.dialect.name != "postgresql":
+        return None
+    import psycopg
+
+    from app.auth.cache import TokenCache
+
+    cargs, cparams = engine.dialect.create_connect_args(engine.url)
+    options = {
+        **cparams,
+        **app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("connect_args", {}),
+        "autocommit": True,
+        "connect_timeout": 5,
+        # A listening connection only receives: keepalives are how a dead one shows.
+        "keepalives": 1,
+        "keepalives_idle": 30,
+        "keepalives_interval": 10,
+        "keepalives_count": 3,
+    }
+    return TokenCache(lambda: psycopg.connect(*cargs, **options), max_age=seconds)
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:

@@ -53,6 +53,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "ADMIN_NAME": get("ADMIN_NAME", "Administrator"),
         "APP_TIMEZONE": get("APP_TIMEZONE", "UTC"),
         "TOKEN_TTL_MINUTES": _int(environ, "TOKEN_TTL_MINUTES", None),
+        "TOKEN_CACHE_SECONDS": _int(environ, "TOKEN_CACHE_SECONDS", 60),
         "RATELIMIT_STORAGE_URI": get("RATELIMIT_STORAGE_URI", "memory://"),
         "RATELIMIT_TOKENS": get("RATELIMIT_TOKENS", "10 per minute"),
         "RATELIMIT_UPLOADS": get("RATELIMIT_UPLOADS", "60 per minute"),
@@ -66,7 +67,10 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
 
 DEFAULTS: dict[str, Any] = {
     # Statement parameters never reach error messages or logs.
-    "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True, "hide_parameters": True},
+    "SQLALCHEMY_ENGINE_OPTIONS": {"hide_parameters": True},
+    # A pooled connection idle for longer than this is checked before use (not one in
+    # steady use: see extensions.ping_idle_connections).
+    "DB_PING_AFTER_IDLE_SECONDS": 1.0,
     "MAX_CONTENT_LENGTH": MAX_REQUEST_SIZE,
     "MAX_FILE_SIZE": MAX_FILE_SIZE,
     "MAX_FILES_PER_REQUEST": MAX_FILES_PER_REQUEST,
@@ -106,6 +110,11 @@ def validate(config: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"{name} is not a rate limit such as '10 per minute': {config.get(name)!r}"
             ) from None
+    cache_seconds = config.get("TOKEN_CACHE_SECONDS")
+    if not isinstance(cache_seconds, int) or cache_seconds < 0:
+        raise ConfigError(
+            f"TOKEN_CACHE_SECONDS must be 0 (off) or a number of seconds, got {cache_seconds!r}"
+        )
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:
         raise ConfigError(f"PROXY_COUNT must be 0 or a positive number, got {proxies!r}")

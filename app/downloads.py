@@ -9,12 +9,12 @@ from __future__ import annotations
 import base64
 import unicodedata
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 from flask import Request, Response
 
 from app.extensions import db
-from app.models import FileRecord
 from app.storage import ObjectNotFound, Storage
 
 # How often a download follows a record to its newer object before giving up.
@@ -35,7 +35,7 @@ def content_disposition(name: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{encoded}"
 
 
-def etag_of(record: FileRecord) -> str:
+def etag_of(record: Any) -> str:
     return record.checksum_sha256
 
 
@@ -53,11 +53,12 @@ def _range_applies(request: Request, etag: str, units: str) -> bool:
 
 def download_response(
     request: Request,
-    load_record: Callable[[], FileRecord],
+    load_record: Callable[[], Any],
     storage: Storage,
     cache_control: str,
 ) -> Response:
-    """Answer a download; `load_record` finds the record and checks that it may be handed out.
+    """Answer a download; `load_record` finds the record (an ORM object or a row with its
+    attributes) and checks that it may be handed out.
 
     Concurrent replaces or a delete can remove the object between reading the record and
     opening the object; the record is then read again, so the client gets the newest version
@@ -78,7 +79,7 @@ def download_response(
 
 
 def stored_file_response(
-    request: Request, record: FileRecord, storage: Storage, cache_control: str
+    request: Request, record: Any, storage: Storage, cache_control: str
 ) -> Response:
     etag = etag_of(record)
     headers = {

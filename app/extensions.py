@@ -1,9 +1,13 @@
 """Extension objects, created unbound and attached to an app in the factory."""
 
+import time
+from typing import Any
+
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
+from sqlalchemy import Engine, event, exc
 from sqlalchemy.orm import DeclarativeBase
 
 
@@ -30,3 +34,36 @@ def read_without_transaction() -> None:
 
     if request.method in ("GET", "HEAD"):
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+
+
+def ping_idle_connections(engine: Engine, idle_seconds: float) -> None:
+    """Check a pooled connection before use when it has sat idle for more than `idle_seconds`.
+
+    SQLAlchemy's `pool_pre_ping` sends `SELECT 1` before every checkout, a round trip on every
+    request. A connection that was in use a moment ago is almost surely alive, and one that
+    broke anyway fails the statement, which invalidates the pool like a failed ping would. An
+    idle connection is where a database restart or a dropped TCP connection hides, so that is
+    what gets checked, and replaced (with the rest of the pool) if it is dead.
+    """
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "connect")
+    def fresh(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def returned(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None:
+            record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def ping(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if time.monotonic() - record.info.get("idle_since", 0.0) <= idle_seconds:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as error:
+            if dialect.is_disconnect(error, dbapi_connection, None):
+                # Like pool_pre_ping: the others are as old as this one, and as dead.
+                raise exc.InvalidatePoolError() from error
+            raise

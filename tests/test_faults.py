@@ -54,7 +54,6 @@ def stack(make_postgres_database, s3_bucket: dict, seaweedfs, tmp_path: Path) ->
     app = create_app(
         base_config(
             SQLALCHEMY_DATABASE_URI=url.set(port=pg.port).render_as_string(False),
-            SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True, "hide_parameters": True},
             STORAGE_BACKEND="s3",
             S3_BUCKET=s3_bucket["S3_BUCKET"],
             S3_ENDPOINT_URL=f"http://{s3.address}",

@@ -5,29 +5,24 @@ from __future__ import annotations
 from flask import g, request
 
 from app.access_log import USER_ID_ENVIRON
-from app.auth.services import resolve_token
+from app.auth.services import Caller, resolve_token
 from app.exceptions import NotAuthenticated
-from app.models import ApiToken, User
 
 
-def current_token() -> ApiToken:
-    """The token of this request, checked once and remembered for the request."""
-    token = g.get("api_token")
-    if token is None:
+def current_user() -> Caller:
+    """The caller of this request, checked once and remembered for the request."""
+    caller = g.get("caller")
+    if caller is None:
         scheme, _, value = request.headers.get("Authorization", "").partition(" ")
         value = value.strip()
         if scheme.lower() != "bearer" or not value:
             raise NotAuthenticated()
-        token = resolve_token(value)
-        if token is None:
+        caller = resolve_token(value)
+        if caller is None:
             raise NotAuthenticated()
-        g.api_token = token
-        request.environ[USER_ID_ENVIRON] = token.user_id
-    return token
-
-
-def current_user() -> User:
-    return current_token().user
+        g.caller = caller
+        request.environ[USER_ID_ENVIRON] = caller.id
+    return caller
 
 
 def user_rate_key() -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from flask import current_app, request
 
 from app.auth import bp
-from app.auth.guard import current_token
+from app.auth.guard import current_user
 from app.auth.services import authenticate, issue_token, revoke_token
 from app.extensions import limiter
 from app.http import json_body, load
@@ -30,5 +30,5 @@ def create_token():
 
 @bp.delete("/api/tokens/current")
 def delete_current_token():
-    revoke_token(current_token())
+    revoke_token(current_user().token_id)
     return "", 204

@@ -5,15 +5,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
+from typing import Any
 
-from flask import current_app
-from sqlalchemy import delete, func, select
-from sqlalchemy.orm import joinedload
+from flask import current_app, has_app_context
+from sqlalchemy import bindparam, delete, event, func, select, update
+from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from app.auth.cache import CachedToken, TokenCache
 from app.exceptions import DomainError, ValidationFailed
 from app.extensions import db
 from app.models import ApiToken, FileRecord, User, utcnow
@@ -72,36 +75,99 @@ def issue_token(user: User, name: str) -> str:
     return f"{token.id}|{secret}"
 
 
-def resolve_token(plain: str) -> ApiToken | None:
-    """The live token for a bearer value, or None; never says which part was wrong."""
-    token_id, sep, secret = plain.partition("|")
-    if not sep or not token_id.isdigit() or not secret or len(token_id) > 18:
-        return None
-    # One query for token and owner: this runs on every protected request.
-    token = db.session.scalars(
-        select(ApiToken).options(joinedload(ApiToken.user)).where(ApiToken.id == int(token_id))
-    ).first()
-    if token is None or not hmac.compare_digest(token.token_hash, _digest(secret)):
-        return None
-    now = utcnow()
-    if token.expires_at is not None and token.expires_at <= now:
-        return None
-    if not token.user.is_active:
-        return None
-    _touch(token, now)
-    return token
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who sent a protected request: what the views need of a token and its owner."""
+
+    token_id: int
+    id: int  # the owner's user id
+    is_admin: bool
 
 
-def _touch(token: ApiToken, now: datetime) -> None:
+# One statement, prepared once, with only the columns a check needs: it runs on every
+# protected request, and building and loading two ORM objects cost more than the round trip.
+_TOKEN_CHECK = (
+    select(
+        ApiToken.token_hash,
+        ApiToken.expires_at,
+        ApiToken.last_used_at,
+        ApiToken.user_id,
+        User.is_admin,
+        User.is_active,
+    )
+    .join(User, User.id == ApiToken.user_id)
+    .where(ApiToken.id == bindparam("token_id"))
+)
+
+
+def resolve_token(plain: str) -> Caller | None:
+    """The caller of a live token for a bearer value, or None; never says which part was wrong."""
+    token_id_text, sep, secret = plain.partition("|")
+    if not sep or not token_id_text.isdigit() or not secret or len(token_id_text) > 18:
+        return None
+    token_id, digest, now = int(token_id_text), _digest(secret), utcnow()
+    cache: TokenCache | None = current_app.extensions.get("token_cache")
+    entry, generation = cache.get(token_id) if cache is not None else (None, None)
+    if entry is None:
+        row = db.session.connection().execute(_TOKEN_CHECK, {"token_id": token_id}).first()
+        if row is None or not row.is_active:
+            return None
+        entry = CachedToken(
+            token_hash=row.token_hash,
+            expires_at=row.expires_at,
+            last_used_at=row.last_used_at,
+            caller=Caller(token_id=token_id, id=row.user_id, is_admin=row.is_admin),
+            checked_at=time.monotonic(),
+        )
+        if cache is not None:
+            cache.put(generation, token_id, entry)
+    if not hmac.compare_digest(entry.token_hash, digest):
+        return None
+    if entry.expires_at is not None and entry.expires_at <= now:
+        return None
+    _touch(entry, now)
+    return entry.caller
+
+
+def _touch(entry: CachedToken, now: datetime) -> None:
     """Record use at a coarse resolution so that reads do not write on every request."""
     resolution = timedelta(seconds=current_app.config["TOKEN_LAST_USED_RESOLUTION"])
-    if token.last_used_at is None or now - token.last_used_at >= resolution:
-        token.last_used_at = now
+    if entry.last_used_at is None or now - entry.last_used_at >= resolution:
+        entry.last_used_at = now
+        db.session.execute(
+            update(ApiToken).where(ApiToken.id == entry.caller.token_id).values(last_used_at=now)
+        )
         db.session.commit()
 
 
-def revoke_token(token: ApiToken) -> None:
-    db.session.delete(token)
+# A commit that changed tokens or accounts empties this process's token cache at once (other
+# processes learn of it from the database's notification, see app/auth/cache.py). ORM changes
+# are seen at flush; statements that change such rows set the flag themselves.
+AUTH_CHANGED = "auth_changed"
+
+
+@event.listens_for(Session, "after_flush")
+def _note_auth_changes(session: Session, _context: Any) -> None:
+    if any(isinstance(obj, ApiToken | User) for obj in (*session.dirty, *session.deleted)):
+        session.info[AUTH_CHANGED] = True
+
+
+@event.listens_for(Session, "after_commit")
+def _forget_cached_tokens(session: Session) -> None:
+    if session.info.pop(AUTH_CHANGED, False) and has_app_context():
+        cache: TokenCache | None = current_app.extensions.get("token_cache")
+        if cache is not None:
+            cache.forget_all()
+
+
+@event.listens_for(Session, "after_rollback")
+def _nothing_changed(session: Session) -> None:
+    session.info.pop(AUTH_CHANGED, None)
+
+
+def revoke_token(token_id: int) -> None:
+    db.session.execute(delete(ApiToken).where(ApiToken.id == token_id))
+    db.session.info[AUTH_CHANGED] = True
     db.session.commit()
 
 
@@ -219,5 +285,6 @@ def prune_expired_tokens(*, dry_run: bool = False) -> int:
     result = db.session.execute(
         delete(ApiToken).where(expired).execution_options(synchronize_session=False)
     )
+    db.session.info[AUTH_CHANGED] = True
     db.session.commit()
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import Any
 
 from flask import current_app, request
+from sqlalchemy import Row
 
 from app.auth.guard import current_user, user_rate_key
 from app.downloads import download_response
@@ -12,7 +14,6 @@ from app.extensions import db, limiter
 from app.files import bp, services
 from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
 from app.http import json_body, load, validate
-from app.models import FileRecord
 from app.pagination import list_response
 from app.schemas import (
     CreateMetadataSchema,
@@ -94,16 +95,15 @@ def list_files():
 
 @bp.get("/<uuid:record_id>")
 def read_file(record_id: uuid.UUID):
-    record = services.find_record(services.visible_to(current_user()), record_id)
-    return record_schema.dump(record)
+    return record_rows.dump(services.read_record(current_user(), record_id))
 
 
 @bp.get("/<uuid:record_id>/download")
 def download_file(record_id: uuid.UUID):
     user = current_user()
 
-    def load() -> FileRecord:
-        record = services.find_record(services.visible_to(user), record_id)
+    def load() -> Row[Any]:
+        record = services.read_record(user, record_id)
         services.ensure_downloadable(
             record,
             is_admin=user.is_admin,

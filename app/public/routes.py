@@ -1,16 +1,17 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from flask import current_app, request
+from sqlalchemy import Row
 
 from app.downloads import download_response
 from app.files import services
 from app.http import load
-from app.models import FileRecord
 from app.pagination import list_response
 from app.public import bp
-from app.schemas import ListQuerySchema, public_record_rows, public_record_schema
+from app.schemas import ListQuerySchema, public_record_rows
 
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 
@@ -26,13 +27,13 @@ def list_released():
 
 @bp.get("/<uuid:record_id>")
 def read_released(record_id: uuid.UUID):
-    return public_record_schema.dump(services.find_record(services.released(), record_id))
+    return public_record_rows.dump(services.read_record(None, record_id))
 
 
 @bp.get("/<uuid:record_id>/download")
 def download_released(record_id: uuid.UUID):
-    def load() -> FileRecord:
-        record = services.find_record(services.released(), record_id)
+    def load() -> Row[Any]:
+        record = services.read_record(None, record_id)
         services.ensure_downloadable(
             record, is_admin=False, today=services.today_in(current_app.config["APP_TIMEZONE"])
         )

@@ -1,0 +1,148 @@
+"""Tokens already checked by this process, so that most protected requests need no query.
+
+Checking a token costs a database round trip on every request, more than the rest of reading
+a record. On PostgreSQL the callers of live tokens are kept here, and every change that could
+end a token is announced by the database itself: triggers on `api_tokens` and `users`
+(migration 0007) send a notification on the `auth_changes` channel when a token is deleted or
+changed, or an account is deactivated, changes role or is deleted, whoever makes the change
+(a request, `flask users deactivate` in another process, SQL by hand).
+
+The cache listens on a connection of its own. It does not need a thread: before each lookup
+it takes in, without waiting, whatever notifications have reached that connection, and any of
+them empties the cache. So the cache is exact for changes made in this process (they also
+empty it at once, see `forget_all`), and another process's change is seen as soon as
+PostgreSQL has delivered its notification, which it sends at commit (well under a
+millisecond on one host). While the listening connection is down, the cache is not used at
+all; entries are also re-checked after `max_age` seconds whatever happens, which bounds what
+a silently dropped connection could hide.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "auth_changes"
+
+# After a failed attempt to listen, how long lookups go to the database before the next one.
+RETRY_SECONDS = 5.0
+
+
+@dataclass
+class CachedToken:
+    token_hash: str
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    caller: Any  # app.auth.services.Caller
+    checked_at: float  # time.monotonic() of the query
+
+
+class TokenCache:
+    """Live tokens by id, for as long as nothing announces a change and `max_age` allows.
+
+    `connect` opens a PostgreSQL connection in autocommit mode (psycopg). Lookups go through
+    one lock; what they do under it takes microseconds, except (re)connecting, which happens
+    at most every `RETRY_SECONDS`.
+    """
+
+    def __init__(
+        self, connect: Callable[[], Any], max_age: float, max_entries: int = 10_000
+    ) -> None:
+        self._connect = connect
+        self.max_age = max_age
+        self.max_entries = max_entries
+        self._entries: dict[int, CachedToken] = {}
+        self._lock = threading.Lock()
+        self._connection: Any = None
+        self._retry_at = 0.0
+        # Bumped whenever entries are dropped: a lookup that began before cannot store what
+        # it read, which might be older than the change that dropped them.
+        self._generation = 0
+
+    def get(self, token_id: int) -> tuple[CachedToken | None, int | None]:
+        """The entry of a token, and the generation to pass to `put` after a query.
+
+        The generation is None while changes cannot be watched: then nothing may be stored.
+        """
+        with self._lock:
+            if not self._watching():
+                return None, None
+            entry = self._entries.get(token_id)
+            if entry is not None and time.monotonic() - entry.checked_at > self.max_age:
+                del self._entries[token_id]
+                entry = None
+            return entry, self._generation
+
+    def put(self, generation: int | None, token_id: int, entry: CachedToken) -> None:
+        with self._lock:
+            if generation is None or generation != self._generation:
+                return
+            if len(self._entries) >= self.max_entries:
+                self._entries.clear()
+            self._entries[token_id] = entry
+
+    def forget_all(self) -> None:
+        """Drop every entry; for a change this process has just committed."""
+        with self._lock:
+            self._drop_entries()
+
+    def reset(self) -> None:
+        """Drop every entry and the listening connection (a new one is opened when needed);
+        called when the engine's pool is disposed, e.g. at the end of a test or after a fork."""
+        with self._lock:
+            self._drop_entries()
+            self._close_connection()
+            self._retry_at = 0.0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # --- under the lock ---------------------------------------------------------------------
+
+    def _drop_entries(self) -> None:
+        self._entries.clear()
+        self._generation += 1
+
+    def _watching(self) -> bool:
+        """Apply every notification that has arrived; False when changes are not watched."""
+        if self._connection is None:
+            if time.monotonic() < self._retry_at:
+                return False
+            try:
+                connection = self._connect()
+                connection.execute(f"LISTEN {CHANNEL}")
+            except Exception as exc:  # noqa: BLE001 - any failure means: not watching
+                log.warning("token cache off: cannot listen for changes (%s)", exc)
+                self._retry_at = time.monotonic() + RETRY_SECONDS
+                return False
+            # Whatever changed while nobody listened: start empty.
+            self._connection = connection
+            self._drop_entries()
+        notified = False
+        try:
+            for _ in self._connection.notifies(timeout=0):
+                notified = True
+        except Exception as exc:  # noqa: BLE001
+            log.warning("token cache off: lost the connection that listens for changes (%s)", exc)
+            self._close_connection()
+            self._drop_entries()
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+            return False
+        if notified:
+            self._drop_entries()
+        return True
+
+    def _close_connection(self) -> None:
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            except Exception:  # noqa: BLE001 - it is being dropped anyway
+                pass
+            self._connection = None
