@@ -61,6 +61,7 @@ class TokenCache:
         self._entries: dict[int, CachedToken] = {}
         self._lock = threading.Lock()
         self._connection: Any = None
+        self._server_spoke = ""
         self._retry_at = 0.0
         # Bumped whenever entries are dropped: a lookup that began before cannot store what
         # it read, which might be older than the change that dropped them.
@@ -115,11 +116,18 @@ class TokenCache:
         if self._connection is None:
             if time.monotonic() < self._retry_at:
                 return False
+            connection = None
             try:
                 connection = self._connect()
                 connection.execute(f"LISTEN {CHANNEL}")
+                # The server says nothing on a connection that only listens, except when it
+                # is about to close it ("terminating connection ..."): libpq takes that
+                # message as a notice, and sees the closed socket only on a later read.
+                connection.add_notice_handler(self._on_notice)
             except Exception as exc:  # noqa: BLE001 - any failure means: not watching
                 log.warning("token cache off: cannot listen for changes (%s)", exc)
+                if connection is not None:
+                    connection.close()
                 self._retry_at = time.monotonic() + RETRY_SECONDS
                 return False
             # Whatever changed while nobody listened: start empty.
@@ -127,8 +135,14 @@ class TokenCache:
             self._drop_entries()
         notified = False
         try:
-            for _ in self._connection.notifies(timeout=0):
+            # libpq reads what has arrived, without waiting (`notifies(timeout=0)` may return
+            # before reading the socket, and so miss a connection the server has closed).
+            pgconn = self._connection.pgconn
+            pgconn.consume_input()
+            while pgconn.notifies() is not None:
                 notified = True
+            if self._server_spoke:
+                raise ConnectionError(self._server_spoke)
         except Exception as exc:  # noqa: BLE001
             log.warning("token cache off: lost the connection that listens for changes (%s)", exc)
             self._close_connection()
@@ -139,6 +153,9 @@ class TokenCache:
             self._drop_entries()
         return True
 
+    def _on_notice(self, diagnostic: Any) -> None:
+        self._server_spoke = diagnostic.message_primary or "a message from the server"
+
     def _close_connection(self) -> None:
         if self._connection is not None:
             try:
@@ -146,3 +163,4 @@ class TokenCache:
             except Exception:  # noqa: BLE001 - it is being dropped anyway
                 pass
             self._connection = None
+        self._server_spoke = ""

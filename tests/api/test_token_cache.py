@@ -1,0 +1,276 @@
+"""Checked tokens are remembered per process on PostgreSQL, and forgotten when they may end.
+
+Two apps on one database stand for two server processes ("replicas"). Every change that can
+end a token must reach both: at once in the process that made it, and through the database's
+notification in the other, whoever made the change (a request, the CLI, SQL by hand).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+from flask import Flask
+
+import app.auth.cache as token_cache
+import app.auth.services as auth_services
+from app import create_app
+from app.extensions import db
+from app.models import ApiToken, utcnow
+from tests.conftest import base_config, migrate_database
+from tests.support.api import Account, Api
+
+pytestmark = pytest.mark.postgres
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 2.0) -> float:
+    """How long `condition` took to hold; fails after `seconds`."""
+    start = time.monotonic()
+    while not condition():
+        if time.monotonic() - start > seconds:
+            pytest.fail(f"still not true after {seconds} s")
+        time.sleep(0.005)
+    return time.monotonic() - start
+
+
+class Replicas:
+    def __init__(self, url: str, tmp_path: Path) -> None:
+        self.url = url
+        self.tmp_path = tmp_path
+        self.apps: list[Flask] = []
+        self.a = self.app()
+        self.b = self.app()
+        self.api = Api(self.a, self.a.test_client())
+
+    def app(self, **overrides: Any) -> Flask:
+        app = create_app(
+            base_config(
+                SQLALCHEMY_DATABASE_URI=self.url,
+                STORAGE_LOCAL_ROOT=str(self.tmp_path / "storage"),
+                **overrides,
+            )
+        )
+        self.apps.append(app)
+        return app
+
+    def sql(self, *statements: str | tuple[str, tuple[Any, ...]]) -> None:
+        """Changes made by hand, outside the app, in one session (each statement commits)."""
+        url = sa.make_url(self.url).set(drivername="postgresql").render_as_string(False)
+        with psycopg.connect(url, autocommit=True) as conn:
+            for statement in statements:
+                query, params = statement if isinstance(statement, tuple) else (statement, ())
+                conn.execute(query, params)
+
+    def close(self) -> None:
+        for app in self.apps:
+            with app.app_context():
+                db.engine.dispose()
+
+
+def status(app: Flask, account: Account, path: str = "/api/files") -> int:
+    return app.test_client().get(path, headers=account.auth).status_code
+
+
+def token_queries(app: Flask) -> list[str]:
+    """Collects the statements `app` sends that read api_tokens."""
+    seen: list[str] = []
+    with app.app_context():
+        engine = db.engine
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def record(_conn, _cursor, statement, *_args) -> None:
+        if "FROM api_tokens" in statement:
+            seen.append(statement)
+
+    return seen
+
+
+@pytest.fixture
+def replicas(make_postgres_database, tmp_path: Path) -> Iterator[Replicas]:
+    url = make_postgres_database()
+    migrate_database(url, tmp_path)
+    replicas = Replicas(url, tmp_path)
+    yield replicas
+    replicas.close()
+
+
+def test_a_checked_token_is_not_read_again(replicas: Replicas):
+    alice = replicas.api.account("alice@example.org")
+    queries = token_queries(replicas.b)
+    assert [status(replicas.b, alice) for _ in range(20)] == [200] * 20
+    assert len(queries) == 1
+
+
+def test_a_wrong_secret_is_refused_even_for_a_cached_token(replicas: Replicas):
+    alice = replicas.api.account("alice@example.org")
+    assert status(replicas.b, alice) == 200
+    token_id, _, secret = alice.token.partition("|")
+    forged = Account(alice.id, alice.email, alice.password, f"{token_id}|{secret[:-1]}x")
+    assert status(replicas.b, forged) == 401
+    assert status(replicas.b, alice) == 200
+
+
+def test_revoking_answers_401_at_once_in_the_same_process(replicas: Replicas):
+    alice = replicas.api.account("alice@example.org")
+    client = replicas.b.test_client()
+    assert client.get("/api/files", headers=alice.auth).status_code == 200
+    assert client.delete("/api/tokens/current", headers=alice.auth).status_code == 204
+    assert client.get("/api/files", headers=alice.auth).status_code == 401
+
+
+def revoke_in_a(replicas: Replicas, alice: Account) -> None:
+    client = replicas.a.test_client()
+    assert client.delete("/api/tokens/current", headers=alice.auth).status_code == 204
+
+
+def deactivate_with_the_cli(replicas: Replicas, alice: Account) -> None:
+    result = replicas.a.test_cli_runner().invoke(args=["users", "deactivate", alice.email])
+    assert result.exit_code == 0, result.output
+
+
+def delete_by_hand(replicas: Replicas, alice: Account) -> None:
+    replicas.sql(("DELETE FROM api_tokens WHERE user_id = %s", (alice.id,)))
+
+
+def deactivate_by_hand(replicas: Replicas, alice: Account) -> None:
+    replicas.sql(("UPDATE users SET is_active = false WHERE id = %s", (alice.id,)))
+
+
+def expire_by_hand(replicas: Replicas, alice: Account) -> None:
+    replicas.sql("UPDATE api_tokens SET expires_at = now() - interval '1 second'")
+
+
+def truncate_by_hand(replicas: Replicas, alice: Account) -> None:
+    replicas.sql("TRUNCATE api_tokens")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        revoke_in_a,
+        deactivate_with_the_cli,
+        delete_by_hand,
+        deactivate_by_hand,
+        expire_by_hand,
+        truncate_by_hand,
+    ],
+)
+def test_a_change_made_elsewhere_ends_the_cached_token(replicas: Replicas, change):
+    alice = replicas.api.account("alice@example.org")
+    assert status(replicas.b, alice) == 200
+    assert len(replicas.b.extensions["token_cache"]) == 1
+    change(replicas, alice)
+    # Pushed by PostgreSQL at commit: milliseconds, not the cache's 60 seconds.
+    assert wait_for(lambda: status(replicas.b, alice) == 401, seconds=2.0) < 1.0
+
+
+def test_a_role_change_made_elsewhere_is_seen(replicas: Replicas):
+    alice = replicas.api.account("alice@example.org")
+    bob = replicas.api.account("bob@example.org")
+    record = replicas.api.create(bob)
+    path = f"/api/files/{record['id']}"
+    assert status(replicas.b, alice, path) == 404  # not hers
+    result = replicas.a.test_cli_runner().invoke(
+        args=["provision-admin", "--email", alice.email, "--password", alice.password]
+    )
+    assert result.exit_code == 0, result.output
+    wait_for(lambda: status(replicas.b, alice, path) == 200)
+
+
+def test_the_last_use_is_still_recorded(replicas: Replicas):
+    app = replicas.app(TOKEN_LAST_USED_RESOLUTION=0)
+    alice = replicas.api.account("alice@example.org")
+    token_id = int(alice.token.split("|")[0])
+
+    def last_used() -> Any:
+        with app.app_context():
+            value = db.session.get(ApiToken, token_id).last_used_at
+            db.session.remove()
+            return value
+
+    assert status(app, alice) == 200
+    first = last_used()
+    time.sleep(0.01)
+    assert status(app, alice) == 200  # from the cache
+    assert last_used() > first
+
+
+def test_a_cached_token_still_expires(replicas: Replicas, monkeypatch: pytest.MonkeyPatch):
+    app = replicas.app(TOKEN_TTL_MINUTES=5)
+    client = app.test_client()
+    alice = replicas.api.account("alice@example.org")
+    token = client.post(
+        "/api/tokens",
+        json={"email": alice.email, "password": alice.password, "token_name": "short"},
+    ).get_json()["token"]
+    short = Account(alice.id, alice.email, alice.password, token)
+    queries = token_queries(app)
+    assert status(app, short) == 200
+    later = utcnow() + timedelta(minutes=5, seconds=1)
+    monkeypatch.setattr(auth_services, "utcnow", lambda: later)
+    assert status(app, short) == 401
+    assert len(queries) == 1  # the expiry was read from the cache
+
+
+def test_without_a_listening_connection_the_cache_is_not_used(replicas: Replicas):
+    alice = replicas.api.account("alice@example.org")
+    assert status(replicas.b, alice) == 200
+    # The listening connection dies (and takes no notification with it), then the token is
+    # deleted: the next check must not trust what the cache holds.
+    replicas.sql(
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+        "WHERE query = 'LISTEN auth_changes' AND datname = current_database()"
+    )
+    replicas.sql("DELETE FROM api_tokens")
+    assert status(replicas.b, alice) == 401
+
+
+def test_the_cache_listens_again_after_losing_its_connection(
+    replicas: Replicas, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(token_cache, "RETRY_SECONDS", 0.0)
+    alice = replicas.api.account("alice@example.org")
+    assert status(replicas.b, alice) == 200
+    replicas.sql(
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+        "WHERE query = 'LISTEN auth_changes' AND datname = current_database()"
+    )
+    assert status(replicas.b, alice) == 200  # checked in the database meanwhile
+    queries = token_queries(replicas.b)
+    assert [status(replicas.b, alice) for _ in range(5)] == [200] * 5
+    assert len(queries) == 1  # listening again: cached from the first of these
+    deactivate_by_hand(replicas, alice)
+    wait_for(lambda: status(replicas.b, alice) == 401)
+
+
+def test_entries_are_checked_again_after_max_age(replicas: Replicas):
+    app = replicas.app(TOKEN_CACHE_SECONDS=1)
+    alice = replicas.api.account("alice@example.org")
+    assert status(app, alice) == 200
+    # A change that sends no notification (triggers off for this session) shows after the
+    # entry's age runs out: the bound on what a silently lost notification could hide.
+    replicas.sql(
+        "SET session_replication_role = replica",
+        ("DELETE FROM api_tokens WHERE user_id = %s", (alice.id,)),
+    )
+    assert status(app, alice) == 200
+    assert 0.5 < wait_for(lambda: status(app, alice) == 401, seconds=3.0) < 1.5
+
+
+def test_sqlite_has_no_token_cache(make_sqlite_app):
+    assert "token_cache" not in make_sqlite_app().extensions
+
+
+def test_the_cache_can_be_turned_off(replicas: Replicas):
+    app = replicas.app(TOKEN_CACHE_SECONDS=0)
+    assert "token_cache" not in app.extensions
+    alice = replicas.api.account("alice@example.org")
+    queries = token_queries(app)
+    assert [status(app, alice) for _ in range(3)] == [200] * 3
+    assert len(queries) == 3
