@@ -96,6 +96,13 @@ def test_anonymous_requests_are_refused(seaweedfs: SeaweedFS, storage: S3Storage
 def test_multipart_with_real_part_sizes_is_byte_exact(storage: S3Storage) -> None:
     key = "files/big/object"
     data = os.urandom(16 * MiB)
+    sent: list[tuple[str, bytes]] = []
+
+    def note(request: Any, **_: Any) -> None:
+        sent.append((request.method, request.headers.get("x-amz-content-sha256")))
+
+    # Bodies go up unsigned (no second SHA-256 pass in the app), and the server takes that.
+    storage.client.meta.events.register("before-send.s3.UploadPart", note)
     with storage.writer(key) as writer:
         for chunk in chunked(data, 256 * 1024 + 1):
             writer.write(chunk)
@@ -110,6 +117,7 @@ def test_multipart_with_real_part_sizes_is_byte_exact(storage: S3Storage) -> Non
     assert pending_uploads(storage) == []
     with storage.open(key) as reader:
         assert digest(b"".join(reader)) == digest(data)
+    assert sent == [("PUT", b"UNSIGNED-PAYLOAD")] * 3
 
 
 def test_wrong_credentials_are_reported_by_check(
