@@ -7,6 +7,7 @@ rule works on this sample and treats bytes outside it as unknown.
 from __future__ import annotations
 
 import io
+from collections import deque
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -103,13 +104,18 @@ def _read_exactly(fileobj: BinaryIO, count: int) -> bytes:
 
 
 class SampleCollector:
-    """Builds a Sample while an upload streams past, keeping only the head and a rolling tail."""
+    """Builds a Sample while an upload streams past, keeping only the head and a rolling tail.
 
-    __slots__ = ("_head", "_tail", "_size")
+    The tail is kept as the last chunks themselves, not copied into a buffer: shifting a 1 MiB
+    buffer for every chunk cost as much as writing the upload to disk.
+    """
+
+    __slots__ = ("_head", "_tail", "_tail_size", "_size")
 
     def __init__(self) -> None:
         self._head = bytearray()
-        self._tail = bytearray()
+        self._tail: deque[bytes] = deque()
+        self._tail_size = 0
         self._size = 0
 
     @property
@@ -118,23 +124,26 @@ class SampleCollector:
         return self._size
 
     def feed(self, chunk: bytes | bytearray | memoryview) -> None:
-        """Account for the next chunk of the content; work and memory are bounded by the chunk."""
-        view = memoryview(chunk).cast("B")
-        count = len(view)
+        """Account for the next chunk of the content; memory stays within the head, the tail
+        and one chunk."""
+        data = chunk if type(chunk) is bytes else bytes(chunk)  # never a buffer reused later
+        count = len(data)
         if not count:
             return
         self._size += count
         missing = HEAD_BYTES - len(self._head)
         if missing > 0:
-            self._head += view[:missing]
-        if count >= TAIL_BYTES:
-            self._tail = bytearray(view[count - TAIL_BYTES :])
-            return
-        self._tail += view
-        excess = len(self._tail) - TAIL_BYTES
-        if excess > 0:
-            del self._tail[:excess]
+            self._head += data[:missing]
+        self._tail.append(data)
+        self._tail_size += count
+        while self._tail_size - len(self._tail[0]) >= TAIL_BYTES:
+            self._tail_size -= len(self._tail.popleft())
 
     def sample(self) -> Sample:
         """The sample of everything fed so far."""
-        return Sample(head=bytes(self._head), tail=bytes(self._tail), size=self._size)
+        tail = b"".join(self._tail)
+        return Sample(
+            head=bytes(self._head),
+            tail=tail[len(tail) - TAIL_BYTES :] if len(tail) > TAIL_BYTES else tail,
+            size=self._size,
+        )
