@@ -110,10 +110,11 @@ class SampleCollector:
     buffer for every chunk cost as much as writing the upload to disk.
     """
 
-    __slots__ = ("_head", "_tail", "_tail_size", "_size")
+    __slots__ = ("_head", "_head_size", "_tail", "_tail_size", "_size")
 
     def __init__(self) -> None:
-        self._head = bytearray()
+        self._head: list[bytes] = []
+        self._head_size = 0
         self._tail: deque[bytes] = deque()
         self._tail_size = 0
         self._size = 0
@@ -131,19 +132,19 @@ class SampleCollector:
         if not count:
             return
         self._size += count
-        missing = HEAD_BYTES - len(self._head)
+        missing = HEAD_BYTES - self._head_size
         if missing > 0:
-            self._head += data[:missing]
+            self._head.append(data if count <= missing else data[:missing])
+            self._head_size += min(count, missing)
         self._tail.append(data)
         self._tail_size += count
         while self._tail_size - len(self._tail[0]) >= TAIL_BYTES:
             self._tail_size -= len(self._tail.popleft())
 
     def sample(self) -> Sample:
-        """The sample of everything fed so far."""
-        tail = b"".join(self._tail)
-        return Sample(
-            head=bytes(self._head),
-            tail=tail[len(tail) - TAIL_BYTES :] if len(tail) > TAIL_BYTES else tail,
-            size=self._size,
-        )
+        """The sample of everything fed so far (each byte of it copied once, here)."""
+        tail: list[bytes | memoryview] = list(self._tail)
+        excess = self._tail_size - TAIL_BYTES
+        if excess > 0:
+            tail[0] = memoryview(tail[0])[excess:]
+        return Sample(head=b"".join(self._head), tail=b"".join(tail), size=self._size)

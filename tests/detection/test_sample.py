@@ -147,6 +147,16 @@ def test_collector_accepts_bytearray_and_memoryview() -> None:
     assert collector.sample() == Sample.from_bytes(b"abcdef")
 
 
+def test_collector_keeps_nothing_of_a_buffer_the_caller_reuses() -> None:
+    buffer = bytearray(b"first")
+    collector = SampleCollector()
+    collector.feed(buffer)
+    collector.feed(memoryview(buffer))
+    buffer[:] = b"XXXXX"
+
+    assert collector.sample() == Sample.from_bytes(b"firstfirst")
+
+
 def test_collector_memory_stays_bounded_while_streaming() -> None:
     chunk = content(64 * 1024)
     collector = SampleCollector()
