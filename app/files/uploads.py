@@ -12,7 +12,9 @@ import hashlib
 import logging
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -168,8 +170,12 @@ class _FilePart:
         self.sample.feed(chunk)
         self.writer.write(chunk)
 
-    def finish(self) -> None:
+    def finish(self, commit: Callable[[ObjectWriter], None] | None = None) -> None:
+        """Check the finished part; an accepted one is committed, by `commit` if given
+        (which then sets `staged.key` once the object is stored), others are aborted."""
         staged = self.staged
+        if commit is None:
+            commit = self._commit_now
         if staged.size > self.max_size:
             staged.error = (
                 f"The {staged.field} field must not be greater than "
@@ -186,12 +192,16 @@ class _FilePart:
                     f"{ALLOWED_EXTENSIONS}. {exc.reason}"
                 )
         if staged.error is None and self.writer is not None:
-            self.writer.commit()
-            self.writer = None
-            staged.key = self.key
             staged.sha256 = self.hasher.hexdigest()
+            # Handed over: a failed commit aborts its own writer.
+            writer, self.writer = self.writer, None
+            commit(writer)
         else:
             self.abort()
+
+    def _commit_now(self, writer: ObjectWriter) -> None:
+        writer.commit()
+        self.staged.key = self.key
 
     def abort(self) -> None:
         self.hasher.close()
@@ -253,6 +263,67 @@ def _events(stream: BinaryIO, boundary: bytes) -> Iterator[Event]:
     raise MalformedUpload()
 
 
+class _Commits:
+    """Commits the accepted files of one upload, up to `in_background` of them in threads.
+
+    Where a commit holds no memory (the local backend's fsync and rename), the next file is
+    parsed while the previous ones are made durable; the disk then also merges their journal
+    flushes. With 0 each file is committed before reading on. `settle` waits for all of them;
+    an object counts as stored (`staged.key`) only once its commit has returned.
+    """
+
+    def __init__(self, in_background: int) -> None:
+        self.in_background = in_background
+        self.pending: deque[tuple[StagedFile, str | None, Future[None]]] = deque()
+
+    def commit(self, staged: StagedFile, key: str | None) -> Callable[[ObjectWriter], None]:
+        def start(writer: ObjectWriter) -> None:
+            if not self.in_background:
+                writer.commit()
+                staged.key = key
+                return
+            self.pending.append((staged, key, _commit_pool().submit(writer.commit)))
+            while len(self.pending) > self.in_background:
+                self._settle_oldest(raise_errors=True)
+
+        return start
+
+    def settle(self, raise_errors: bool = True) -> None:
+        """Wait for every commit; with `raise_errors`, the first failure is raised (after
+        all have ended, so that no commit is still running when the upload is discarded)."""
+        error: BaseException | None = None
+        while self.pending:
+            try:
+                self._settle_oldest(raise_errors=True)
+            except BaseException as exc:  # noqa: BLE001 - kept, raised below
+                error = error or exc
+        if error is not None and raise_errors:
+            raise error
+
+    def _settle_oldest(self, raise_errors: bool) -> None:
+        staged, key, future = self.pending.popleft()
+        try:
+            future.result()
+        except BaseException:
+            if raise_errors:
+                raise
+            return
+        staged.key = key
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _commit_pool() -> ThreadPoolExecutor:
+    """The threads that commit files in the background, shared by all uploads."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(8, thread_name_prefix="upload-commit")
+        return _pool
+
+
 class _UploadReader:
     """Turns the decoder's events into stored files and form fields."""
 
@@ -272,6 +343,7 @@ class _UploadReader:
         self.max_file_size = max_file_size
         self.max_files = max_files
         self.upload = ReceivedUpload()
+        self.commits = _Commits(storage.commits_in_background)
         self.part: _FilePart | None = None
         self.field_name: str | None = None
         self.field_value = bytearray()
@@ -299,7 +371,7 @@ class _UploadReader:
         if self.part is not None:
             self.part.write(event.data)
             if not event.more_data:
-                self.part.finish()
+                self.part.finish(self.commits.commit(self.part.staged, self.part.key))
                 self.part = None
         elif self.field_name is not None:
             self.fields_size += len(event.data)
@@ -321,6 +393,7 @@ class _UploadReader:
     def abort(self) -> None:
         if self.part is not None:
             self.part.abort()
+        self.commits.settle(raise_errors=False)
         self.upload.discard(self.storage)
 
 
@@ -349,6 +422,7 @@ def receive_upload(
                 reader.start_field(event)
             elif isinstance(event, Data):
                 reader.data(event)
+        reader.commits.settle()
     except BaseException:
         reader.abort()
         raise

@@ -214,6 +214,10 @@ class StoredObject:
 class Storage(ABC):
     """Where file contents live; the database only holds their keys."""
 
+    #: How many finished objects of one upload may be committed in the background while the
+    #: upload reads on. Only for backends whose commit holds no memory; 0: commit in turn.
+    commits_in_background = 0
+
     def __init__(self, chunk_size: int = DEFAULT_CHUNK_SIZE) -> None:
         self.chunk_size = check_chunk_size(chunk_size)
 

@@ -115,6 +115,9 @@ class LocalObjectWriter(ObjectWriter):
 class LocalStorage(Storage):
     """Objects stored as files under ``root``; keys map to relative paths."""
 
+    # fsync and rename: nothing is held in memory, and parallel flushes share the journal's.
+    commits_in_background = 4
+
     def __init__(self, root: str | os.PathLike[str], chunk_size: int = DEFAULT_CHUNK_SIZE) -> None:
         super().__init__(chunk_size)
         self.root = Path(root).absolute()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from sqlalchemy.exc import OperationalError
 
@@ -67,6 +69,64 @@ def test_storage_failure_on_a_later_file_rolls_back_the_whole_upload(
         "message": "Service unavailable: the file storage cannot be reached."
     }
     assert api.rows() == [] and api.objects() == set()
+
+
+class FailingCommit(FailingWriter):
+    """A writer whose commit fails (and aborts itself, as the real ones do)."""
+
+    def commit(self) -> None:
+        self.inner.abort()
+        raise StorageUnavailable("fsync failed")
+
+
+class SlowCommit(FailingWriter):
+    def commit(self) -> None:
+        time.sleep(0.05)
+        self.inner.commit()
+
+
+def wrap_writers(api: Api, monkeypatch: pytest.MonkeyPatch, wrap) -> None:
+    storage = api.app.extensions["storage"]
+    original = storage.writer
+    calls = {"n": 0}
+
+    def writer(key: str):
+        calls["n"] += 1
+        return wrap(calls["n"], original(key))
+
+    monkeypatch.setattr(storage, "writer", writer)
+
+
+@pytest.mark.parametrize("failing", [1, 3, 6])
+def test_a_failed_store_of_any_file_rolls_back_the_whole_upload(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch, failing: int
+):
+    """Also when the files before and after it were committed in the background."""
+    wrap_writers(
+        api,
+        monkeypatch,
+        lambda n, inner: FailingCommit(inner, 10**9) if n == failing else SlowCommit(inner, 10**9),
+    )
+    files = [(f"{i}.pdf", samples.pdf_bytes()) for i in range(6)]
+    response = api.upload(alice, files)
+    assert response.status_code == 503
+    time.sleep(0.3)  # no commit still running lands an object after the answer either
+    assert api.rows() == [] and api.objects() == set()
+
+
+def test_files_committed_in_the_background_are_all_stored_before_the_answer(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    wrap_writers(api, monkeypatch, lambda n, inner: SlowCommit(inner, 10**9))
+    files = [(f"{i}.txt", f"file {i}\n".encode()) for i in range(8)]
+    response = api.upload(alice, files)
+    assert response.status_code == 201
+    monkeypatch.undo()
+    created = response.get_json()["files"]
+    assert len(api.objects()) == 8 == len(api.rows())
+    for i, record in enumerate(created):
+        download = api.get(f"/api/files/{record['id']}/download", alice)
+        assert download.data == f"file {i}\n".encode()
 
 
 def test_failed_commit_removes_the_stored_objects(
