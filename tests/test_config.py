@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
             "RATELIMIT_STORAGE_URI",
         ),
         ({"PROXY_COUNT": -1}, "PROXY_COUNT"),
+        ({"TOKEN_CACHE_SECONDS": -5}, "TOKEN_CACHE_SECONDS"),
         ({"STORAGE_BACKEND": "s3", "S3_BUCKET": "b", "S3_PART_SIZE": 1024}, "S3_PART_SIZE"),
     ],
 )
@@ -51,6 +52,7 @@ def test_wrong_settings_are_named(tmp_path: Path, overrides: dict, setting: str)
         ({"STORAGE_BACKEND": "s3"}, "S3_BUCKET"),
         ({"PORT": "eighty"}, "PORT"),
         ({"TOKEN_TTL_MINUTES": "soon"}, "TOKEN_TTL_MINUTES"),
+        ({"TOKEN_CACHE_SECONDS": "a minute"}, "TOKEN_CACHE_SECONDS"),
         ({"RATELIMIT_STORAGE_URI": "carrier-pigeon://coop"}, "RATELIMIT_STORAGE_URI"),
     ],
 )
@@ -81,6 +83,7 @@ def test_environment_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.setenv("TOKEN_TTL_MINUTES", "60")
     monkeypatch.setenv("PORT", "9000")
     monkeypatch.setenv("S3_PARTS_IN_FLIGHT", "2")
+    monkeypatch.setenv("TOKEN_CACHE_SECONDS", "15")
     app = create_app({"TESTING": True})
     assert app.config["SQLALCHEMY_DATABASE_URI"].endswith("env.sqlite3")
     assert app.config["STORAGE_LOCAL_ROOT"] == str(tmp_path / "blobs")
@@ -88,3 +91,4 @@ def test_environment_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     assert app.config["TOKEN_TTL_MINUTES"] == 60
     assert app.config["PORT"] == 9000
     assert app.config["S3_PARTS_IN_FLIGHT"] == 2
+    assert app.config["TOKEN_CACHE_SECONDS"] == 15

@@ -4,6 +4,7 @@ database and the bucket agree."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,17 @@ def test_database_down_answers_503(stack: Stack):
     stack.pg.set_mode("pass")
     assert stack.stored_paths() == stack.objects()
     assert len(stack.api.rows()) == 1
+
+
+def test_connections_the_database_dropped_while_idle_are_replaced(stack: Stack):
+    """Pooled connections are checked before use once idle for DB_PING_AFTER_IDLE_SECONDS:
+    after a database restart (here: every connection cut) the next request just works."""
+    alice = stack.api.account("alice@example.org")
+    assert stack.api.get("/api/files", alice).status_code == 200
+    stack.pg.cut_all()
+    time.sleep(stack.app.config["DB_PING_AFTER_IDLE_SECONDS"] + 0.1)
+    assert stack.api.get("/api/files", alice).status_code == 200
+    assert stack.api.client.get("/api/public/files").status_code == 200
 
 
 def test_database_lost_after_the_objects_were_stored(stack: Stack, monkeypatch: pytest.MonkeyPatch):
