@@ -91,7 +91,7 @@ def _token_cache(app: Flask, engine: Any) -> Any:
         return None
     import psycopg
 
-    from app.auth.cache import TokenCache
+    from app.auth.cache import LISTENER_NAME, TokenCache
 
     cargs, cparams = engine.dialect.create_connect_args(engine.url)
     options = {
@@ -104,6 +104,8 @@ def _token_cache(app: Flask, engine: Any) -> Any:
         "keepalives_idle": 30,
         "keepalives_interval": 10,
         "keepalives_count": 3,
+        # So that operators can tell it in pg_stat_activity.
+        "application_name": LISTENER_NAME,
     }
     return TokenCache(lambda: psycopg.connect(*cargs, **options), max_age=seconds)
 

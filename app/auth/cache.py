@@ -20,6 +20,7 @@ a silently dropped connection could hide.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +31,10 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 CHANNEL = "auth_changes"
+#: The application_name of the listening connections, as pg_stat_activity shows them.
+LISTENER_NAME = "file-repository token cache"
+#: The triggers of migration 0007 that send the notifications.
+TRIGGERS = ("api_tokens_auth_changes", "users_auth_changes")
 
 # After a failed attempt to listen, how long lookups go to the database before the next one.
 RETRY_SECONDS = 5.0
@@ -48,8 +53,9 @@ class TokenCache:
     """Live tokens by id, for as long as nothing announces a change and `max_age` allows.
 
     `connect` opens a PostgreSQL connection in autocommit mode (psycopg). Lookups go through
-    one lock; what they do under it takes microseconds, except (re)connecting, which happens
-    at most every `RETRY_SECONDS`.
+    one lock and what they do under it takes microseconds; (re)connecting happens outside
+    it, by one thread at a time and at most every `RETRY_SECONDS`, while the others check
+    their tokens in the database.
     """
 
     def __init__(
@@ -61,6 +67,7 @@ class TokenCache:
         self._entries: dict[int, CachedToken] = {}
         self._lock = threading.Lock()
         self._connection: Any = None
+        self._pid = os.getpid()
         self._server_spoke = ""
         self._retry_at = 0.0
         # Bumped whenever entries are dropped: a lookup that began before cannot store what
@@ -73,7 +80,13 @@ class TokenCache:
         The generation is None while changes cannot be watched: then nothing may be stored.
         """
         with self._lock:
-            if not self._watching():
+            opening = self._connection is None and time.monotonic() >= self._retry_at
+            if opening:
+                self._retry_at = time.monotonic() + RETRY_SECONDS  # the others go on meanwhile
+        if opening:
+            self._install(self._listen())
+        with self._lock:
+            if not self._drained():
                 return None, None
             entry = self._entries.get(token_id)
             if entry is not None and time.monotonic() - entry.checked_at > self.max_age:
@@ -105,34 +118,59 @@ class TokenCache:
     def __len__(self) -> int:
         return len(self._entries)
 
+    # --- (re)connecting, outside the lock ---------------------------------------------------
+
+    def _listen(self) -> Any:
+        """A connection listening for changes, or None (then the cache stays off a while)."""
+        connection = None
+        try:
+            connection = self._connect()
+            connection.execute(f"LISTEN {CHANNEL}")
+            # LISTEN succeeds whether or not anything will ever notify: without the triggers
+            # (migration 0007 not applied) a revocation elsewhere would go unnoticed.
+            triggers = connection.execute(
+                "SELECT count(*) FROM pg_trigger WHERE tgname = ANY(%s)", (list(TRIGGERS),)
+            ).fetchone()[0]
+            if triggers != len(TRIGGERS):
+                raise LookupError(
+                    f"triggers {', '.join(TRIGGERS)} missing (run `flask db upgrade`)"
+                )
+            # The server says nothing on a connection that only listens, except when it
+            # is about to close it ("terminating connection ..."): libpq takes that
+            # message as a notice, and sees the closed socket only on a later read.
+            connection.add_notice_handler(self._on_notice)
+        except Exception as exc:  # noqa: BLE001 - any failure means: not watching
+            log.warning("token cache off: cannot listen for changes (%s)", exc)
+            if connection is not None:
+                connection.close()
+            return None
+        return connection
+
+    def _install(self, connection: Any) -> None:
+        with self._lock:
+            if connection is None or self._connection is not None:
+                if connection is not None:
+                    connection.close()
+                return
+            # Whatever changed while nobody listened: start empty.
+            self._connection = connection
+            self._pid = os.getpid()
+            self._drop_entries()
+
     # --- under the lock ---------------------------------------------------------------------
 
     def _drop_entries(self) -> None:
         self._entries.clear()
         self._generation += 1
 
-    def _watching(self) -> bool:
+    def _drained(self) -> bool:
         """Apply every notification that has arrived; False when changes are not watched."""
         if self._connection is None:
-            if time.monotonic() < self._retry_at:
-                return False
-            connection = None
-            try:
-                connection = self._connect()
-                connection.execute(f"LISTEN {CHANNEL}")
-                # The server says nothing on a connection that only listens, except when it
-                # is about to close it ("terminating connection ..."): libpq takes that
-                # message as a notice, and sees the closed socket only on a later read.
-                connection.add_notice_handler(self._on_notice)
-            except Exception as exc:  # noqa: BLE001 - any failure means: not watching
-                log.warning("token cache off: cannot listen for changes (%s)", exc)
-                if connection is not None:
-                    connection.close()
-                self._retry_at = time.monotonic() + RETRY_SECONDS
-                return False
-            # Whatever changed while nobody listened: start empty.
-            self._connection = connection
+            return False
+        if self._pid != os.getpid():  # forked: the connection belongs to the parent
             self._drop_entries()
+            self._close_connection()
+            return False
         notified = False
         try:
             # libpq reads what has arrived, without waiting (`notifies(timeout=0)` may return
@@ -145,8 +183,8 @@ class TokenCache:
                 raise ConnectionError(self._server_spoke)
         except Exception as exc:  # noqa: BLE001
             log.warning("token cache off: lost the connection that listens for changes (%s)", exc)
-            self._close_connection()
             self._drop_entries()
+            self._close_connection()
             self._retry_at = time.monotonic() + RETRY_SECONDS
             return False
         if notified:
@@ -157,10 +195,11 @@ class TokenCache:
         self._server_spoke = diagnostic.message_primary or "a message from the server"
 
     def _close_connection(self) -> None:
-        if self._connection is not None:
-            try:
-                self._connection.close()
-            except Exception:  # noqa: BLE001 - it is being dropped anyway
-                pass
-            self._connection = None
+        connection, self._connection = self._connection, None
         self._server_spoke = ""
+        if connection is None or self._pid != os.getpid():
+            return  # a forked child must not close its parent's connection
+        try:
+            connection.close()
+        except Exception:  # noqa: BLE001 - it is being dropped anyway
+            pass

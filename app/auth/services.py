@@ -13,6 +13,7 @@ from typing import Any
 
 from flask import current_app, has_app_context
 from sqlalchemy import bindparam, delete, event, func, select, update
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
@@ -108,6 +109,7 @@ def resolve_token(plain: str) -> Caller | None:
     token_id, digest, now = int(token_id_text), _digest(secret), utcnow()
     cache: TokenCache | None = current_app.extensions.get("token_cache")
     entry, generation = cache.get(token_id) if cache is not None else (None, None)
+    cached = entry is not None
     if entry is None:
         row = db.session.connection().execute(_TOKEN_CHECK, {"token_id": token_id}).first()
         if row is None or not row.is_active:
@@ -119,12 +121,12 @@ def resolve_token(plain: str) -> Caller | None:
             caller=Caller(token_id=token_id, id=row.user_id, is_admin=row.is_admin),
             checked_at=time.monotonic(),
         )
-        if cache is not None:
-            cache.put(generation, token_id, entry)
     if not hmac.compare_digest(entry.token_hash, digest):
         return None
     if entry.expires_at is not None and entry.expires_at <= now:
         return None
+    if cache is not None and not cached:
+        cache.put(generation, token_id, entry)  # only tokens that were presented rightly
     _touch(entry, now)
     return entry.caller
 
@@ -146,10 +148,26 @@ def _touch(entry: CachedToken, now: datetime) -> None:
 AUTH_CHANGED = "auth_changed"
 
 
+# What a token check reads: a change to any of these can end a token (the same columns
+# as the triggers of migration 0007).
+_CHECKED_COLUMNS = {
+    ApiToken: ("token_hash", "expires_at", "user_id"),
+    User: ("is_active", "is_admin"),
+}
+
+
 @event.listens_for(Session, "after_flush")
 def _note_auth_changes(session: Session, _context: Any) -> None:
-    if any(isinstance(obj, ApiToken | User) for obj in (*session.dirty, *session.deleted)):
-        session.info[AUTH_CHANGED] = True
+    for obj in session.deleted:
+        if isinstance(obj, ApiToken | User):
+            session.info[AUTH_CHANGED] = True
+            return
+    for obj in session.dirty:
+        columns = _CHECKED_COLUMNS.get(type(obj), ())
+        attrs = sa_inspect(obj).attrs
+        if any(attrs[name].history.has_changes() for name in columns):
+            session.info[AUTH_CHANGED] = True
+            return
 
 
 @event.listens_for(Session, "after_commit")
