@@ -282,9 +282,14 @@ class _Commits:
                 writer.commit()
                 staged.key = key
                 return
-            self.pending.append((staged, key, _commit_pool().submit(writer.commit)))
+            try:
+                future = _commit_pool().submit(writer.commit)
+            except BaseException:
+                writer.abort()
+                raise
+            self.pending.append((staged, key, future))
             while len(self.pending) > self.in_background:
-                self._settle_oldest(raise_errors=True)
+                self._settle_oldest()
 
         return start
 
@@ -294,20 +299,19 @@ class _Commits:
         error: BaseException | None = None
         while self.pending:
             try:
-                self._settle_oldest(raise_errors=True)
+                self._settle_oldest()
             except BaseException as exc:  # noqa: BLE001 - kept, raised below
                 error = error or exc
         if error is not None and raise_errors:
             raise error
 
-    def _settle_oldest(self, raise_errors: bool) -> None:
-        staged, key, future = self.pending.popleft()
+    def _settle_oldest(self) -> None:
+        staged, key, future = self.pending[0]
         try:
-            future.result()
-        except BaseException:
-            if raise_errors:
-                raise
-            return
+            future.result()  # an interruption here leaves the commit pending, to settle again
+        finally:
+            if future.done():
+                self.pending.popleft()
         staged.key = key
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -80,7 +81,10 @@ class FailingCommit(FailingWriter):
 
 
 class SlowCommit(FailingWriter):
+    threads: set[str] = set()
+
     def commit(self) -> None:
+        SlowCommit.threads.add(threading.current_thread().name)
         time.sleep(0.05)
         self.inner.commit()
 
@@ -118,9 +122,16 @@ def test_files_committed_in_the_background_are_all_stored_before_the_answer(
     api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
 ):
     wrap_writers(api, monkeypatch, lambda n, inner: SlowCommit(inner, 10**9))
+    SlowCommit.threads.clear()
     files = [(f"{i}.txt", f"file {i}\n".encode()) for i in range(8)]
     response = api.upload(alice, files)
     assert response.status_code == 201
+    if api.app.extensions["storage"].commits_in_background:  # local: beside the parsing
+        assert all(name.startswith("upload-commit") for name in SlowCommit.threads)
+    else:  # S3: a commit holds its part in memory, so each is made in turn
+        assert SlowCommit.threads == {threading.current_thread().name}
+        {"upload-commit"} if background else {threading.current_thread().name.rpartition("_")[0]}
+    )
     monkeypatch.undo()
     created = response.get_json()["files"]
     assert len(api.objects()) == 8 == len(api.rows())
