@@ -42,17 +42,24 @@ def new_object_key(record_id: uuid.UUID) -> str:
 # --- who may see what ------------------------------------------------------------------
 
 
+# Who may see what, written once: the public sees released records, a signed-in user their
+# own ones, an administrator all of them.
+RELEASED = FileRecord.freigabe.is_(True)
+
+
+def _owned_by(owner: Any) -> Any:
+    return FileRecord.user_id == owner
+
+
 def visible_to(user: Caller) -> Select[tuple[FileRecord]]:
     """Records a signed-in caller may read and manage: own ones, or all for administrators."""
     query = select(FileRecord)
-    if not user.is_admin:
-        query = query.where(FileRecord.user_id == user.id)
-    return query
+    return query if user.is_admin else query.where(_owned_by(user.id))
 
 
 def released() -> Select[tuple[FileRecord]]:
     """Records the public may see: released ones, whatever the query asks for."""
-    return select(FileRecord).where(FileRecord.freigabe.is_(True))
+    return select(FileRecord).where(RELEASED)
 
 
 def find_record(
@@ -71,8 +78,8 @@ def find_record(
 # `released`, with the ids as parameters (building a statement per request costs more than
 # running it).
 _READ_ANY = select(*FileRecord.__table__.columns).where(FileRecord.id == bindparam("record_id"))
-_READ_OWN = _READ_ANY.where(FileRecord.user_id == bindparam("owner_id"))
-_READ_RELEASED = _READ_ANY.where(FileRecord.freigabe.is_(True))
+_READ_OWN = _READ_ANY.where(_owned_by(bindparam("owner_id")))
+_READ_RELEASED = _READ_ANY.where(RELEASED)
 
 
 def read_record(user: Caller | None, record_id: uuid.UUID) -> Row[Any]:
@@ -92,12 +99,16 @@ def read_record(user: Caller | None, record_id: uuid.UUID) -> Row[Any]:
     return row
 
 
-def embargo_active(record: FileRecord, today: date) -> bool:
+#: A record as the views read it: the ORM object, or a row with its attributes.
+RecordLike = FileRecord | Row[Any]
+
+
+def embargo_active(record: RecordLike, today: date) -> bool:
     """Download is blocked while the embargo date is after today; on the day it is allowed."""
     return record.sperrfrist is not None and record.sperrfrist > today
 
 
-def ensure_downloadable(record: FileRecord, *, is_admin: bool, today: date) -> None:
+def ensure_downloadable(record: RecordLike, *, is_admin: bool, today: date) -> None:
     if is_admin:
         return
     if not record.freigabe:
@@ -181,9 +192,9 @@ class Listing:
     def query(self) -> Select[tuple[FileRecord]]:
         query = select(FileRecord)
         if self.owner_id is not None:
-            query = query.where(FileRecord.user_id == self.owner_id)
+            query = query.where(_owned_by(self.owner_id))
         if self.released_only:
-            query = query.where(FileRecord.freigabe.is_(True))
+            query = query.where(RELEASED)
         return filtered(query, self.filters)
 
     def folders(self) -> tuple[str | None, bool | None] | None:

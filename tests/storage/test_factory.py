@@ -64,6 +64,9 @@ def test_s3_with_an_endpoint(aws_credentials: None, make_storage: Any) -> None:
     assert config.retries == {"mode": "standard", "total_max_attempts": 3}
     assert config.max_pool_connections == 20
     assert (config.connect_timeout, config.read_timeout) == (2.0, 30.0)
+    # Plain HTTP: bodies unsigned but with a CRC32 the server checks.
+    assert config.s3["payload_signing_enabled"] is False
+    assert config.request_checksum_calculation == "when_supported"
 
 
 def test_s3_on_aws_keeps_botocore_defaults(aws_credentials: None, make_storage: Any) -> None:
@@ -73,6 +76,8 @@ def test_s3_on_aws_keeps_botocore_defaults(aws_credentials: None, make_storage: 
     assert storage.parts_in_flight == 2
     assert "amazonaws.com" in storage.endpoint_url
     assert not (storage.client.meta.config.s3 or {}).get("addressing_style")
+    # TLS checks the bodies: no second checksum pass over them.
+    assert storage.client.meta.config.request_checksum_calculation == "when_required"
 
 
 @pytest.mark.parametrize(

@@ -99,9 +99,11 @@ def test_multipart_with_real_part_sizes_is_byte_exact(storage: S3Storage) -> Non
     sent: list[tuple[str, bytes]] = []
 
     def note(request: Any, **_: Any) -> None:
-        sent.append((request.method, request.headers.get("x-amz-content-sha256")))
+        crc = request.headers.get("x-amz-checksum-crc32") is not None
+        sent.append((request.method, request.headers.get("x-amz-content-sha256"), crc))
 
-    # Bodies go up unsigned (no second SHA-256 pass in the app), and the server takes that.
+    # Bodies go up unsigned (no second SHA-256 pass in the app) but with a CRC32 over plain
+    # HTTP, and the server takes that.
     storage.client.meta.events.register("before-send.s3.UploadPart", note)
     with storage.writer(key) as writer:
         for chunk in chunked(data, 256 * 1024 + 1):
@@ -117,7 +119,7 @@ def test_multipart_with_real_part_sizes_is_byte_exact(storage: S3Storage) -> Non
     assert pending_uploads(storage) == []
     with storage.open(key) as reader:
         assert digest(b"".join(reader)) == digest(data)
-    assert sent == [("PUT", b"UNSIGNED-PAYLOAD")] * 3
+    assert sent == [("PUT", b"UNSIGNED-PAYLOAD", True)] * 3
 
 
 def test_wrong_credentials_are_reported_by_check(
