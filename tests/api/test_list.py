@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -11,30 +12,40 @@ from app.models import FileRecord
 from tests.support.api import RECORD_FIELDS, Account, Api
 
 
-def seed(api: Api, owner: Account, count: int, start: datetime, **columns) -> list[str]:
-    """Insert rows directly (no objects): list tests only read metadata."""
+def insert_rows(api: Api, owner: Account, rows: list[dict[str, Any]]) -> list[str]:
+    """Insert records directly (no objects): list tests only read metadata. Each row gives
+    its `created_at` and any other columns."""
     ids = []
     with api.app.app_context():
-        for i in range(count):
+        for columns in rows:
             record_id = uuid.uuid4()
-            created = start + timedelta(seconds=i)
             db.session.add(
                 FileRecord(
-                    id=record_id,
-                    user_id=owner.id,
-                    stored_path=f"files/{record_id}/seed",
-                    checksum_sha256="0" * 64,
-                    original_name=f"seed-{i}.txt",
-                    mime_type="text/plain",
-                    size=1,
-                    created_at=created,
-                    updated_at=created,
-                    **columns,
+                    **{
+                        "id": record_id,
+                        "user_id": owner.id,
+                        "stored_path": f"files/{record_id}/seed",
+                        "checksum_sha256": "0" * 64,
+                        "original_name": "seed.txt",
+                        "mime_type": "text/plain",
+                        "size": 1,
+                        "updated_at": columns["created_at"],
+                        **columns,
+                    }
                 )
             )
             ids.append(str(record_id))
         db.session.commit()
     return ids
+
+
+def seed(api: Api, owner: Account, count: int, start: datetime, **columns) -> list[str]:
+    """`count` records a second apart from `start`, with the same other columns."""
+    rows = [
+        {"created_at": start + timedelta(seconds=i), "original_name": f"seed-{i}.txt", **columns}
+        for i in range(count)
+    ]
+    return insert_rows(api, owner, rows)
 
 
 def listing(api: Api, account: Account, **params) -> dict:

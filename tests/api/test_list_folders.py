@@ -7,7 +7,6 @@ taken, the pages must be exactly those of the plain query.
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -16,7 +15,7 @@ import sqlalchemy as sa
 from app.extensions import db
 from app.files import services
 from app.models import FilePathCount, FileRecord, UserFileCount
-from tests.api.test_list import follow_cursors, listing
+from tests.api.test_list import follow_cursors, insert_rows, listing
 from tests.support import samples
 from tests.support.api import Account, Api
 
@@ -102,28 +101,9 @@ def test_folder_counts_follow_every_change(api: Api, alice: Account, admin: Acco
 
 def insert(api: Api, owner: Account, rows: list[tuple[datetime, str, bool]]) -> list[str]:
     """Records (created_at, path, freigabe) written directly, without objects."""
-    ids = []
-    with api.app.app_context():
-        for created, path, freigabe in rows:
-            record_id = uuid.uuid4()
-            db.session.add(
-                FileRecord(
-                    id=record_id,
-                    user_id=owner.id,
-                    stored_path=f"files/{record_id}/seed",
-                    checksum_sha256="0" * 64,
-                    original_name="seed.txt",
-                    mime_type="text/plain",
-                    size=1,
-                    created_at=created,
-                    updated_at=created,
-                    path=path,
-                    freigabe=freigabe,
-                )
-            )
-            ids.append(str(record_id))
-        db.session.commit()
-    return ids
+    return insert_rows(
+        api, owner, [{"created_at": c, "path": p, "freigabe": f} for c, p, f in rows]
+    )
 
 
 @pytest.fixture
