@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, TypeAlias
 
 import boto3
+from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
@@ -22,6 +23,8 @@ from botocore.exceptions import (
     NoCredentialsError,
     PartialCredentialsError,
 )
+from botocore.hooks import first_non_none_response
+from urllib3.exceptions import HTTPError
 
 from .base import (
     DEFAULT_CHUNK_SIZE,
@@ -54,6 +57,8 @@ DEFAULT_PARTS_IN_FLIGHT = 2
 DEFAULT_UPLOAD_THREADS = 16
 #: S3 refuses parts smaller than this, except the last one.
 MIN_PART_SIZE = 5 * MiB
+#: Validity of the presigned URL a read is sent with (it is used at once).
+PRESIGNED_READ_SECONDS = 900
 
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
 _RANGE_CODES = frozenset({"InvalidRange", "416"})
@@ -126,6 +131,9 @@ def build_s3_client(
             "when_supported" if (endpoint_url or "").startswith("http://") else "when_required"
         ),
         response_checksum_validation="when_required",
+        # Presigned reads (``S3Storage.open``) too: botocore would otherwise presign with
+        # SigV2 query parameters in us-east-1, which newer regions and servers refuse.
+        signature_version="s3v4",
     )
     session = boto3.session.Session()
     return session.client(
@@ -368,9 +376,80 @@ class S3Storage(Storage):
     def open(self, key: str, start: int = 0, end: int | None = None) -> ObjectReader:
         validate_key(key)
         check_range(start, end)
+        range_header = (
+            f"bytes={start}-{'' if end is None else end}" if start or end is not None else None
+        )
+        reader = self._open_presigned(key, range_header, start)
+        if reader is not None:
+            return reader
+        return self._open_with_get_object(key, range_header, start)
+
+    def _open_presigned(
+        self, key: str, range_header: str | None, start: int
+    ) -> ObjectReader | None:
+        """The common case, cheaply: a presigned GET sent through the client's own connection
+        pool, without the request and response modelling of ``get_object`` (1.6 ms of CPU
+        before the first byte, against 0.7 ms). Gives up (None) on anything but the expected
+        answer, so retries and every error go through ``get_object`` and its translation."""
+        send = getattr(getattr(self.client, "_endpoint", None), "http_session", None)
+        if send is None:
+            return None
+        try:
+            url = self.client.generate_presigned_url(
+                "get_object",
+                Params={"Bucket": self.bucket, "Key": key},
+                # Used at once; as long as the clock skew S3 tolerates for signed headers.
+                ExpiresIn=PRESIGNED_READ_SECONDS,
+            )
+            headers = {"Range": range_header} if range_header else {}
+            request = AWSRequest(method="GET", url=url, headers=headers).prepare()
+            request.stream_output = True
+            # What botocore does before sending: a handler (moto's mock, a stubber) may answer.
+            answered = self.client.meta.events.emit("before-send.s3.GetObject", request=request)
+            response = first_non_none_response(answered) or send.send(request)
+        except (BotoCoreError, ClientError) as exc:
+            log.debug("presigned read of %r failed, using get_object: %s", key, exc)
+            return None
+        raw = response.raw
+        expected = 206 if range_header else 200
+        length = size = 0
+        try:
+            length = int(response.headers["Content-Length"])
+            size = length
+            if range_header:
+                size = int(response.headers["Content-Range"].rpartition("/")[2])
+        except (KeyError, ValueError):
+            response.status_code = 0  # unreadable answer: leave it to get_object
+        if response.status_code != expected:
+            raw.close()
+            return None
+        return ObjectReader(
+            self._read1_chunks(raw, length, key), length, raw.close, start=start, size=size
+        )
+
+    def _read1_chunks(self, raw: Any, length: int, key: str) -> Iterator[bytes]:
+        """Pass on what has arrived, up to a chunk at a time, instead of waiting for whole
+        chunks: the first bytes leave while the rest are still coming in. The length is
+        checked here (botocore sends with urllib3's own check off)."""
+        left = length
+        try:
+            while left:
+                chunk = raw.read1(min(self.chunk_size, left))
+                if not chunk:
+                    raise StorageError(
+                        f"S3 download of s3://{self.bucket}/{key} ended {left} bytes early"
+                    )
+                left -= len(chunk)
+                yield chunk
+        except (HTTPError, OSError) as exc:
+            raise StorageUnavailable(
+                f"S3 download of s3://{self.bucket}/{key} failed: {exc}"
+            ) from exc
+
+    def _open_with_get_object(self, key: str, range_header: str | None, start: int) -> ObjectReader:
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
-        if start or end is not None:
-            kwargs["Range"] = f"bytes={start}-{'' if end is None else end}"
+        if range_header:
+            kwargs["Range"] = range_header
         try:
             response = self.client.get_object(**kwargs)
         except (BotoCoreError, ClientError) as exc:
@@ -381,7 +460,7 @@ class S3Storage(Storage):
         content_range = response.get("ContentRange")
         if content_range:  # "bytes 0-99/1234"
             size = int(content_range.rpartition("/")[2])
-        elif "Range" in kwargs:
+        elif range_header:
             # The server ignored the range (allowed by HTTP); refuse rather than send wrong bytes.
             body.close()
             raise StorageError(f"S3 ignored the range of s3://{self.bucket}/{key}")

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.exceptions import (
     ClientError,
     EndpointConnectionError,
@@ -181,3 +182,97 @@ def test_unreachable_endpoint_is_unavailable(
     assert time.monotonic() - began < 3
     assert isinstance(excinfo.value.__cause__, EndpointConnectionError)
     assert "127.0.0.1" in str(excinfo.value)
+
+
+# --- reads: a presigned GET for the usual answer, get_object for everything else ----------
+
+
+def count_get_object_calls(storage: S3Storage) -> list[str]:
+    calls: list[str] = []
+    storage.client.meta.events.register(
+        "before-call.s3.GetObject",
+        lambda params, **_: calls.append(params["headers"].get("Range", "")),
+    )
+    return calls
+
+
+def answer_presigned_reads(storage: S3Storage, make_response: Any) -> list[str]:
+    """Answer the presigned GETs (signature in the query) with ``make_response(request)``;
+    get_object's own requests go on to moto."""
+    seen: list[str] = []
+
+    def handler(request: Any, **_: Any) -> Any:
+        if "X-Amz-Signature=" not in request.url:
+            return None
+        seen.append(request.headers.get("Range", ""))
+        return make_response(request)
+
+    storage.client.meta.events.register_first("before-send.s3.GetObject", handler)
+    return seen
+
+
+def test_reads_go_out_without_get_object_when_all_is_well(s3_storage: S3Storage) -> None:
+    data = os.urandom(3 * MiB + 5)
+    s3_storage.put(KEY, io.BytesIO(data))
+    calls = count_get_object_calls(s3_storage)
+
+    with s3_storage.open(KEY) as reader:
+        assert (reader.length, reader.size) == (len(data), len(data))
+        assert reader.read_all() == data
+    with s3_storage.open(KEY, MiB, 2 * MiB - 1) as reader:
+        assert (reader.start, reader.length, reader.size) == (MiB, MiB, len(data))
+        assert reader.read_all() == data[MiB : 2 * MiB]
+
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("status", "headers"),
+    [
+        (503, {"Content-Length": "0"}),  # a transient failure: get_object retries it
+        (200, {"Content-Length": "10"}),  # the range ignored
+        (206, {"Content-Length": "10"}),  # no Content-Range
+    ],
+    ids=["unavailable", "range-ignored", "no-content-range"],
+)
+def test_any_other_answer_is_left_to_get_object(
+    s3_storage: S3Storage, status: int, headers: dict[str, str]
+) -> None:
+    data = os.urandom(1000)
+    s3_storage.put(KEY, io.BytesIO(data))
+    calls = count_get_object_calls(s3_storage)
+    seen = answer_presigned_reads(
+        s3_storage,
+        lambda request: AWSResponse(request.url, status, headers, io.BytesIO(b"x" * 10)),
+    )
+
+    with s3_storage.open(KEY, 10, 19) as reader:
+        assert reader.read_all() == data[10:20]
+
+    assert seen == ["bytes=10-19"]
+    assert calls == ["bytes=10-19"]
+
+
+def test_errors_come_from_get_object(s3_storage: S3Storage) -> None:
+    calls = count_get_object_calls(s3_storage)
+    with pytest.raises(ObjectNotFound):
+        s3_storage.open(KEY)
+    s3_storage.put(KEY, io.BytesIO(b"0123456789"))
+    with pytest.raises(InvalidRange):
+        s3_storage.open(KEY, 20, 30)
+    assert calls == ["", "bytes=20-30"]
+
+
+def test_a_body_that_ends_early_is_an_error(s3_storage: S3Storage) -> None:
+    s3_storage.put(KEY, io.BytesIO(b"x" * 100))
+    body = io.BytesIO(b"x" * 60)
+    answer_presigned_reads(
+        s3_storage, lambda request: AWSResponse(request.url, 200, {"Content-Length": "100"}, body)
+    )
+
+    reader = s3_storage.open(KEY)
+    assert reader.length == 100
+    with pytest.raises(StorageError, match="40 bytes early"):
+        reader.read_all()
+    assert reader.closed
+    assert body.closed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import io
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -145,3 +146,25 @@ def test_missing_bucket_is_reported_by_check(
             storage.check()
     finally:
         storage.close()
+
+
+def test_reads_reuse_their_connection_and_an_early_close_drops_it(
+    storage: S3Storage, caplog: pytest.LogCaptureFixture
+) -> None:
+    data = os.urandom(3 * MiB)
+    storage.put("files/a/b", io.BytesIO(data))
+    with storage.open("files/a/b") as reader:  # the connection the reads below may reuse
+        assert reader.read_all() == data
+
+    caplog.set_level(logging.DEBUG, logger="urllib3.connectionpool")
+    for start in (0, MiB, 2 * MiB - 7):
+        with storage.open("files/a/b", start, start + MiB - 1) as reader:
+            assert reader.read_all() == data[start : start + MiB]
+    assert "Starting new HTTP connection" not in caplog.text
+
+    reader = storage.open("files/a/b")
+    next(iter(reader))
+    reader.close()  # mid-body: the connection cannot go back to the pool
+    with storage.open("files/a/b", 5, 9) as reader:
+        assert reader.read_all() == data[5:10]
+    assert caplog.text.count("Starting new HTTP connection") == 1
