@@ -13,6 +13,7 @@ from sqlalchemy.engine import make_url
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.access_log import RequestLogMiddleware, configure_logging
+from app.cache import LISTENER_NAME, RECORDS, TOKENS, WatchedCache, forget_on_change
 from app.config import DEFAULTS, ConfigError, settings_from_env, validate
 
 
@@ -69,10 +70,12 @@ def _init_extensions(app: Flask) -> None:
             ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE_SECONDS"])
         if db.engine.dialect.name == "sqlite":
             event.listen(db.engine, "connect", _sqlite_pragmas)
-        cache = _token_cache(app, db.engine)
+        cache = _read_cache(app, db.engine)
         if cache is not None:
-            app.extensions["token_cache"] = cache
+            app.extensions["cache"] = cache
             event.listen(db.engine, "engine_disposed", lambda _engine: cache.reset())
+            if RECORDS in cache.channels:
+                forget_on_change(db.engine, cache, RECORDS, "file_records")
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
     migrate.init_app(app, db, directory=migrations, render_as_batch=True)
     try:
@@ -81,17 +84,20 @@ def _init_extensions(app: Flask) -> None:
         raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
 
 
-def _token_cache(app: Flask, engine: Any) -> Any:
-    """On PostgreSQL, where a token check is a network round trip, remember checked tokens.
+def _read_cache(app: Flask, engine: Any) -> Any:
+    """On PostgreSQL, where a token check or a record read is a network round trip, remember
+    checked tokens and read records (app/cache.py).
 
-    SQLite answers the check in-process, and cannot tell other processes what changed.
+    SQLite answers both in-process, and cannot tell other processes what changed.
     """
-    seconds = app.config["TOKEN_CACHE_SECONDS"]
-    if not seconds or engine.dialect.name != "postgresql":
+    max_ages = {
+        channel: app.config[setting]
+        for channel, setting in ((TOKENS, "TOKEN_CACHE_SECONDS"), (RECORDS, "RECORD_CACHE_SECONDS"))
+        if app.config[setting]
+    }
+    if not max_ages or engine.dialect.name != "postgresql":
         return None
     import psycopg
-
-    from app.auth.cache import LISTENER_NAME, TokenCache
 
     cargs, cparams = engine.dialect.create_connect_args(engine.url)
     options = {
@@ -107,7 +113,7 @@ def _token_cache(app: Flask, engine: Any) -> Any:
         # So that operators can tell it in pg_stat_activity.
         "application_name": LISTENER_NAME,
     }
-    return TokenCache(lambda: psycopg.connect(*cargs, **options), max_age=seconds)
+    return WatchedCache(lambda: psycopg.connect(*cargs, **options), max_ages)
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:

@@ -54,6 +54,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "APP_TIMEZONE": get("APP_TIMEZONE", "UTC"),
         "TOKEN_TTL_MINUTES": _int(environ, "TOKEN_TTL_MINUTES", None),
         "TOKEN_CACHE_SECONDS": _int(environ, "TOKEN_CACHE_SECONDS", 60),
+        "RECORD_CACHE_SECONDS": _int(environ, "RECORD_CACHE_SECONDS", 60),
         "RATELIMIT_STORAGE_URI": get("RATELIMIT_STORAGE_URI", "memory://"),
         "RATELIMIT_TOKENS": get("RATELIMIT_TOKENS", "10 per minute"),
         "RATELIMIT_UPLOADS": get("RATELIMIT_UPLOADS", "60 per minute"),
@@ -110,11 +111,12 @@ def validate(config: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"{name} is not a rate limit such as '10 per minute': {config.get(name)!r}"
             ) from None
-    cache_seconds = config.get("TOKEN_CACHE_SECONDS")
-    if not isinstance(cache_seconds, int) or cache_seconds < 0:
-        raise ConfigError(
-            f"TOKEN_CACHE_SECONDS must be 0 (off) or a number of seconds, got {cache_seconds!r}"
-        )
+    for name in ("TOKEN_CACHE_SECONDS", "RECORD_CACHE_SECONDS"):
+        cache_seconds = config.get(name)
+        if not isinstance(cache_seconds, int) or cache_seconds < 0:
+            raise ConfigError(
+                f"{name} must be 0 (off) or a number of seconds, got {cache_seconds!r}"
+            )
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:
         raise ConfigError(f"PROXY_COUNT must be 0 or a positive number, got {proxies!r}")

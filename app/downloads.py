@@ -15,6 +15,7 @@ from urllib.parse import quote
 from flask import Request, Response
 
 from app.extensions import db
+from app.files.services import forget_cached_records
 from app.storage import ObjectNotFound, Storage
 
 # How often a download follows a record to its newer object before giving up.
@@ -72,6 +73,7 @@ def download_response(
         except ObjectNotFound:
             missing_key = record.stored_path
             db.session.rollback()
+            forget_cached_records()  # the record is read again from the database
             record = load_record()
             if record.stored_path == missing_key:
                 raise

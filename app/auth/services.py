@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -17,12 +16,22 @@ from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from app.auth.cache import CachedToken, TokenCache
+from app.cache import TOKENS, WatchedCache
 from app.exceptions import DomainError, ValidationFailed
 from app.extensions import db
 from app.models import ApiToken, FileRecord, User, utcnow
 
 CREDENTIALS_INCORRECT = "The provided credentials are incorrect."
+
+
+@dataclass
+class CachedToken:
+    """What a token check read, as the cache keeps it (see app/cache.py)."""
+
+    token_hash: str
+    expires_at: datetime | None
+    last_used_at: datetime | None
+    caller: Caller
 
 
 class AccountExists(DomainError):
@@ -107,8 +116,11 @@ def resolve_token(plain: str) -> Caller | None:
     if not sep or not token_id_text.isdigit() or not secret or len(token_id_text) > 18:
         return None
     token_id, digest, now = int(token_id_text), _digest(secret), utcnow()
-    cache: TokenCache | None = current_app.extensions.get("token_cache")
-    entry, generation = cache.get(token_id) if cache is not None else (None, None)
+    cache: WatchedCache | None = current_app.extensions.get("cache")
+    if cache is not None and TOKENS not in cache.channels:
+        cache = None
+    entry: CachedToken | None
+    entry, generation = cache.get(TOKENS, token_id) if cache is not None else (None, None)
     cached = entry is not None
     if entry is None:
         row = db.session.connection().execute(_TOKEN_CHECK, {"token_id": token_id}).first()
@@ -119,14 +131,13 @@ def resolve_token(plain: str) -> Caller | None:
             expires_at=row.expires_at,
             last_used_at=row.last_used_at,
             caller=Caller(token_id=token_id, id=row.user_id, is_admin=row.is_admin),
-            checked_at=time.monotonic(),
         )
     if not hmac.compare_digest(entry.token_hash, digest):
         return None
     if entry.expires_at is not None and entry.expires_at <= now:
         return None
     if cache is not None and not cached:
-        cache.put(generation, token_id, entry)  # only tokens that were presented rightly
+        cache.put(TOKENS, generation, token_id, entry)  # only tokens that were presented rightly
     _touch(entry, now)
     return entry.caller
 
@@ -143,7 +154,7 @@ def _touch(entry: CachedToken, now: datetime) -> None:
 
 
 # A commit that changed tokens or accounts empties this process's token cache at once (other
-# processes learn of it from the database's notification, see app/auth/cache.py). ORM changes
+# processes learn of it from the database's notification, see app/cache.py). ORM changes
 # are seen at flush; statements that change such rows set the flag themselves.
 AUTH_CHANGED = "auth_changed"
 
@@ -173,9 +184,9 @@ def _note_auth_changes(session: Session, _context: Any) -> None:
 @event.listens_for(Session, "after_commit")
 def _forget_cached_tokens(session: Session) -> None:
     if session.info.pop(AUTH_CHANGED, False) and has_app_context():
-        cache: TokenCache | None = current_app.extensions.get("token_cache")
-        if cache is not None:
-            cache.forget_all()
+        cache: WatchedCache | None = current_app.extensions.get("cache")
+        if cache is not None and TOKENS in cache.channels:
+            cache.forget(TOKENS)
 
 
 @event.listens_for(Session, "after_rollback")

@@ -15,10 +15,12 @@ from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from flask import current_app
 from sqlalchemy import Row, Select, bindparam, func, select, true, tuple_
 from sqlalchemy import delete as sa_delete
 
 from app.auth.services import Caller
+from app.cache import RECORDS, WatchedCache
 from app.exceptions import DownloadBlocked, RecordNotFound, ValidationFailed
 from app.extensions import db
 from app.files.uploads import ReceivedUpload, StagedFile
@@ -77,26 +79,43 @@ def find_record(
 # The statements of `read_record`, built once: the same scopes as `visible_to` and
 # `released`, with the ids as parameters (building a statement per request costs more than
 # running it).
-_READ_ANY = select(*FileRecord.__table__.columns).where(FileRecord.id == bindparam("record_id"))
-_READ_OWN = _READ_ANY.where(_owned_by(bindparam("owner_id")))
-_READ_RELEASED = _READ_ANY.where(RELEASED)
+_READ_RECORD = select(*FileRecord.__table__.columns).where(FileRecord.id == bindparam("record_id"))
+
+
+def _may_read(user: Caller | None, record: Row[Any]) -> bool:
+    """`visible_to(user)`, or `released()` for None, for one record already read: the same
+    rules as RELEASED and _owned_by above."""
+    if user is None:
+        return record.freigabe is True
+    return user.is_admin or record.user_id == user.id
 
 
 def read_record(user: Caller | None, record_id: uuid.UUID) -> Row[Any]:
     """One record for a view that only reads it (GET, download): what `visible_to(user)`
     shows, or `released()` when `user` is None. A plain row with the record's attributes,
-    which costs half of loading an ORM object."""
-    params: dict[str, Any] = {"record_id": record_id}
-    if user is None:
-        statement = _READ_RELEASED
-    elif user.is_admin:
-        statement = _READ_ANY
-    else:
-        statement, params["owner_id"] = _READ_OWN, user.id
-    row = db.session.connection().execute(statement, params).first()
+    which costs half of loading an ORM object. On PostgreSQL the row comes from this
+    process's cache when it has it (app/cache.py: any change to the record, by anyone,
+    empties it); who may see it is decided here on every request."""
+    cache: WatchedCache | None = current_app.extensions.get("cache")
+    row, generation = (
+        cache.get(RECORDS, record_id)
+        if cache is not None and RECORDS in cache.channels
+        else (None, None)
+    )
     if row is None:
+        row = db.session.connection().execute(_READ_RECORD, {"record_id": record_id}).first()
+        if row is not None and generation is not None:
+            cache.put(RECORDS, generation, record_id, row)  # type: ignore[union-attr]
+    if row is None or not _may_read(user, row):
         raise RecordNotFound()
     return row
+
+
+def forget_cached_records() -> None:
+    """Make the next `read_record` of this process go to the database."""
+    cache: WatchedCache | None = current_app.extensions.get("cache")
+    if cache is not None and RECORDS in cache.channels:
+        cache.forget(RECORDS)
 
 
 #: A record as the views read it: the ORM object, or a row with its attributes.

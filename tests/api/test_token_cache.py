@@ -18,10 +18,10 @@ import pytest
 import sqlalchemy as sa
 from flask import Flask
 
-import app.auth.cache as token_cache
+import app.cache as token_cache
 import app.auth.services as auth_services
 from app import create_app
-from app.auth.cache import LISTENER_NAME
+from app.cache import LISTENER_NAME, TOKENS
 from app.extensions import db
 from app.models import ApiToken, utcnow
 from tests.conftest import base_config, migrate_database
@@ -133,7 +133,7 @@ def test_wrong_secrets_are_not_cached(replicas: Replicas):
     token_id, _, secret = alice.token.partition("|")
     forged = Account(alice.id, alice.email, alice.password, f"{token_id}|{secret[:-1]}x")
     assert status(replicas.b, forged) == 401
-    assert len(replicas.b.extensions["token_cache"]) == 0
+    assert replicas.b.extensions["cache"].size(TOKENS) == 0
 
 
 def test_signing_in_and_new_passwords_keep_the_cache(replicas: Replicas):
@@ -210,7 +210,7 @@ def truncate_by_hand(replicas: Replicas, alice: Account) -> None:
 def test_a_change_made_elsewhere_ends_the_cached_token(replicas: Replicas, change):
     alice = replicas.api.account("alice@example.org")
     assert status(replicas.b, alice) == 200
-    assert len(replicas.b.extensions["token_cache"]) == 1
+    assert replicas.b.extensions["cache"].size(TOKENS) == 1
     change(replicas, alice)
     # Pushed by PostgreSQL at commit: milliseconds, not the cache's 60 seconds.
     assert wait_for(lambda: status(replicas.b, alice) == 401, seconds=2.0) < 1.0
@@ -309,12 +309,12 @@ def test_entries_are_checked_again_after_max_age(replicas: Replicas):
 
 
 def test_sqlite_has_no_token_cache(make_sqlite_app):
-    assert "token_cache" not in make_sqlite_app().extensions
+    assert "cache" not in make_sqlite_app().extensions
 
 
 def test_the_cache_can_be_turned_off(replicas: Replicas):
     app = replicas.app(TOKEN_CACHE_SECONDS=0)
-    assert "token_cache" not in app.extensions
+    assert TOKENS not in app.extensions["cache"].channels
     alice = replicas.api.account("alice@example.org")
     queries = token_queries(app)
     assert [status(app, alice) for _ in range(3)] == [200] * 3
