@@ -1,0 +1,190 @@
+"""Records read for `GET /api/files/{id}` and the downloads are remembered per process on
+PostgreSQL, shown only to whoever may see them, and forgotten whenever they change.
+
+Two apps on one database stand for two server processes ("replicas"). A change must reach
+both: at once in the process that made it, and through the database's notification in the
+other, whoever made it (a request, SQL by hand).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from flask import Flask
+
+from app.cache import RECORDS, TOKENS
+from app.extensions import db
+from tests.support import samples
+from tests.support.api import Account, Api
+from tests.support.replicas import Replicas, wait_for
+
+pytestmark = pytest.mark.postgres
+
+
+def record_reads(app: Flask) -> list[str]:
+    """Collects the statements `app` sends that read file_records."""
+    seen: list[str] = []
+    with app.app_context():
+        engine = db.engine
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT") and "FROM file_records" in statement:
+            seen.append(statement)
+
+    return seen
+
+
+def get(app: Flask, path: str, account: Account | None = None) -> Any:
+    return app.test_client().get(path, headers=account.auth if account else {})
+
+
+def titel(app: Flask, record_id: str, account: Account) -> str | None:
+    response = get(app, f"/api/files/{record_id}", account)
+    assert response.status_code == 200
+    return response.get_json()["titel"]
+
+
+@pytest.fixture
+def alice(replicas: Replicas) -> Account:
+    return replicas.api.account("alice@example.org")
+
+
+@pytest.fixture
+def admin(replicas: Replicas) -> Account:
+    return replicas.api.account("admin@example.org", admin=True)
+
+
+@pytest.fixture
+def record(replicas: Replicas, alice: Account) -> dict[str, Any]:
+    return replicas.api.create(alice, titel="Erste Fassung", freigabe="false")
+
+
+def test_a_read_record_is_not_read_again(replicas: Replicas, alice, admin, record):
+    reads = record_reads(replicas.b)
+    path = f"/api/files/{record['id']}"
+    assert [get(replicas.b, path, alice).status_code for _ in range(10)] == [200] * 10
+    assert [get(replicas.b, f"{path}/download", admin).status_code for _ in range(3)] == [200] * 3
+    assert len(reads) == 1
+    assert replicas.b.extensions["cache"].size(RECORDS) == 1
+
+
+def test_a_request_answered_from_the_caches_takes_no_connection(
+    replicas: Replicas, alice: Account, record
+):
+    checkouts: list[int] = []
+    with replicas.b.app_context():
+        sa.event.listen(db.engine, "checkout", lambda *_: checkouts.append(1))
+    path = f"/api/files/{record['id']}"
+    assert get(replicas.b, path, alice).status_code == 200
+    assert checkouts  # the first request reads token and record
+    checkouts.clear()
+    assert [get(replicas.b, path, alice).status_code for _ in range(5)] == [200] * 5
+    assert checkouts == []
+
+
+def test_a_cached_record_is_shown_only_to_whoever_may_see_it(
+    replicas: Replicas, alice, admin, record
+):
+    bob = replicas.api.account("bob@example.org")
+    path = f"/api/files/{record['id']}"
+    assert get(replicas.b, path, admin).status_code == 200  # now cached, not released
+
+    assert get(replicas.b, path, bob).status_code == 404
+    assert get(replicas.b, f"{path}/download", bob).status_code == 404
+    assert get(replicas.b, f"/api/public/files/{record['id']}").status_code == 404
+    assert get(replicas.b, f"/api/public/files/{record['id']}/download").status_code == 404
+    assert get(replicas.b, path, alice).status_code == 200
+    assert replicas.b.extensions["cache"].size(RECORDS) == 1
+
+    # Released in the other process: the public sees it as soon as the news arrives.
+    assert replicas.api.patch(record["id"], alice, {"freigabe": True}).status_code == 200
+    wait_for(lambda: get(replicas.b, f"/api/public/files/{record['id']}").status_code == 200)
+    assert get(replicas.b, path, bob).status_code == 404  # still not bob's
+
+
+def test_a_change_in_this_process_is_seen_at_once(replicas: Replicas, alice, record):
+    path = f"/api/files/{record['id']}"
+    other = Api(replicas.b, replicas.b.test_client())
+    assert titel(replicas.b, record["id"], alice) == "Erste Fassung"
+    # No notifications from here on (the cache already listens): what follows is seen
+    # because this process notes its own changes.
+    replicas.sql("DROP TRIGGER file_records_changes ON file_records")
+
+    assert other.patch(record["id"], alice, {"titel": "Zweite Fassung"}).status_code == 200
+    assert titel(replicas.b, record["id"], alice) == "Zweite Fassung"
+
+    # Also a statement the ORM does not see.
+    with replicas.b.app_context():
+        db.session.execute(sa.text("UPDATE file_records SET titel = 'Dritte Fassung'"))
+        db.session.commit()
+    assert titel(replicas.b, record["id"], alice) == "Dritte Fassung"
+
+    assert other.delete(record["id"], alice).status_code == 204
+    assert get(replicas.b, path, alice).status_code == 404
+
+
+def test_changes_in_another_process_reach_the_cache(replicas: Replicas, alice, admin, record):
+    path = f"/api/files/{record['id']}"
+    assert titel(replicas.b, record["id"], alice) == "Erste Fassung"
+
+    assert replicas.api.patch(record["id"], alice, {"titel": "Zweite Fassung"}).status_code == 200
+    assert wait_for(lambda: titel(replicas.b, record["id"], alice) == "Zweite Fassung") < 1.0
+
+    new_content = samples.pdf_bytes() + b"\n% second version\n"
+    assert replicas.api.replace(alice, record["id"], "v2.pdf", new_content).status_code == 200
+    wait_for(lambda: get(replicas.b, f"{path}/download", admin).data == new_content)
+    assert get(replicas.b, path, alice).get_json()["original_name"] == "v2.pdf"
+
+    assert replicas.api.delete(record["id"], alice).status_code == 204
+    wait_for(lambda: get(replicas.b, path, alice).status_code == 404)
+
+
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ("UPDATE file_records SET titel = 'Von Hand'", 200),
+        ("DELETE FROM file_records", 404),
+        ("TRUNCATE file_records", 404),
+    ],
+    ids=["update", "delete", "truncate"],
+)
+def test_changes_by_hand_reach_the_cache(replicas: Replicas, alice, record, statement, expected):
+    path = f"/api/files/{record['id']}"
+    assert get(replicas.b, path, alice).status_code == 200
+    replicas.sql(statement)
+
+    def changed() -> bool:
+        response = get(replicas.b, path, alice)
+        if expected == 404:
+            return response.status_code == 404
+        return response.get_json()["titel"] == "Von Hand"
+
+    assert wait_for(changed) < 1.0
+
+
+def test_without_the_trigger_nothing_is_cached(replicas: Replicas, alice, record):
+    replicas.sql("DROP TRIGGER file_records_changes ON file_records")
+    app = replicas.app()
+    reads = record_reads(app)
+    path = f"/api/files/{record['id']}"
+    assert [get(app, path, alice).status_code for _ in range(3)] == [200] * 3
+    assert len(reads) == 3
+    # A change elsewhere is then seen at once.
+    replicas.api.patch(record["id"], alice, {"titel": "Zweite Fassung"})
+    assert titel(app, record["id"], alice) == "Zweite Fassung"
+
+
+def test_the_record_cache_can_be_turned_off(replicas: Replicas, alice, record):
+    app = replicas.app(RECORD_CACHE_SECONDS=0)
+    assert app.extensions["cache"].channels == (TOKENS,)
+    reads = record_reads(app)
+    path = f"/api/files/{record['id']}"
+    assert [get(app, path, alice).status_code for _ in range(3)] == [200] * 3
+    assert len(reads) == 3
+
+
+def test_sqlite_has_no_record_cache(make_sqlite_app):
+    assert "cache" not in make_sqlite_app().extensions
