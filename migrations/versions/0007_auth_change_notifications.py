@@ -1,6 +1,6 @@
 """Announce changes that can end a token on the `auth_changes` channel (PostgreSQL).
 
-Each app process keeps the tokens it has checked (app/auth/cache.py) and empties that cache
+Each app process keeps the tokens it has checked (app/cache.py) and empties that cache
 when a notification arrives. These statement triggers send one whenever a token is deleted or
 its secret, lifetime or owner changes, and whenever an account's active flag or role changes
 or an account is deleted, by whatever client. A token's last use (`last_used_at`) is not such

@@ -59,7 +59,7 @@ class Replicas:
                 conn.execute(query, params)
 
     def terminate_listeners(self) -> int:
-        """Ends the token caches' listening connections (as a failover would); how many."""
+        """Ends the caches' listening connections (as a failover would); how many."""
         url = sa.make_url(self.url).set(drivername="postgresql").render_as_string(False)
         with psycopg.connect(url, autocommit=True) as conn:
             ended = conn.execute(
