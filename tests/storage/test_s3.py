@@ -276,3 +276,32 @@ def test_a_body_that_ends_early_is_an_error(s3_storage: S3Storage) -> None:
         reader.read_all()
     assert reader.closed
     assert body.closed
+
+
+def test_a_presigned_url_is_reused_until_a_read_with_it_fails(
+    s3_storage: S3Storage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s3_storage.put(KEY, io.BytesIO(b"0123456789"))
+    signed: list[str] = []
+    presign = s3_storage.client.generate_presigned_url
+
+    def counting(*args: Any, **kwargs: Any) -> str:
+        signed.append(kwargs["Params"]["Key"])
+        return presign(*args, **kwargs)
+
+    monkeypatch.setattr(s3_storage.client, "generate_presigned_url", counting)
+    for _ in range(3):
+        with s3_storage.open(KEY, 2, 4) as reader:
+            assert reader.read_all() == b"234"
+    assert signed == [KEY]
+
+    refused = answer_presigned_reads(
+        s3_storage,
+        lambda request: AWSResponse(request.url, 403, {"Content-Length": "0"}, io.BytesIO()),
+    )
+    with s3_storage.open(KEY) as reader:  # answered by get_object instead
+        assert reader.read_all() == b"0123456789"
+    assert refused == [""]
+    with s3_storage.open(KEY) as reader:
+        assert reader.read_all() == b"0123456789"
+    assert signed == [KEY, KEY]  # signed again after the refusal
