@@ -241,11 +241,16 @@ def forget_on_change(engine: Any, cache: WatchedCache, channel: str, table: str)
             conn.info[marker] = True
             cache.forget(channel)
 
+    def took_note(conn: Any) -> bool:
+        if conn.invalidated:  # the connection is gone (and what it changed with it)
+            return False
+        return bool(conn.info.pop(marker, False))
+
     @event.listens_for(engine, "commit")
     def committed(conn: Any) -> None:
-        if conn.info.pop(marker, False):
+        if took_note(conn):
             cache.forget(channel)
 
     @event.listens_for(engine, "rollback")
     def rolled_back(conn: Any) -> None:
-        conn.info.pop(marker, None)
+        took_note(conn)
