@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -148,12 +149,14 @@ class WatchedCache:
             # (a migration not applied) a change elsewhere would go unnoticed.
             needed = {name for channel in self._channels for name in TRIGGERS[channel]}
             present = connection.execute(
-                "SELECT tgname FROM pg_trigger WHERE tgname = ANY(%s)", (sorted(needed),)
+                "SELECT tgname FROM pg_trigger WHERE tgname = ANY(%s) AND tgenabled <> 'D'",
+                (sorted(needed),),
             ).fetchall()
             missing = needed - {name for (name,) in present}
             if missing:
                 raise LookupError(
-                    f"triggers {', '.join(sorted(missing))} missing (run `flask db upgrade`)"
+                    f"triggers {', '.join(sorted(missing))} missing or disabled"
+                    " (run `flask db upgrade`)"
                 )
             # The server says nothing on a connection that only listens, except when it
             # is about to close it ("terminating connection ..."): libpq takes that
@@ -227,30 +230,25 @@ class WatchedCache:
             pass
 
 
+#: Statements that can change rows (a SELECT ... FOR UPDATE counts too, harmlessly).
+_CHANGING = re.compile(r"\b(?:update|delete|truncate|merge)\b|\bon\s+conflict\b", re.IGNORECASE)
+
+
 def forget_on_change(engine: Any, cache: WatchedCache, channel: str, table: str) -> None:
     """Empty `channel` whenever this process changes `table`, whichever way the statement
-    was written (ORM, Core, SQL text): when the statement runs, and again at commit, so that
-    a read made in between by another thread, which still saw the old row, is not kept.
-    Other processes' changes arrive as notifications."""
+    was written (ORM, Core, SQL text): when the statement runs, and again when its
+    connection goes back to the pool, after the commit or rollback, so that what another
+    thread read in between (the row as it was before) is not kept either. Other processes'
+    changes arrive as notifications."""
     marker = f"changed:{channel}"
 
     @event.listens_for(engine, "after_cursor_execute")
     def noted(conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        verb = statement.lstrip()[:8].upper()
-        if verb.startswith(("UPDATE", "DELETE", "TRUNCATE")) and table in statement:
+        if table in statement.lower() and _CHANGING.search(statement):
             conn.info[marker] = True
             cache.forget(channel)
 
-    def took_note(conn: Any) -> bool:
-        if conn.invalidated:  # the connection is gone (and what it changed with it)
-            return False
-        return bool(conn.info.pop(marker, False))
-
-    @event.listens_for(engine, "commit")
-    def committed(conn: Any) -> None:
-        if took_note(conn):
+    @event.listens_for(engine, "checkin")
+    def released(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None and record.info.pop(marker, False):
             cache.forget(channel)
-
-    @event.listens_for(engine, "rollback")
-    def rolled_back(conn: Any) -> None:
-        took_note(conn)

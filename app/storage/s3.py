@@ -406,11 +406,13 @@ class S3Storage(Storage):
             headers = {"Range": range_header} if range_header else {}
             request = AWSRequest(method="GET", url=url, headers=headers).prepare()
             request.stream_output = True
-            # What botocore does before sending: a handler (moto's mock, a stubber) may answer.
+            # What botocore does before sending: a handler registered there (moto's mock)
+            # may answer. (botocore's Stubber answers at before-call, which this skips.)
             answered = self.client.meta.events.emit("before-send.s3.GetObject", request=request)
             response = first_non_none_response(answered) or send.send(request)
         except (BotoCoreError, ClientError) as exc:
-            log.debug("presigned read of %r failed, using get_object: %s", key, exc)
+            # Not the message: it holds the URL, which reads the object for 15 minutes.
+            log.debug("presigned read of %r failed (%s), using get_object", key, type(exc).__name__)
             return None
         raw = response.raw
         expected = 206 if range_header else 200
@@ -454,8 +456,8 @@ class S3Storage(Storage):
         try:
             while left:
                 chunk = raw.read1(min(self.chunk_size, left))
-                if not chunk:
-                    raise StorageError(
+                if not chunk:  # as get_object's IncompleteReadError
+                    raise StorageUnavailable(
                         f"S3 download of s3://{self.bucket}/{key} ended {left} bytes early"
                     )
                 left -= len(chunk)

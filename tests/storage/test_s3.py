@@ -272,7 +272,7 @@ def test_a_body_that_ends_early_is_an_error(s3_storage: S3Storage) -> None:
 
     reader = s3_storage.open(KEY)
     assert reader.length == 100
-    with pytest.raises(StorageError, match="40 bytes early"):
+    with pytest.raises(StorageUnavailable, match="40 bytes early"):
         reader.read_all()
     assert reader.closed
     assert body.closed
