@@ -244,6 +244,8 @@ def forget_on_change(engine: Any, cache: WatchedCache, channel: str, table: str)
 
     @event.listens_for(engine, "after_cursor_execute")
     def noted(conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement[:6].upper() == "SELECT":  # most statements; skipped in a microsecond
+            return
         if table in statement.lower() and _CHANGING.search(statement):
             conn.info[marker] = True
             cache.forget(channel)
