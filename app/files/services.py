@@ -76,9 +76,9 @@ def find_record(
     return record
 
 
-# The statements of `read_record`, built once: the same scopes as `visible_to` and
-# `released`, with the ids as parameters (building a statement per request costs more than
-# running it).
+# The statement of `read_record`, built once (building a statement per request costs more
+# than running it). It reads the record whoever asks, so that one cached row serves everyone;
+# `_may_read` then applies the scopes of `visible_to` and `released`.
 _READ_RECORD = select(*FileRecord.__table__.columns).where(FileRecord.id == bindparam("record_id"))
 
 
