@@ -29,6 +29,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import event
 
 log = logging.getLogger(__name__)
@@ -228,6 +229,12 @@ class WatchedCache:
             connection.close()
         except Exception:  # noqa: BLE001 - it is being dropped anyway
             pass
+
+
+def cache_for(channel: str) -> WatchedCache | None:
+    """The current app's cache when it keeps `channel` (PostgreSQL, not turned off)."""
+    cache: WatchedCache | None = current_app.extensions.get("cache")
+    return cache if cache is not None and channel in cache.channels else None
 
 
 #: Statements that can change rows (a SELECT ... FOR UPDATE counts too, harmlessly).

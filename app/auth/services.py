@@ -16,7 +16,7 @@ from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from app.cache import TOKENS, WatchedCache
+from app.cache import TOKENS, cache_for
 from app.exceptions import DomainError, ValidationFailed
 from app.extensions import db
 from app.models import ApiToken, FileRecord, User, utcnow
@@ -116,9 +116,7 @@ def resolve_token(plain: str) -> Caller | None:
     if not sep or not token_id_text.isdigit() or not secret or len(token_id_text) > 18:
         return None
     token_id, digest, now = int(token_id_text), _digest(secret), utcnow()
-    cache: WatchedCache | None = current_app.extensions.get("cache")
-    if cache is not None and TOKENS not in cache.channels:
-        cache = None
+    cache = cache_for(TOKENS)
     entry: CachedToken | None
     entry, generation = cache.get(TOKENS, token_id) if cache is not None else (None, None)
     cached = entry is not None
@@ -184,8 +182,8 @@ def _note_auth_changes(session: Session, _context: Any) -> None:
 @event.listens_for(Session, "after_commit")
 def _forget_cached_tokens(session: Session) -> None:
     if session.info.pop(AUTH_CHANGED, False) and has_app_context():
-        cache: WatchedCache | None = current_app.extensions.get("cache")
-        if cache is not None and TOKENS in cache.channels:
+        cache = cache_for(TOKENS)
+        if cache is not None:
             cache.forget(TOKENS)
 
 

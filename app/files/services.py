@@ -15,12 +15,11 @@ from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from flask import current_app
 from sqlalchemy import Row, Select, bindparam, func, select, true, tuple_
 from sqlalchemy import delete as sa_delete
 
 from app.auth.services import Caller
-from app.cache import RECORDS, WatchedCache
+from app.cache import RECORDS, cache_for
 from app.exceptions import DownloadBlocked, RecordNotFound, ValidationFailed
 from app.extensions import db
 from app.files.uploads import ReceivedUpload, StagedFile
@@ -96,12 +95,8 @@ def read_record(user: Caller | None, record_id: uuid.UUID) -> Row[Any]:
     which costs half of loading an ORM object. On PostgreSQL the row comes from this
     process's cache when it has it (app/cache.py: any change to the record, by anyone,
     empties it); who may see it is decided here on every request."""
-    cache: WatchedCache | None = current_app.extensions.get("cache")
-    row, generation = (
-        cache.get(RECORDS, record_id)
-        if cache is not None and RECORDS in cache.channels
-        else (None, None)
-    )
+    cache = cache_for(RECORDS)
+    row, generation = cache.get(RECORDS, record_id) if cache is not None else (None, None)
     if row is None:
         row = db.session.connection().execute(_READ_RECORD, {"record_id": record_id}).first()
         if row is not None and generation is not None:
@@ -113,8 +108,8 @@ def read_record(user: Caller | None, record_id: uuid.UUID) -> Row[Any]:
 
 def forget_cached_records() -> None:
     """Make the next `read_record` of this process go to the database."""
-    cache: WatchedCache | None = current_app.extensions.get("cache")
-    if cache is not None and RECORDS in cache.channels:
+    cache = cache_for(RECORDS)
+    if cache is not None:
         cache.forget(RECORDS)
 
 
