@@ -1,7 +1,8 @@
-"""`flask storage check`: is the configured storage reachable, writable and private?
+"""`flask storage check`: is the configured storage reachable, writable and private, and are
+the S3 credentials no stronger than the service needs?
 
 The probe object lives under its own prefix (`healthcheck/`), never among the records' keys,
-and is removed again whatever the outcome.
+and is removed again whatever the outcome; so is the probe bucket of the privilege check.
 """
 
 from __future__ import annotations
@@ -24,11 +25,23 @@ PROBE_PREFIX = "healthcheck/"
 _OTHERS = stat.S_IROTH | stat.S_IWOTH | stat.S_IXOTH
 
 
+#: Other buckets the privilege check tries to list and read, at most.
+OTHER_BUCKETS_TRIED = 5
+
+
 @dataclass(frozen=True)
 class CheckResult:
     name: str
     ok: bool
     detail: str
+    #: Passed, but with a finding an operator should act on (printed as `warn`).
+    warning: bool = False
+
+    @property
+    def status(self) -> str:
+        if not self.ok:
+            return "fail"
+        return "warn" if self.warning else "ok"
 
 
 class _Probe:
@@ -57,7 +70,21 @@ class _Probe:
 
 
 def check_storage(app: Flask, storage: Storage) -> list[CheckResult]:
-    """Run the three checks in order; each later check says why it could not run."""
+    """Run the checks in order; each later check says why it could not run."""
+    from app.storage.s3 import S3Storage
+
+    results = _check_storage(app, storage)
+    if isinstance(storage, S3Storage):
+        if results[0].ok:
+            results.append(_s3_privileges(storage))
+        else:
+            results.append(
+                CheckResult("privileges", False, "not checked: storage is not reachable")
+            )
+    return results
+
+
+def _check_storage(app: Flask, storage: Storage) -> list[CheckResult]:
     results = [_run("reachable", lambda: _reachable(storage))]
     if not results[0].ok:
         results.append(CheckResult("writable", False, "not checked: storage is not reachable"))
@@ -189,6 +216,106 @@ def _s3_private(storage: Any, probe: _Probe) -> str:
     return f"anonymous read refused ({read}), anonymous listing refused ({listing})"
 
 
+def _allowed(call: Callable[[], Any], *allowed_codes: str) -> bool | None:
+    """True if the service's credentials may make this request (it succeeded, or failed with
+    one of `allowed_codes`, which S3 answers only after the permission check), False if it was
+    refused, None if the answer says neither."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        call()
+    except ClientError as exc:
+        status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in allowed_codes:
+            return True
+        if status in (401, 403):
+            return False
+        return None
+    except BotoCoreError:
+        return None
+    return True
+
+
+def _other_buckets(client: Any, own: str) -> list[str] | None:
+    """Names of the other buckets the credentials can see, None when listing is refused."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        buckets = client.list_buckets().get("Buckets", [])
+    except (BotoCoreError, ClientError):
+        return None
+    return sorted(bucket["Name"] for bucket in buckets if bucket["Name"] != own)
+
+
+def _rights_on_other_bucket(client: Any, name: str) -> list[str]:
+    listing: dict[str, Any] = {}
+
+    def list_one() -> None:
+        listing.update(client.list_objects_v2(Bucket=name, MaxKeys=1))
+
+    rights = ["list bucket " + name] if _allowed(list_one) else []
+    contents = listing.get("Contents", [])
+    if contents:
+        key = contents[0]["Key"]
+        if _allowed(lambda: client.head_object(Bucket=name, Key=key)):
+            rights.append("read objects in bucket " + name)
+    return rights
+
+
+def _probe_bucket_name(own: str) -> str:
+    # Bucket names: 3-63 lowercase letters, digits and hyphens.
+    return f"{own[:30].rstrip('-.')}-check-{uuid.uuid4().hex[:16]}".lower()
+
+
+def _s3_privileges(storage: Any) -> CheckResult:
+    """Warn about every right the credentials have beyond the service's own bucket.
+
+    The service needs get, put, delete and list on its bucket and the multipart actions;
+    anything more turns a leaked secret into more than this service's data: listing every
+    bucket, listing or reading another bucket, creating buckets (tried with a probe bucket
+    that is deleted at once).
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    client = storage.client
+    excess: list[str] = []
+    others = _other_buckets(client, storage.bucket) or []
+    if others:
+        excess.append(f"list all buckets (sees {len(others)} more)")
+        for name in others[:OTHER_BUCKETS_TRIED]:
+            excess.extend(_rights_on_other_bucket(client, name))
+    probe = _probe_bucket_name(storage.bucket)
+    created = _allowed(lambda: client.create_bucket(Bucket=probe), "BucketAlreadyOwnedByYou")
+    if created:
+        excess.append("create buckets")
+        try:
+            client.delete_bucket(Bucket=probe)
+        except (BotoCoreError, ClientError) as exc:
+            return CheckResult(
+                "privileges",
+                False,
+                f"created the probe bucket {probe} and could not delete it ({exc}); "
+                "delete it by hand",
+            )
+    if excess:
+        return CheckResult(
+            "privileges",
+            True,
+            "the credentials can do more than the service needs: "
+            + ", ".join(excess)
+            + f"; give the service a user limited to the bucket {storage.bucket}"
+            " (see docker-compose.yml, app-bucket-policy)",
+            warning=True,
+        )
+    untested = "" if created is False else " (bucket creation: no clear answer)"
+    return CheckResult(
+        "privileges",
+        True,
+        "no other bucket visible, creating buckets refused" + untested,
+    )
+
+
 # --- the command ------------------------------------------------------------------------
 
 
@@ -198,22 +325,26 @@ def storage_group() -> None:
 
 
 @storage_group.command("check")
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
 @with_appcontext
-def check_command() -> None:
+def check_command(strict: bool) -> None:
     """Check that the storage is reachable, writable and private.
 
     \b
-    reachable  the folder or bucket answers (Storage.check())
-    writable   a small object under healthcheck/ is written, read back and deleted
-    private    local: the folder has no permissions for other users and is not inside a
-               static folder; S3: unsigned (anonymous) reads and listings are refused
+    reachable   the folder or bucket answers (Storage.check())
+    writable    a small object under healthcheck/ is written, read back and deleted
+    private     local: the folder has no permissions for other users and is not inside a
+                static folder; S3: unsigned (anonymous) reads and listings are refused
+    privileges  S3 only: warns when the credentials can do more than the service needs
+                (list all buckets, list or read another bucket, create a bucket: tried
+                with a probe bucket that is deleted at once)
 
-    Prints one line per check, `ok` or `fail` with the reason; exits 1 if any check fails.
+    Prints one line per check, `ok`, `warn` or `fail` with the reason; exits 1 if any check
+    fails (with --strict also on a warning).
     """
     app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
     results = check_storage(app, app.extensions["storage"])
     for result in results:
-        status = "ok" if result.ok else "fail"
-        click.echo(f"{result.name:<10} {status:<4}  {result.detail}")
-    if not all(result.ok for result in results):
+        click.echo(f"{result.name:<10} {result.status:<4}  {result.detail}")
+    if not all(result.ok and not (strict and result.warning) for result in results):
         raise click.exceptions.Exit(1)

@@ -249,8 +249,16 @@ def _command(weed: str, workdir: Path, ports: dict[str, int], s3_config: Path) -
     return command
 
 
-def start_seaweedfs(workdir: Path, timeout: float = 60.0, attempts: int = 3) -> SeaweedFS:
+def start_seaweedfs(
+    workdir: Path,
+    timeout: float = 60.0,
+    attempts: int = 3,
+    identities: list[dict[str, Any]] | None = None,
+) -> SeaweedFS:
     """Start ``weed mini`` under ``workdir`` and return once its S3 API answers.
+
+    ``identities`` are added to the admin identity in the ``-s3.config`` file, in its format
+    (``{"name", "credentials": [{"accessKey", "secretKey"}], "actions": ["Read:bucket", ...]}``).
 
     Free ports are probed, not reserved, so another process may grab one first; a start that
     fails is retried with new ports.
@@ -269,7 +277,8 @@ def start_seaweedfs(workdir: Path, timeout: float = 60.0, attempts: int = 3) -> 
                         "name": "admin",
                         "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
                         "actions": ["Admin", "Read", "List", "Tagging", "Write"],
-                    }
+                    },
+                    *(identities or []),
                 ]
             }
         )
