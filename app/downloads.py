@@ -52,6 +52,15 @@ def _range_applies(request: Request, etag: str, units: str) -> bool:
     return if_range is None or if_range.strip() == f'"{etag}"'
 
 
+def _bounds(range_header: Any, size: int) -> tuple[int, int] | None:
+    """The one range's `(start, stop)`; a suffix longer than the file is the whole file
+    (RFC 9110 14.1.2), which werkzeug would call unsatisfiable."""
+    first, _ = range_header.ranges[0]
+    if first < 0 and -first >= size:
+        return (0, size)
+    return range_header.range_for_length(size)
+
+
 def download_response(
     request: Request,
     load_record: Callable[[], Any],
@@ -102,7 +111,7 @@ def stored_file_response(
     range_header = request.range
     if range_header is not None and _range_applies(request, etag, range_header.units):
         if len(range_header.ranges) == 1:
-            bounds = range_header.range_for_length(record.size)
+            bounds = _bounds(range_header, record.size)
             if bounds is None:
                 response = Response(
                     '{"message": "The requested range is not satisfiable."}\n',

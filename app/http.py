@@ -38,6 +38,10 @@ def json_body() -> Any:
                 body = json.loads(raw)
             except (ValueError, UnicodeDecodeError):
                 raise ValidationFailed({"body": ["The request body must be valid JSON."]}) from None
+            except RecursionError:
+                raise ValidationFailed(
+                    {"body": ["The request body is nested too deeply."]}
+                ) from None
     g.json_body = body
     return body
 

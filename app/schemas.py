@@ -261,6 +261,13 @@ def parse_since(value: str) -> datetime:
         if hours > 23 or minutes > 59:
             raise ValueError(value)
         tz = timezone(sign * timedelta(hours=hours, minutes=minutes))
+    try:
+        return _instant(match, day, fraction, tz)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before the first representable instant
+        raise ValueError(value) from None
+
+
+def _instant(match: re.Match[str], day: date, fraction: str, tz: timezone) -> datetime:
     return datetime(
         day.year,
         day.month,
@@ -304,7 +311,10 @@ def decode_cursor(token: str) -> tuple[datetime, uuid.UUID]:
     moment = datetime.fromisoformat(created)
     if moment.tzinfo is None:
         raise ValueError(token)
-    return moment.astimezone(UTC), uuid.UUID(record_id)
+    try:
+        return moment.astimezone(UTC), uuid.UUID(record_id)
+    except OverflowError:
+        raise ValueError(token) from None
 
 
 class Cursor(fields.Field):

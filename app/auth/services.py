@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -110,10 +111,14 @@ _TOKEN_CHECK = (
 )
 
 
+# ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+_TOKEN_ID = re.compile(r"[0-9]{1,18}")
+
+
 def resolve_token(plain: str) -> Caller | None:
     """The caller of a live token for a bearer value, or None; never says which part was wrong."""
     token_id_text, sep, secret = plain.partition("|")
-    if not sep or not token_id_text.isdigit() or not secret or len(token_id_text) > 18:
+    if not sep or not secret or not _TOKEN_ID.fullmatch(token_id_text):
         return None
     token_id, digest, now = int(token_id_text), _digest(secret), utcnow()
     cache = cache_for(TOKENS)
