@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 FLASK  := $(BIN)/flask --app wsgi
 
-.PHONY: run test install install-test browser migrate lint format bench clean
+.PHONY: run test install install-test browser unpackers migrate lint format bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -22,7 +22,15 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-install-test: $(VENV)/.installed-test browser
+install-test: $(VENV)/.installed-test browser unpackers
+
+# Folder archives are checked with Debian's unzip and 7z as well as Python's zipfile.
+unpackers:
+	@command -v unzip >/dev/null 2>&1 && command -v 7z >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing unzip and p7zip-full for the archive tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq unzip p7zip-full >/dev/null; \
+		else echo "unzip or 7z is not installed: the archive tests will fail"; fi; }
 
 # The docs page is tested in a real headless browser: Debian's Chromium, installed when
 # missing and we may (root, apt); otherwise the test says what is missing.

@@ -135,6 +135,7 @@ def _init_storage(app: Flask) -> None:
 
 
 def _register_blueprints(app: Flask) -> None:
+    from app.archives import bp as archives_bp
     from app.auth import bp as auth_bp
     from app.docs import bp as docs_bp
     from app.files import bp as files_bp
@@ -144,6 +145,7 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(auth_bp)
     app.register_blueprint(files_bp)
     app.register_blueprint(public_bp)
+    app.register_blueprint(archives_bp)
     app.register_blueprint(docs_bp)
     app.register_blueprint(health_bp)
 

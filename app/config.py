@@ -63,6 +63,9 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "HOST": get("HOST", "127.0.0.1"),
         "PORT": _int(environ, "PORT", 8000),
         "SERVER_THREADS": _int(environ, "SERVER_THREADS", 8),
+        "ZIP_MAX_FILES": _int(environ, "ZIP_MAX_FILES", 1000),
+        "ZIP_MAX_MB": _int(environ, "ZIP_MAX_MB", 10240),
+        "UPLOAD_EXPIRY_HOURS": _int(environ, "UPLOAD_EXPIRY_HOURS", 24),
     }
 
 
@@ -117,6 +120,10 @@ def validate(config: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"{name} must be 0 (off) or a number of seconds, got {cache_seconds!r}"
             )
+    for name in ("ZIP_MAX_FILES", "ZIP_MAX_MB", "UPLOAD_EXPIRY_HOURS"):
+        value = config.get(name)
+        if not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:
         raise ConfigError(f"PROXY_COUNT must be 0 or a positive number, got {proxies!r}")

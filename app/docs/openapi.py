@@ -51,6 +51,8 @@ class Limits(NamedTuple):
     page_size: int
     max_json_body: int
     max_request_size: int | None
+    zip_max_files: int = 1000
+    zip_max_mb: int = 10240
 
 
 def openapi_document(app: Flask) -> dict[str, Any]:
@@ -63,6 +65,8 @@ def openapi_document(app: Flask) -> dict[str, Any]:
             page_size=config["PAGE_SIZE"],
             max_json_body=config["MAX_JSON_BODY"],
             max_request_size=config.get("MAX_CONTENT_LENGTH"),
+            zip_max_files=config["ZIP_MAX_FILES"],
+            zip_max_mb=config["ZIP_MAX_MB"],
         )
     )
 
@@ -1034,6 +1038,13 @@ def _add_health_paths(spec: APISpec) -> None:
 
 
 @lru_cache(maxsize=8)
+def _add_transfer_paths(spec: APISpec, limits: Limits) -> None:
+    """Folder archives and resumable uploads, declared beside their endpoints."""
+    from app.archives.api_doc import add_archive_paths
+
+    add_archive_paths(spec, limits.zip_max_files, limits.zip_max_mb)
+
+
 def _build(limits: Limits) -> dict[str, Any]:
     plugin = _Plugin()
     spec = APISpec(
@@ -1066,6 +1077,7 @@ def _build(limits: Limits) -> dict[str, Any]:
     _add_token_paths(spec)
     _add_file_paths(spec)
     _add_public_paths(spec)
+    _add_transfer_paths(spec, limits)
     _add_docs_paths(spec)
     _add_health_paths(spec)
     return spec.to_dict()

@@ -1,0 +1,199 @@
+"""A folder as one ZIP: what is packed, under which names, and that real unpackers accept it."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import zipfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from app.archives import services as archives
+from app.storage import ObjectReader
+from tests.support import samples
+from tests.support.api import PUBLIC_FIELDS, RECORD_FIELDS, Account, Api
+
+PUBLIC_CACHE = "public, max-age=0, must-revalidate"
+
+
+def _text(n: int, fill: str = "x") -> bytes:
+    line = (fill * 63 + "\n").encode()
+    return (line * (n // len(line) + 1))[:n]
+
+
+def _archive(response, tmp_path: Path) -> tuple[zipfile.ZipFile, dict, Path]:
+    """The downloaded archive, checked by all three unpackers, and its manifest."""
+    assert response.status_code == 200, response.get_json()
+    body = response.get_data()
+    assert response.headers["Content-Type"] == "application/zip"
+    assert int(response.headers["Content-Length"]) == len(body)
+    path = tmp_path / "download.zip"
+    path.write_bytes(body)
+    _check_with_unpackers(path)
+    archive = zipfile.ZipFile(io.BytesIO(body))
+    assert archive.testzip() is None
+    manifest = json.loads(archive.read(archives.MANIFEST_NAME))
+    return archive, manifest, path
+
+
+def _check_with_unpackers(path: Path) -> None:
+    for tool, args in (("unzip", ["-t", "-qq"]), ("7z", ["t", "-bd"])):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is missing: `make install-test` installs unzip and p7zip-full")
+        result = subprocess.run([tool, *args, str(path)], capture_output=True, text=True)
+        assert result.returncode == 0, f"{tool}: {result.stdout}{result.stderr}"
+
+
+def _entries_equal_stored_files(api: Api, archive: zipfile.ZipFile, manifest: dict) -> None:
+    for item in manifest["files"]:
+        stored = api.object_bytes(api.row(item["id"]).stored_path)
+        data = archive.read(item["entry"])
+        assert data == stored
+        assert hashlib.sha256(data).hexdigest() == item["sha256"]
+    names = [info.filename for info in archive.infolist()]
+    assert names == [archives.MANIFEST_NAME, *(item["entry"] for item in manifest["files"])]
+    assert all(info.compress_type == zipfile.ZIP_STORED for info in archive.infolist())
+
+
+@pytest.fixture
+def folder(api: Api, alice: Account, bob: Account) -> dict[str, dict]:
+    tomorrow = (datetime.now(UTC).date() + timedelta(days=1)).isoformat()
+    return {
+        "report": api.create(alice, "bericht.pdf", path="reports/2026", titel="Bericht"),
+        "data": api.create(alice, "daten.csv", b"a;b\n1;2\n3;4\n", path="reports/2026/data"),
+        "twin": api.create(bob, "bericht.pdf", samples.png_bytes(), path="reports/2026"),
+        "third": api.create(bob, "Bericht.PDF", _text(3000), path="reports/2026"),
+        "embargoed": api.create(alice, "later.pdf", path="reports/2026", sperrfrist=tomorrow),
+        "unreleased": api.create(alice, "draft.pdf", path="reports/2026", freigabe="false"),
+        "elsewhere": api.create(alice, "other.pdf", path="minutes"),
+    }
+
+
+def test_public_folder_holds_what_the_public_may_download_now(api: Api, folder, tmp_path):
+    response = api.client.get("/api/public/files.zip", query_string={"path": "reports/2026"})
+    archive, manifest, _ = _archive(response, tmp_path)
+    assert response.headers["Cache-Control"] == PUBLIC_CACHE
+    assert response.headers["Content-Disposition"].startswith('attachment; filename="2026.zip"')
+    by_id = {item["id"]: item for item in manifest["files"]}
+    assert set(by_id) == {folder[k]["id"] for k in ("report", "data", "twin", "third")}
+    # A repeated name in one folder is numbered in upload order, case-insensitively.
+    assert by_id[folder["report"]["id"]]["entry"] == "reports/2026/bericht.pdf"
+    assert by_id[folder["twin"]["id"]]["entry"] == "reports/2026/bericht (2).pdf"
+    assert by_id[folder["third"]["id"]]["entry"] == "reports/2026/Bericht (3).PDF"
+    assert by_id[folder["data"]["id"]]["entry"] == "reports/2026/data/daten.csv"
+    item = by_id[folder["report"]["id"]]
+    assert list(item) == ["entry", "sha256", *PUBLIC_FIELDS]
+    assert item["titel"] == "Bericht" and item["size"] == folder["report"]["size"]
+    _entries_equal_stored_files(api, archive, manifest)
+
+
+def test_own_folder_holds_own_downloadable_records(api: Api, folder, alice, tmp_path):
+    response = api.get("/api/files.zip?path=reports/", alice)
+    archive, manifest, _ = _archive(response, tmp_path)
+    assert response.headers["Cache-Control"] == "private, no-store"
+    # Not bob's, and not alice's own while unreleased or under embargo (their download is 403).
+    assert {item["id"] for item in manifest["files"]} == {
+        folder["report"]["id"],
+        folder["data"]["id"],
+    }
+    assert list(manifest["files"][0]) == ["entry", "sha256", *RECORD_FIELDS]
+    _entries_equal_stored_files(api, archive, manifest)
+
+
+def test_administrators_get_every_record(api: Api, folder, admin, tmp_path):
+    archive, manifest, _ = _archive(api.get("/api/files.zip?path=reports", admin), tmp_path)
+    expected = {v["id"] for k, v in folder.items() if k != "elsewhere"}
+    assert {item["id"] for item in manifest["files"]} == expected
+    _entries_equal_stored_files(api, archive, manifest)
+
+
+def test_empty_folder_is_an_archive_with_an_empty_manifest(api: Api, tmp_path):
+    response = api.client.get("/api/public/files.zip?path=nothing/here")
+    archive, manifest, _ = _archive(response, tmp_path)
+    assert manifest == {"files": []}
+    assert archive.namelist() == [archives.MANIFEST_NAME]
+
+
+def test_hostile_names_stay_inside_the_target_folder(api: Api, alice, tmp_path):
+    record = api.create(alice, "x.pdf", path="safe")
+    api.set_columns(record["id"], original_name="../../etc/passwd", path="a/../..")
+    other = api.create(alice, "manifest.json", b'{"a": 1}')
+    archive, manifest, path = _archive(api.get("/api/files.zip?path=", alice), tmp_path)
+    names = {item["id"]: item["entry"] for item in manifest["files"]}
+    assert names[other["id"]] == "manifest (2).json"
+    hostile = names[record["id"]]
+    assert ".." not in hostile.split("/") and not hostile.startswith("/")
+    target = tmp_path / "unpacked"
+    subprocess.run(["unzip", "-qq", str(path), "-d", str(target)], check=True)
+    unpacked = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
+    assert unpacked == sorted([archives.MANIFEST_NAME, *names.values()])
+
+
+def test_limits_on_files_and_bytes_answer_422(api: Api, alice, tmp_path):
+    for n in range(3):
+        api.create(alice, f"f{n}.txt", _text(600 * 1024, fill=str(n)), path="big")
+    api.app.config["ZIP_MAX_FILES"] = 2
+    response = api.get("/api/files.zip?path=big", alice)
+    assert response.status_code == 422
+    assert response.get_json()["errors"]["path"] == [
+        "The folder holds more than 2 downloadable files; choose a narrower path."
+    ]
+    api.app.config.update(ZIP_MAX_FILES=3, ZIP_MAX_MB=1)
+    response = api.get("/api/files.zip?path=big", alice)
+    assert response.status_code == 422
+    assert "more than 1048576 bytes" in response.get_json()["message"]
+    api.app.config["ZIP_MAX_MB"] = 2
+    _archive(api.get("/api/files.zip?path=big", alice), tmp_path)
+
+
+def test_path_is_required_and_a_token_for_own_folders(api: Api, alice):
+    response = api.client.get("/api/public/files.zip")
+    assert response.status_code == 422
+    assert response.get_json()["errors"] == {"path": ["The path field is required."]}
+    assert api.client.get("/api/files.zip?path=a").status_code == 401
+
+
+class _Zeros:
+    """Storage whose every object is `size` zero bytes, for an archive beyond 4 GiB."""
+
+    CHUNK = bytes(1024 * 1024)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def open(self, key: str) -> ObjectReader:
+        full, rest = divmod(self.size, len(self.CHUNK))
+        chunks = [self.CHUNK] * full + [self.CHUNK[:rest]]
+        return ObjectReader(iter(chunks), self.size, lambda: None)
+
+
+@pytest.mark.slow
+def test_zip64_archive_over_4_gib_is_read_by_every_unpacker(tmp_path):
+    size = 4 * 1024**3 + 12345
+    record = SimpleNamespace(stored_path="files/x/y", size=size, checksum_sha256="")
+    entries = [archives.Entry("big.bin", record), archives.Entry("small.bin", record)]
+    entries[1] = archives.Entry("small.bin", SimpleNamespace(**{**vars(record), "size": 10}))
+    storage = _Zeros(size)
+    archive = archives.folder_archive(entries[:1], b"{}", storage)
+    expected = len(archive)
+    path = tmp_path / "big.zip"
+    written = 0
+    with path.open("wb") as out:
+        for chunk in archive:
+            written += len(chunk)
+            if chunk is _Zeros.CHUNK:
+                out.seek(len(chunk), 1)  # a hole: the file stays sparse
+            else:
+                out.write(chunk)
+    assert written == expected == path.stat().st_size
+    with zipfile.ZipFile(path) as unpacked:
+        info = unpacked.getinfo("big.bin")
+        assert info.file_size == size
+        assert unpacked.testzip() is None
+    _check_with_unpackers(path)
