@@ -41,6 +41,14 @@ browser:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 		else echo "chromium is not installed: the docs page browser test will be skipped"; fi; }
 
+# docs/nginx.conf is tested by running it: Debian's nginx, installed the same way.
+nginx:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing nginx for the reverse proxy test"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
+		else echo "nginx is not installed: the reverse proxy test will be skipped"; fi; }
+
 migrate: install
 	$(FLASK) db upgrade
 
