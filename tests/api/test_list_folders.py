@@ -19,6 +19,9 @@ from tests.api.test_list import follow_cursors, insert_rows, listing
 from tests.support import samples
 from tests.support.api import Account, Api
 
+#: Paths that begin like `reports/` without being under it.
+PREFIX_DISTRACTORS = ["reports", "reports2", "reportsX/b", "reports2/a/b"]
+
 
 def folder_counts(api: Api) -> dict[tuple[str, bool], int]:
     with api.app.app_context():
@@ -109,7 +112,8 @@ def insert(api: Api, owner: Account, rows: list[tuple[datetime, str, bool]]) -> 
 @pytest.fixture
 def folders(api: Api, alice: Account) -> list[str]:
     """720 released records in 6 folders under reports/, with interleaved dates, some equal;
-    others beside them and unreleased. Returns the ids under reports/ in list order."""
+    others beside them, unreleased, or in folders whose names begin like it (`reports2`).
+    Returns the ids under reports/ in list order."""
     start = datetime(2024, 1, 1, tzinfo=UTC)
     rows = []
     for n, (folder, count) in enumerate(
@@ -123,6 +127,9 @@ def folders(api: Api, alice: Account) -> list[str]:
     ids = insert(api, alice, rows)
     insert(api, alice, [(start + timedelta(days=400), "report", True)] * 40)
     insert(api, alice, [(start + timedelta(days=400), "reports/q1", False)] * 30)
+    # Paths that only begin like the folder, dated among its records.
+    for n, name in enumerate(PREFIX_DISTRACTORS):
+        insert(api, alice, [(start + timedelta(minutes=7 * i + n), name, True) for i in range(10)])
     ordered = sorted(zip(rows, ids, strict=True), key=lambda p: (p[0][0], p[1]), reverse=True)
     return [record_id for _, record_id in ordered]
 
@@ -160,3 +167,31 @@ def test_path_lists_give_the_plain_pages_however_they_are_read(
     else:
         # 6 folders x 100 (page 1) fits in 720 records; deeper pages read the matches.
         assert "folder" in ways and "matches" in ways
+
+
+def test_a_prefix_counts_only_the_records_it_lists(api: Api, alice: Account, admin: Account):
+    """`path=reports/` is a plain prefix: `reports2`, `reportsX/b` and `reports` itself are
+    not under it, neither in the records listed nor in `total` and `last_page`."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    [inside] = insert(api, alice, [(start, "reports/a", True)])
+    hidden = insert(api, alice, [(start, "reports/a", False)])
+    beside = insert(
+        api,
+        alice,
+        [(start + timedelta(seconds=n), path, True) for n, path in enumerate(PREFIX_DISTRACTORS)],
+    )
+
+    lists = {
+        "public": lambda **q: api.client.get("/api/public/files", query_string=q).get_json(),
+        "admin": lambda **q: listing(api, admin, **q),
+        "own": lambda **q: listing(api, alice, **q),
+    }
+    for name, read in lists.items():
+        body = read(path="reports/")
+        expected = [inside] if name == "public" else sorted([inside, *hidden], reverse=True)
+        assert sorted((r["id"] for r in body["data"]), reverse=True) == expected, name
+        assert body["total"] == len(expected) and body["last_page"] == 1, name
+        assert read(path="reports/", freigabe="1")["total"] == 1, name
+        assert read(path="reports")["total"] == len(expected) + len(beside), name
+        walked = read(path="reports/", cursor="")
+        assert {r["id"] for r in walked["data"]} == set(expected), name

@@ -54,6 +54,11 @@ def alice(replicas: Replicas) -> Account:
 
 
 @pytest.fixture
+def bob(replicas: Replicas) -> Account:
+    return replicas.api.account("bob@example.org")
+
+
+@pytest.fixture
 def admin(replicas: Replicas) -> Account:
     return replicas.api.account("admin@example.org", admin=True)
 
@@ -87,9 +92,9 @@ def test_a_request_answered_from_the_caches_takes_no_connection(
 
 
 def test_a_cached_record_is_shown_only_to_whoever_may_see_it(
-    replicas: Replicas, alice, admin, record
+    replicas: Replicas, alice, bob, admin, record
 ):
-    bob = replicas.api.account("bob@example.org")
+    assert bob.token_id == alice.id  # a check of his token id instead of his user id fails
     path = f"/api/files/{record['id']}"
     assert get(replicas.b, path, admin).status_code == 200  # now cached, not released
 

@@ -29,9 +29,20 @@ def test_unknown_or_malformed_ids_are_404(api: Api, alice: Account, path: str):
     assert api.delete(path, alice).status_code == 404
 
 
+def test_token_ids_are_other_accounts_user_ids(alice: Account, bob: Account, admin: Account):
+    """What the per-record tests below rely on (tests/support/api.py, `renumber_token`): a
+    check that takes the token id for the user id meets another account's records."""
+    assert bob.token_id == alice.id != alice.token_id
+    assert admin.token_id == bob.id != admin.id
+
+
 def test_other_users_records_are_404_for_every_operation(api: Api, alice: Account, bob: Account):
     record = api.create(alice, freigabe="true")
     rid = record["id"]
+    assert bob.token_id == alice.id  # a check of bob's token id instead of his user id fails
+    assert api.get("/api/files", bob).get_json()["data"] == []
+    assert api.get("/api/files", bob, query_string={"cursor": ""}).get_json()["data"] == []
+    assert [r["id"] for r in api.get("/api/files", alice).get_json()["data"]] == [rid]
     assert api.get(f"/api/files/{rid}", bob).status_code == 404
     assert api.get(f"/api/files/{rid}/download", bob).status_code == 404
     assert api.patch(rid, bob, {"titel": "x"}).status_code == 404

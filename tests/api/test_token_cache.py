@@ -102,6 +102,51 @@ def test_revoking_answers_401_at_once_in_the_same_process(replicas: Replicas):
     assert client.get("/api/files", headers=alice.auth).status_code == 401
 
 
+def hold_back_notifications(replicas: Replicas) -> None:
+    """From now on no change to tokens or accounts is announced by the database (the cache
+    already listens, so it stays on): what a process sees of its own changes is then only
+    what it notes itself, as when the notification is still on its way."""
+    replicas.sql(
+        "DROP TRIGGER api_tokens_auth_changes ON api_tokens",
+        "DROP TRIGGER users_auth_changes ON users",
+    )
+
+
+def test_revoking_answers_401_on_the_next_request_without_the_notification(
+    replicas: Replicas,
+):
+    alice = replicas.api.account("alice@example.org")
+    client = replicas.b.test_client()
+    assert client.get("/api/files", headers=alice.auth).status_code == 200
+    assert replicas.b.extensions["cache"].size(TOKENS) == 1
+    hold_back_notifications(replicas)
+    assert client.delete("/api/tokens/current", headers=alice.auth).status_code == 204
+    assert client.get("/api/files", headers=alice.auth).status_code == 401
+
+
+def test_changes_to_an_account_count_on_the_next_request_without_the_notification(
+    replicas: Replicas,
+):
+    alice = replicas.api.account("alice@example.org")
+    bob = replicas.api.account("bob@example.org")
+    record = replicas.api.create(bob)
+    path = f"/api/files/{record['id']}"
+    assert (status(replicas.b, alice, path), status(replicas.b, bob)) == (404, 200)
+    hold_back_notifications(replicas)
+    cli = replicas.b.test_cli_runner()
+
+    granted = cli.invoke(
+        args=["provision-admin", "--email", alice.email, "--password", alice.password]
+    )
+    assert granted.exit_code == 0, granted.output
+    assert status(replicas.b, alice, path) == 200
+    deactivated = cli.invoke(args=["users", "deactivate", bob.email])
+    assert deactivated.exit_code == 0, deactivated.output
+    assert status(replicas.b, bob) == 401
+    assert cli.invoke(args=["users", "activate", bob.email]).exit_code == 0
+    assert status(replicas.b, bob) == 200
+
+
 def revoke_in_a(replicas: Replicas, alice: Account) -> None:
     client = replicas.a.test_client()
     assert client.delete("/api/tokens/current", headers=alice.auth).status_code == 204

@@ -10,11 +10,11 @@ from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import select
+from sqlalchemy import func, select, text, update
 
 from app.auth.services import create_user, issue_token
 from app.extensions import db
-from app.models import FileRecord, User
+from app.models import ApiToken, FileRecord, User
 from tests.support import samples
 
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -53,6 +53,38 @@ class Account:
     @property
     def auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
+
+    @property
+    def token_id(self) -> int:
+        return int(self.token.partition("|")[0])
+
+
+# The first account's token id is its user id plus this; see `renumber_token`.
+FIRST_TOKEN_OFFSET = 1000
+
+
+def renumber_token(user_id: int, token: str) -> str:
+    """Give a new account's token an id that is not its user id but another account's.
+
+    Issued right after its account, a token would get the same number as its user id on a
+    fresh database, and code that takes one for the other would pass every test. Here the
+    token takes the user id of the account created just before (bob's token id is alice's
+    user id), the first account's `FIRST_TOKEN_OFFSET` more than its own.
+    """
+    issued, _, secret = token.partition("|")
+    previous = db.session.scalar(select(func.max(User.id)).where(User.id < user_id))
+    taken = set(db.session.scalars(select(ApiToken.id))) - {int(issued)}
+    candidates = [previous, user_id + FIRST_TOKEN_OFFSET, max(taken | {user_id}) + 1]
+    wanted = next(c for c in candidates if c is not None and c != user_id and c not in taken)
+    db.session.execute(update(ApiToken).where(ApiToken.id == int(issued)).values(id=wanted))
+    if db.engine.dialect.name == "postgresql" and wanted > int(issued):
+        # Tokens issued later must not run into this one.
+        db.session.execute(
+            text("SELECT setval(pg_get_serial_sequence('api_tokens', 'id'), :id)"),
+            {"id": wanted},
+        )
+    db.session.commit()
+    return f"{wanted}|{secret}"
 
 
 def encode_multipart(
@@ -96,7 +128,7 @@ class Api:
         password = f"pw-{uuid.uuid4().hex}"
         with self.app.app_context():
             user = create_user(email, "Test User", password, is_admin=admin)
-            token = issue_token(user, "tests")
+            token = renumber_token(user.id, issue_token(user, "tests"))
             return Account(user.id, user.email, password, token)
 
     # requests ---------------------------------------------------------------------------

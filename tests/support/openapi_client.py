@@ -7,10 +7,14 @@ read, so streamed responses stay streamed: for those, status, headers and conten
 checked. A request under /api that matches no documented operation (an unknown path, a method
 a path does not offer) must get a JSON error `{"message": ...}` with 401, 404 or 405. Paths
 outside /api (health probes) are not part of the document and are not checked.
+
+A numbered list page must also add up (`check_page_envelope`): its `total` is the number of
+records its pages hold, so a total counted over other records than those listed fails.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -170,10 +174,42 @@ def check_response(app: Flask, response: TestResponse) -> None:
     assert not errors, f"{where}: response contradicts the OpenAPI document:\n{_describe(errors)}"
 
 
+PAGE_KEYS = {"data", "total", "current_page", "per_page", "last_page", "from", "to"}
+
+
+def check_page_envelope(response: TestResponse) -> None:
+    """Fails when a numbered list page disagrees with itself: every page before the last is
+    full, the last holds what is left of `total` (on a single page: `total == len(data)`),
+    pages beyond it are empty, and `last_page`, `from`, `to` follow."""
+    if response.status_code != 200 or response.mimetype != JSON:
+        return
+    body = response.get_json()
+    if not isinstance(body, dict) or not PAGE_KEYS <= set(body):
+        return
+    where = f"{response.request.method} {response.request.full_path.rstrip('?')}"
+    total, page, per_page, count = (
+        body["total"],
+        body["current_page"],
+        body["per_page"],
+        len(body["data"]),
+    )
+    last_page = max(1, math.ceil(total / per_page))
+    assert body["last_page"] == last_page, f"{where}: last_page {body['last_page']}, total {total}"
+    before = (page - 1) * per_page
+    expected = per_page if page < last_page else max(0, min(per_page, total - before))
+    assert count == expected, f"{where}: {count} records listed on page {page}, total {total}"
+    if count:
+        assert (body["from"], body["to"]) == (before + 1, before + count), where
+    else:
+        assert (body["from"], body["to"]) == (None, None), where
+
+
 class OpenAPIValidatingClient(FlaskClient):
-    """A FlaskClient whose every response is checked against the OpenAPI document."""
+    """A FlaskClient whose every response is checked against the OpenAPI document, and
+    whose list pages must add up."""
 
     def open(self, *args: Any, **kwargs: Any) -> TestResponse:
         response = super().open(*args, **kwargs)
         check_response(self.application, response)
+        check_page_envelope(response)
         return response
