@@ -277,3 +277,21 @@ def test_what_the_image_copies_is_not_excluded_from_the_build_context(name: str)
     ]
     assert name not in ignored
     assert ".env" in ignored and "instance" in ignored and ".git" in ignored
+
+
+# --- docs/operations.md ----------------------------------------------------------------
+
+
+def test_the_operations_guide_cites_real_tests_and_commands():
+    text = (ROOT / "docs" / "operations.md").read_text()
+    cited = set(re.findall(r"`(tests/[\w/]+\.py)`", text))
+    assert len(cited) >= 5
+    for path in cited:
+        assert (ROOT / path).is_file(), path
+    from app import create_app
+
+    app = create_app({"TESTING": True, "SQLALCHEMY_DATABASE_URI": "sqlite://"})
+    runner = app.test_cli_runner()
+    for command in set(re.findall(r"flask --app wsgi ([a-z-]+(?: [a-z-]+)?)", text)):
+        result = runner.invoke(args=[*command.split(), "--help"])
+        assert result.exit_code == 0, f"flask {command}: {result.output}"
