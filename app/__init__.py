@@ -61,10 +61,16 @@ def _wrap_middleware(app: Flask) -> None:
 
 
 def _init_extensions(app: Flask) -> None:
-    from app import models  # noqa: F401  (registers the tables on the metadata)
+    from app import (
+        models,  # noqa: F401  (registers the tables on the metadata)
+        oai,
+        search,
+    )
     from app.extensions import db, limiter, migrate, ping_idle_connections
 
     db.init_app(app)
+    search.init_app()
+    oai.init_app()
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):
             ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE_SECONDS"])
@@ -167,8 +173,10 @@ def _register_cli(app: Flask) -> None:
     from app.auth.cli import create_user_command, provision_admin_command
     from app.cli import serve_command
     from app.ops import register_cli
+    from app.search.cli import search_cli
 
     app.cli.add_command(create_user_command)
     app.cli.add_command(provision_admin_command)
     app.cli.add_command(serve_command)
+    app.cli.add_command(search_cli)
     register_cli(app)

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     Uuid,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -109,6 +110,14 @@ class FileRecord(db.Model):
         Index("ix_file_records_user_checksum", "user_id", "checksum_sha256"),
         # One record per object; reconciliation looks records up by their object key.
         Index("ix_file_records_stored_path", "stored_path", unique=True),
+        # OAI-PMH harvests released records in datestamp order (app/oai).
+        Index(
+            "ix_file_records_released_updated",
+            "updated_at",
+            "id",
+            postgresql_where=text("freigabe"),
+            sqlite_where=text("freigabe"),
+        ),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
@@ -192,3 +201,19 @@ class PendingObjectDeletion(db.Model):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
+
+
+class OaiTombstone(db.Model):
+    """A released record that left the public view (deleted or unreleased), so that OAI-PMH
+    harvesters learn of it (`<header status="deleted">`, persistent deletions).
+
+    Written by the same flush as the change itself (app/oai/tombstones.py), removed again when
+    the record is released once more.
+    """
+
+    __tablename__ = "oai_tombstones"
+    __table_args__ = (Index("ix_oai_tombstones_deleted", "deleted_at", "record_id"),)
+
+    record_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    path: Mapped[str | None] = mapped_column(String(255))
+    deleted_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -221,8 +221,8 @@ def stack_config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, An
     with engine.begin() as conn:
         conn.execute(
             sa.text(
-                "TRUNCATE file_records, api_tokens, users, pending_object_deletions "
-                "RESTART IDENTITY CASCADE"
+                "TRUNCATE file_records, api_tokens, users, pending_object_deletions, "
+                "oai_tombstones RESTART IDENTITY CASCADE"
             )
         )
     engine.dispose()

@@ -186,6 +186,8 @@ def test_list_parameters_come_from_the_query_schema(document: dict[str, Any]):
         "freigabe",
         "reprotyp",
         "cursor",
+        "q",
+        "sort",
     ]
     assert list(query("/api/public/files")) == [
         "page",
@@ -194,6 +196,8 @@ def test_list_parameters_come_from_the_query_schema(document: dict[str, Any]):
         "since",
         "reprotyp",
         "cursor",
+        "q",
+        "sort",
     ]
     assert protected["page"]["schema"] == {
         "type": "integer",

@@ -17,13 +17,13 @@ from app.http import json_body, load, validate
 from app.pagination import list_response
 from app.schemas import (
     CreateMetadataSchema,
-    ListQuerySchema,
     UpdateSchema,
     created_record_schema,
     dump_update_result,
     record_rows,
     record_schema,
 )
+from app.search.schemas import SearchListQuerySchema
 from app.storage import Storage
 
 FILES_FIELD = re.compile(r"files(\[\d*\])?")
@@ -31,7 +31,7 @@ PRIVATE_CACHE = "private, no-store"
 
 create_schema = CreateMetadataSchema()
 update_schema = UpdateSchema()
-list_query_schema = ListQuerySchema()
+list_query_schema = SearchListQuerySchema()
 
 
 def _storage() -> Storage:

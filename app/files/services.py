@@ -30,6 +30,7 @@ from app.models import (
     UserFileCount,
     utcnow,
 )
+from app.search import index as search_index
 from app.storage import Storage, StorageError
 
 log = logging.getLogger(__name__)
@@ -167,8 +168,8 @@ def _escape_like(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-#: The list filters a query may carry (besides `page` or `cursor`).
-FILTERS = ("path", "aktiv_id", "reprotyp", "since", "freigabe")
+#: The list filters a query may carry (besides `page` or `cursor`); `q` is a parsed search.
+FILTERS = ("path", "aktiv_id", "reprotyp", "since", "freigabe", "q")
 
 
 def filtered(
@@ -184,6 +185,8 @@ def filtered(
         query = query.where(FileRecord.created_at >= filters["since"])
     if "freigabe" in filters:
         query = query.where(FileRecord.freigabe.is_(filters["freigabe"]))
+    if "q" in filters:
+        query = search_index.matching(query, filters["q"], db.session.get_bind())
     return query
 
 
@@ -194,14 +197,22 @@ class Listing:
     owner_id: int | None
     released_only: bool
     filters: Mapping[str, Any]
+    #: Best search matches first (then newest first); only with a `q` filter.
+    relevance: bool = False
 
     @classmethod
     def of(cls, user: Caller | None, params: Mapping[str, Any]) -> Listing:
         """A signed-in caller's list, or the public list when `user` is None."""
         filters = {name: params[name] for name in FILTERS if name in params}
+        relevance = "q" in filters and params.get("sort") == "relevance"
         if user is None:
-            return cls(None, True, filters)
-        return cls(None if user.is_admin else user.id, False, filters)
+            return cls(None, True, filters, relevance)
+        return cls(None if user.is_admin else user.id, False, filters, relevance)
+
+    def order(self) -> list[Any]:
+        if not self.relevance:
+            return list(NEWEST_FIRST)
+        return [*search_index.best_first(self.filters["q"], db.session.get_bind()), *NEWEST_FIRST]
 
     def query(self) -> Select[tuple[FileRecord]]:
         query = select(FileRecord)
@@ -304,7 +315,7 @@ def _in_order(
     query = listing.query()
     if after is not None:
         query = query.where(_before(after))
-    return _rows(query.order_by(*NEWEST_FIRST).offset(offset).limit(limit))
+    return _rows(query.order_by(*listing.order()).offset(offset).limit(limit))
 
 
 def _rows(query: Select[tuple[FileRecord]]) -> list[Any]:
@@ -352,7 +363,8 @@ def paginate(listing: Listing, page: int, per_page: int) -> Page:
         matching = listing.query().order_by(None).subquery()
         total = db.session.scalar(select(func.count()).select_from(matching)) or 0
     items = _in_order(listing, folders, None, (page - 1) * per_page, per_page)
-    more = (page - 1) * per_page + len(items) < total
+    # A cursor continues newest first, which is not where a page in relevance order ends.
+    more = (page - 1) * per_page + len(items) < total and not listing.relevance
     return Page(items, total, page, per_page, position_of(items[-1]) if more else None)
 
 

@@ -11,12 +11,13 @@ from app.files import services
 from app.http import load
 from app.pagination import list_response
 from app.public import bp
-from app.schemas import ListQuerySchema, public_record_rows
+from app.schemas import public_record_rows
+from app.search.schemas import SearchListQuerySchema
 
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 
 # The release filter is not offered publicly: a `freigabe` parameter is ignored, never checked.
-list_query_schema = ListQuerySchema(exclude=("freigabe",))
+list_query_schema = SearchListQuerySchema(exclude=("freigabe",))
 
 
 @bp.get("")

@@ -1,0 +1,163 @@
+"""Where the searchable text lives on each database, and how a query reads it.
+
+PostgreSQL: `file_records.search_vector`, a stored generated column (migration 0009) built with
+the `file_search` text search configuration (`german` with `unaccent` in front where the
+extension is available), under a GIN index. PostgreSQL computes it on every insert and update,
+whoever writes the row.
+
+SQLite: the FTS5 table `file_search`, one row per record, written by `sync_search_index` in the
+same flush (and so the same transaction) as the record itself: every record the application
+writes passes through the ORM session, so one session hook keeps the index in step.
+`reindex` rebuilds it from the records (rows written by hand, a restored database).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import String, column, event, func, inspect, literal_column, select, table, text
+from sqlalchemy.orm import Session
+
+from app.models import FileRecord
+from app.search.query import SearchQuery, analyze
+
+#: The record columns that are searched; none of them is hidden from the public.
+SEARCHED = (
+    "titel",
+    "beschreibung",
+    "autoren",
+    "sachschlagwoerter",
+    "org_themen",
+    "aktiv_id",
+    "reprotyp",
+    "original_name",
+)
+# FTS5 columns (and their bm25 weights) with the record columns each one holds; PostgreSQL's
+# weights A-D follow the same grouping (migration 0009).
+FTS_COLUMNS = {
+    "titel": (("titel",), 10.0),
+    "people": (("autoren", "sachschlagwoerter", "org_themen"), 4.0),
+    "codes": (("aktiv_id", "reprotyp", "original_name"), 2.0),
+    "beschreibung": (("beschreibung",), 1.0),
+}
+FTS_TABLE = "file_search"
+#: Schema objects of the search that the ORM models do not describe, on purpose.
+SCHEMA_NAMES = frozenset(
+    {"search_vector", "ix_file_records_search", FTS_TABLE}
+    | {f"{FTS_TABLE}_{suffix}" for suffix in ("data", "idx", "content", "docsize", "config")}
+)
+
+_fts = table(FTS_TABLE, column("record_id", String), column("rank"), column(FTS_TABLE))
+_VECTOR = literal_column("file_records.search_vector")
+_CONFIG = literal_column("'file_search'::regconfig")
+
+
+def _is_postgres(bind: Any) -> bool:
+    return bind.dialect.name == "postgresql"
+
+
+def matching(query: Any, search: SearchQuery, bind: Any) -> Any:
+    """`query` restricted to the records the search finds."""
+    if _is_postgres(bind):
+        return query.where(_VECTOR.op("@@")(_tsquery(search)))
+    matches = _fts_matches(search)
+    return query.join(matches, matches.c.record_id == FileRecord.id)
+
+
+def best_first(search: SearchQuery, bind: Any) -> list[Any]:
+    """Order terms for relevance, best first; only valid on a query built by `matching`."""
+    if _is_postgres(bind):
+        return [func.ts_rank(_VECTOR, _tsquery(search)).desc()]
+    # bm25() is lower for better matches.
+    return [literal_column("search_match.rank").asc()]
+
+
+def _tsquery(search: SearchQuery) -> Any:
+    return func.websearch_to_tsquery(_CONFIG, search.websearch())
+
+
+def _fts_matches(search: SearchQuery) -> Any:
+    weights = ", ".join(str(weight) for _columns, weight in FTS_COLUMNS.values())
+    return (
+        select(
+            _fts.c.record_id,
+            literal_column(f"bm25({FTS_TABLE}, 0, {weights})").label("rank"),
+        )
+        .select_from(_fts)
+        .where(_fts.c[FTS_TABLE].op("MATCH")(search.fts5()))
+        .subquery("search_match")
+    )
+
+
+# --- keeping the SQLite index in step ---------------------------------------------------
+
+_DELETE = text(f"DELETE FROM {FTS_TABLE} WHERE record_id = :record_id")
+_INSERT = text(
+    f"INSERT INTO {FTS_TABLE} (record_id, {', '.join(FTS_COLUMNS)}) "
+    f"VALUES (:record_id, {', '.join(':' + name for name in FTS_COLUMNS)})"
+)
+
+
+def index_values(record: Any) -> dict[str, Any]:
+    """The FTS5 row of one record (an ORM object or a row with its columns)."""
+    values: dict[str, Any] = {"record_id": record.id.hex}
+    for name, (columns, _weight) in FTS_COLUMNS.items():
+        values[name] = " ".join(analyze(getattr(record, c)) for c in columns).strip()
+    return values
+
+
+def _searched_text_changed(record: FileRecord) -> bool:
+    state = inspect(record)
+    return any(state.attrs[name].history.has_changes() for name in SEARCHED)
+
+
+def sync_search_index(session: Session, _flush_context: Any) -> None:
+    """After a flush that wrote records, write their FTS5 rows on the same connection."""
+    changed = [
+        obj for obj in session.new | session.dirty | session.deleted if isinstance(obj, FileRecord)
+    ]
+    if not changed:
+        return
+    connection = session.connection(bind_arguments={"mapper": inspect(FileRecord)})
+    if _is_postgres(connection):
+        return
+    for record in changed:
+        if record in session.dirty and not _searched_text_changed(record):
+            continue
+        connection.execute(_DELETE, {"record_id": record.id.hex})
+        if record not in session.deleted:
+            connection.execute(_INSERT, index_values(record))
+
+
+def init_app() -> None:
+    if not event.contains(Session, "after_flush", sync_search_index):
+        event.listen(Session, "after_flush", sync_search_index)
+
+
+def reindex(session: Session) -> int:
+    """Rebuild the search index from the records; returns how many records it holds."""
+    connection = session.connection()
+    if _is_postgres(connection):
+        connection.execute(text("REINDEX INDEX ix_file_records_search"))
+        count = session.scalar(select(func.count()).select_from(FileRecord)) or 0
+    else:
+        count = rebuild_fts(connection)
+    session.commit()
+    return count
+
+
+def rebuild_fts(connection: Any, batch: int = 1000) -> int:
+    """Fill the FTS5 table anew from the records, in batches in id order."""
+    connection.execute(text(f"DELETE FROM {FTS_TABLE}"))
+    columns = [FileRecord.id, *(getattr(FileRecord, name) for name in SEARCHED)]
+    count, after = 0, None
+    while True:
+        query = select(*columns).order_by(FileRecord.id).limit(batch)
+        if after is not None:
+            query = query.where(FileRecord.id > after)
+        rows = connection.execute(query).all()
+        if not rows:
+            return count
+        connection.execute(_INSERT, [index_values(row) for row in rows])
+        count += len(rows)
+        after = rows[-1].id
