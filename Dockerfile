@@ -12,9 +12,11 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY app ./app
-RUN python -m venv /opt/file-repository \
+# The environment gets no pip of its own: nothing in the runtime image installs packages.
+RUN python -m venv --without-pip /opt/file-repository \
     && pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . \
-    && /opt/file-repository/bin/pip install --no-cache-dir /wheels/file_repository-*.whl
+    && pip --python /opt/file-repository/bin/python install --no-cache-dir \
+        /wheels/file_repository-*.whl
 
 FROM python:3.12.12-slim-bookworm AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \
