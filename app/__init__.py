@@ -146,6 +146,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.docs import bp as docs_bp
     from app.files import bp as files_bp
     from app.health import bp as health_bp
+    from app.oai import bp as oai_bp
     from app.public import bp as public_bp
 
     app.register_blueprint(auth_bp)
@@ -154,6 +155,7 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(archives_bp)
     app.register_blueprint(docs_bp)
     app.register_blueprint(health_bp)
+    app.register_blueprint(oai_bp)
 
     @app.after_request
     def public_cache_headers(response: Response) -> Response:

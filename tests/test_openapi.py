@@ -46,6 +46,8 @@ EXPECTED_STATUSES = {
     ("get", "/api/docs/assets/{name}"): {200, 304, 404},
     ("get", "/healthz"): {200},
     ("get", "/readyz"): {200, 503},
+    ("get", "/oai"): {200, 500, 503},
+    ("post", "/oai"): {200, 500, 503},
 }
 NO_TOKEN_OPERATIONS = {
     ("post", "/api/tokens"),
@@ -58,6 +60,8 @@ NO_TOKEN_OPERATIONS = {
     ("get", "/api/docs/assets/{name}"),
     ("get", "/healthz"),
     ("get", "/readyz"),
+    ("get", "/oai"),
+    ("post", "/oai"),
 }
 
 

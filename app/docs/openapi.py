@@ -895,6 +895,85 @@ def _add_public_paths(spec: APISpec) -> None:
     )
 
 
+OAI_ARGUMENTS = {
+    "verb": {
+        "type": "string",
+        "enum": [
+            "Identify",
+            "ListMetadataFormats",
+            "ListSets",
+            "GetRecord",
+            "ListIdentifiers",
+            "ListRecords",
+        ],
+        "description": "The OAI-PMH request.",
+    },
+    "identifier": {"type": "string", "description": "oai:<host>:<record id>"},
+    "metadataPrefix": {"type": "string", "description": "oai_dc (the only format offered)."},
+    "from": {"type": "string", "description": "YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ (UTC)."},
+    "until": {"type": "string", "description": "Same granularity as from; inclusive."},
+    "set": {"type": "string", "description": "A folder of path, segments joined by ':'."},
+    "resumptionToken": {"type": "string", "description": "From the previous answer; alone."},
+}
+
+
+def _add_oai_paths(spec: APISpec) -> None:
+    answer = {
+        "200": {
+            "description": (
+                "An OAI-PMH 2.0 answer; protocol errors (badVerb, badArgument, "
+                "cannotDisseminateFormat, idDoesNotExist, noRecordsMatch, badResumptionToken, "
+                "noSetHierarchy) are answers too, with an `<error code>` element."
+            ),
+            "content": {"text/xml": {"schema": {"type": "string"}}},
+        },
+        **_errors("ServerError", "ServiceUnavailable"),
+    }
+    about = (
+        "OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of "
+        "`path`, datestamps are `updated_at` in UTC seconds, deletions and unreleases stay as "
+        '`<header status="deleted">` (persistent). Lists come in pages with a '
+        "`resumptionToken` (completeListSize, cursor, expirationDate after 24 hours)."
+    )
+    spec.path(
+        "/oai",
+        operations={
+            "get": {
+                "tags": ["Harvesting"],
+                "operationId": "oaiPmhGet",
+                "summary": "OAI-PMH request",
+                "description": about,
+                "security": NO_TOKEN,
+                "parameters": [
+                    {"name": name, "in": "query", "required": name == "verb", "schema": schema}
+                    for name, schema in OAI_ARGUMENTS.items()
+                ],
+                "responses": answer,
+            },
+            "post": {
+                "tags": ["Harvesting"],
+                "operationId": "oaiPmhPost",
+                "summary": "OAI-PMH request (form-encoded body)",
+                "description": about,
+                "security": NO_TOKEN,
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/x-www-form-urlencoded": {
+                            "schema": {
+                                "type": "object",
+                                "properties": OAI_ARGUMENTS,
+                                "required": ["verb"],
+                            }
+                        }
+                    },
+                },
+                "responses": answer,
+            },
+        },
+    )
+
+
 def _add_docs_paths(spec: APISpec) -> None:
     tags = ["Documentation"]
     not_modified = {"description": "The cached copy is current."}
@@ -1059,6 +1138,7 @@ def _build(limits: Limits) -> dict[str, Any]:
             {"name": "Files", "description": "Your records (administrators: all records)."},
             {"name": "Public", "description": "Released records, without a token."},
             {"name": "Documentation", "description": "This document and its page."},
+            {"name": "Harvesting", "description": "OAI-PMH 2.0 for catalogues and aggregators."},
             {"name": "Operations", "description": "Probes for load balancers and orchestrators."},
         ],
     )
@@ -1078,6 +1158,7 @@ def _build(limits: Limits) -> dict[str, Any]:
     _add_file_paths(spec)
     _add_public_paths(spec)
     _add_transfer_paths(spec, limits)
+    _add_oai_paths(spec)
     _add_docs_paths(spec)
     _add_health_paths(spec)
     return spec.to_dict()

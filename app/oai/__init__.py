@@ -12,4 +12,6 @@ from app.oai.tombstones import init_app
 bp = Blueprint("oai", __name__)
 bp.before_request(read_without_transaction)
 
+from app.oai import routes  # noqa: E402,F401
+
 __all__ = ["bp", "init_app"]

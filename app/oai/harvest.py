@@ -1,0 +1,152 @@
+"""What OAI-PMH harvesters see: released records and the tombstones of those that left the
+public view, in datestamp order, a page at a time.
+
+A list is read by keyset, never by OFFSET: a resumption token remembers the (datestamp, id) of
+the last item it delivered, so page 10,000 of a full harvest costs what page 1 costs. Live
+records come from `released()` (the public scope of app/files/services.py) over the partial
+index `ix_file_records_released_updated`; tombstones from `ix_oai_tombstones_deleted`. The two
+ordered reads are merged here.
+"""
+
+from __future__ import annotations
+
+import heapq
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, or_, select, tuple_
+
+from app.extensions import db
+from app.files.services import released
+from app.models import FilePathCount, FileRecord, OaiTombstone
+
+#: A place in harvest order: (datestamp with microseconds, record id).
+Position = tuple[datetime, uuid.UUID]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The selective-harvesting arguments: a set (a folder path) and a datestamp range."""
+
+    folder: str | None = None
+    start: datetime | None = None  # inclusive
+    end: datetime | None = None  # exclusive
+
+
+@dataclass(frozen=True)
+class Item:
+    position: Position
+    path: str | None
+    record: Any  # a row with FileRecord's columns, or None for a deleted record
+
+    @property
+    def deleted(self) -> bool:
+        return self.record is None
+
+
+def _like_prefix(folder: str) -> str:
+    escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "/%"
+
+
+def _in_window(query: Any, stamp: Any, path: Any, window: Window) -> Any:
+    if window.folder is not None:
+        query = query.where(
+            or_(path == window.folder, path.like(_like_prefix(window.folder), escape="\\"))
+        )
+    if window.start is not None:
+        query = query.where(stamp >= window.start)
+    if window.end is not None:
+        query = query.where(stamp < window.end)
+    return query
+
+
+def _live(window: Window) -> Any:
+    return _in_window(released(), FileRecord.updated_at, FileRecord.path, window)
+
+
+def _gone(window: Window) -> Any:
+    t = OaiTombstone
+    return _in_window(select(t), t.deleted_at, t.path, window)
+
+
+def count(window: Window) -> int:
+    """How many items the whole list holds (the resumption token's completeListSize)."""
+    live = _live(window).with_only_columns(func.count(), maintain_column_froms=True)
+    gone = _gone(window).with_only_columns(func.count(), maintain_column_froms=True)
+    return (db.session.scalar(live) or 0) + (db.session.scalar(gone) or 0)
+
+
+def page(window: Window, after: Position | None, size: int) -> tuple[list[Item], bool]:
+    """Up to `size` items after `after` in (datestamp, id) order, and whether more follow."""
+    live = _live(window)
+    gone = _gone(window)
+    if after is not None:
+        live = live.where(tuple_(FileRecord.updated_at, FileRecord.id) > tuple_(*after))
+        gone = gone.where(tuple_(OaiTombstone.deleted_at, OaiTombstone.record_id) > tuple_(*after))
+    live_rows = db.session.execute(
+        live.with_only_columns(*FileRecord.__table__.columns)
+        .order_by(FileRecord.updated_at, FileRecord.id)
+        .limit(size + 1)
+    ).all()
+    gone_rows = db.session.scalars(
+        gone.order_by(OaiTombstone.deleted_at, OaiTombstone.record_id).limit(size + 1)
+    ).all()
+    merged = list(_merge(live_rows, gone_rows))[: size + 1]
+    return merged[:size], len(merged) > size
+
+
+def _merge(live_rows: list[Any], gone_rows: list[OaiTombstone]) -> Iterator[Item]:
+    live = (Item((row.updated_at, row.id), row.path, row) for row in live_rows)
+    gone = (Item((t.deleted_at, t.record_id), t.path, None) for t in gone_rows)
+    return heapq.merge(live, gone, key=lambda item: item.position)
+
+
+def find(record_id: uuid.UUID) -> Item | None:
+    """One released record, or the tombstone of one that was; None if neither exists."""
+    row = db.session.execute(
+        released()
+        .with_only_columns(*FileRecord.__table__.columns)
+        .where(FileRecord.id == record_id)
+    ).first()
+    if row is not None:
+        return Item((row.updated_at, row.id), row.path, row)
+    tombstone = db.session.get(OaiTombstone, record_id)
+    if tombstone is not None:
+        return Item((tombstone.deleted_at, tombstone.record_id), tombstone.path, None)
+    return None
+
+
+def earliest_datestamp() -> datetime | None:
+    live = db.session.scalar(_live(Window()).with_only_columns(func.min(FileRecord.updated_at)))
+    gone = db.session.scalar(select(func.min(OaiTombstone.deleted_at)))
+    stamps = [stamp for stamp in (live, gone) if stamp is not None]
+    return min(stamps) if stamps else None
+
+
+def folders() -> list[str]:
+    """Every folder that holds released records or tombstones, with all its parents."""
+    paths = set(
+        db.session.scalars(
+            select(FilePathCount.path).where(
+                FilePathCount.freigabe.is_(True), FilePathCount.n > 0, FilePathCount.path != ""
+            )
+        )
+    )
+    paths |= set(
+        db.session.scalars(
+            select(OaiTombstone.path).where(OaiTombstone.path.is_not(None)).distinct()
+        )
+    )
+    return sorted({parent for path in paths for parent in parents(path)})
+
+
+def parents(path: str | None) -> list[str]:
+    """`a/b/c` is in the sets a, a/b and a/b/c."""
+    if not path:
+        return []
+    segments = path.split("/")
+    return ["/".join(segments[: i + 1]) for i in range(len(segments))]

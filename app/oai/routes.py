@@ -1,0 +1,336 @@
+"""OAI-PMH 2.0 at GET|POST /oai: the six verbs over released records, `oai_dc` metadata, sets
+from the folders of `path`, persistent deletions, keyset resumption tokens.
+
+Protocol errors are answers too (HTTP 200 with an `<error>` element), as the protocol says.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import uuid
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from flask import Response, current_app, request, url_for
+
+from app import pagination
+from app.files.services import today_in
+from app.oai import bp, harvest
+from app.oai import xml as oai_xml
+
+PAGE_SIZE = 200
+TOKEN_LIFETIME = timedelta(hours=24)
+XML_TYPE = "text/xml; charset=utf-8"
+
+LIST_ARGUMENTS = ({"metadataPrefix"}, {"from", "until", "set"})
+VERBS: dict[str, tuple[set[str], set[str]]] = {
+    "Identify": (set(), set()),
+    "ListMetadataFormats": (set(), {"identifier"}),
+    "ListSets": (set(), set()),
+    "GetRecord": ({"identifier", "metadataPrefix"}, set()),
+    "ListIdentifiers": LIST_ARGUMENTS,
+    "ListRecords": LIST_ARGUMENTS,
+}
+RESUMABLE = {"ListSets", "ListIdentifiers", "ListRecords"}
+DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+SECOND = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
+SET_SPEC = re.compile(r"[A-Za-z0-9._-]+(?::[A-Za-z0-9._-]+)*")
+
+
+class ProtocolError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _absolute(path: str) -> str:
+    """An absolute URL of this service: the page links' way (PROXY_COUNT, trusted hosts)."""
+    external_url = getattr(pagination, "external_url", None)
+    if external_url is not None:
+        return external_url(path)
+    return request.host_url.rstrip("/") + path
+
+
+def _base_url() -> str:
+    return _absolute(url_for("oai.endpoint"))
+
+
+def _host() -> str:
+    return _base_url().split("://", 1)[1].split("/", 1)[0].split(":", 1)[0]
+
+
+def identifier_of(record_id: uuid.UUID) -> str:
+    return f"oai:{_host()}:{record_id}"
+
+
+def _record_id(identifier: str) -> uuid.UUID:
+    prefix = f"oai:{_host()}:"
+    try:
+        if not identifier.startswith(prefix):
+            raise ValueError(identifier)
+        return uuid.UUID(identifier[len(prefix) :])
+    except ValueError:
+        raise ProtocolError("idDoesNotExist", f"No item has the identifier {identifier}.") from None
+
+
+@bp.route("/oai", methods=["GET", "POST"], endpoint="endpoint")
+def endpoint() -> Response:
+    source = request.form if request.method == "POST" else request.args
+    arguments = {key: source.getlist(key) for key in source}
+    try:
+        verb, args = _check(arguments)
+    except ProtocolError as exc:
+        root = oai_xml.envelope(_base_url(), None)
+        oai_xml.error(root, exc.code, exc.message)
+        return _answer(root)
+    root = oai_xml.envelope(_base_url(), {"verb": verb, **args})
+    try:
+        HANDLERS[verb](root, args)
+    except ProtocolError as exc:
+        oai_xml.error(root, exc.code, exc.message)
+    return _answer(root)
+
+
+def _answer(root: Any) -> Response:
+    return Response(oai_xml.serialize(root), content_type=XML_TYPE)
+
+
+def _check(arguments: dict[str, list[str]]) -> tuple[str, dict[str, str]]:
+    verbs = arguments.pop("verb", [])
+    if len(verbs) != 1 or verbs[0] not in VERBS:
+        raise ProtocolError("badVerb", "The verb argument is missing, repeated or not legal.")
+    verb = verbs[0]
+    repeated = sorted(key for key, values in arguments.items() if len(values) > 1)
+    if repeated:
+        raise ProtocolError("badArgument", f"Repeated argument: {', '.join(repeated)}.")
+    args = {key: values[0] for key, values in arguments.items()}
+    required, optional = VERBS[verb]
+    if "resumptionToken" in args and verb in RESUMABLE:
+        if len(args) > 1:
+            raise ProtocolError(
+                "badArgument", "resumptionToken is an exclusive argument: send it alone."
+            )
+        return verb, args
+    illegal = sorted(set(args) - required - optional)
+    if illegal:
+        raise ProtocolError("badArgument", f"Illegal argument: {', '.join(illegal)}.")
+    missing = sorted(required - set(args))
+    if missing:
+        raise ProtocolError("badArgument", f"Missing argument: {', '.join(missing)}.")
+    return verb, args
+
+
+# --- the verbs --------------------------------------------------------------------------
+
+
+def _identify(root: Any, _args: dict[str, str]) -> None:
+    config = current_app.config
+    earliest = harvest.earliest_datestamp() or datetime(1970, 1, 1, tzinfo=UTC)
+    element = oai_xml.verb_element(root, "Identify")
+    oai = oai_xml.OAI
+    name = config.get("OAI_REPOSITORY_NAME") or "File repository"
+    admin = config.get("OAI_ADMIN_EMAIL") or config.get("ADMIN_EMAIL") or f"admin@{_host()}"
+    for tag, text in (
+        ("repositoryName", name),
+        ("baseURL", _base_url()),
+        ("protocolVersion", "2.0"),
+        ("adminEmail", admin),
+        ("earliestDatestamp", oai_xml.datestamp(earliest)),
+        ("deletedRecord", "persistent"),
+        ("granularity", "YYYY-MM-DDThh:mm:ssZ"),
+    ):
+        oai_xml.sub(element, f"{{{oai}}}{tag}", text)
+    description = oai_xml.sub(element, f"{{{oai}}}description")
+    ident = oai_xml.etree.SubElement(
+        description,
+        "{http://www.openarchives.org/OAI/2.0/oai-identifier}oai-identifier",
+        nsmap={None: "http://www.openarchives.org/OAI/2.0/oai-identifier"},
+    )
+    ident.set(
+        f"{{{oai_xml.XSI}}}schemaLocation",
+        f"http://www.openarchives.org/OAI/2.0/oai-identifier {oai_xml.IDENTIFIER_SCHEMA}",
+    )
+    ns = "{http://www.openarchives.org/OAI/2.0/oai-identifier}"
+    oai_xml.sub(ident, f"{ns}scheme", "oai")
+    oai_xml.sub(ident, f"{ns}repositoryIdentifier", _host())
+    oai_xml.sub(ident, f"{ns}delimiter", ":")
+    oai_xml.sub(ident, f"{ns}sampleIdentifier", identifier_of(uuid.UUID(int=0)))
+
+
+def _list_metadata_formats(root: Any, args: dict[str, str]) -> None:
+    if "identifier" in args and harvest.find(_record_id(args["identifier"])) is None:
+        raise ProtocolError("idDoesNotExist", f"No item has the identifier {args['identifier']}.")
+    element = oai_xml.verb_element(root, "ListMetadataFormats")
+    for prefix, (schema, namespace) in oai_xml.METADATA_FORMATS.items():
+        fmt = oai_xml.sub(element, f"{{{oai_xml.OAI}}}metadataFormat")
+        oai_xml.sub(fmt, f"{{{oai_xml.OAI}}}metadataPrefix", prefix)
+        oai_xml.sub(fmt, f"{{{oai_xml.OAI}}}schema", schema)
+        oai_xml.sub(fmt, f"{{{oai_xml.OAI}}}metadataNamespace", namespace)
+
+
+def _list_sets(root: Any, args: dict[str, str]) -> None:
+    if "resumptionToken" in args:
+        raise ProtocolError("badResumptionToken", "ListSets answers in one piece: no token.")
+    folders = harvest.folders()
+    if not folders:
+        raise ProtocolError("noSetHierarchy", "No record has a path, so there are no sets.")
+    element = oai_xml.verb_element(root, "ListSets")
+    for folder in folders:
+        entry = oai_xml.sub(element, f"{{{oai_xml.OAI}}}set")
+        oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setSpec", folder.replace("/", ":"))
+        oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setName", folder)
+
+
+def _check_prefix(prefix: str) -> None:
+    if prefix not in oai_xml.METADATA_FORMATS:
+        raise ProtocolError(
+            "cannotDisseminateFormat", f"The metadata format {prefix} is not supported."
+        )
+
+
+def _get_record(root: Any, args: dict[str, str]) -> None:
+    _check_prefix(args["metadataPrefix"])
+    item = harvest.find(_record_id(args["identifier"]))
+    if item is None:
+        raise ProtocolError("idDoesNotExist", f"No item has the identifier {args['identifier']}.")
+    element = oai_xml.verb_element(root, "GetRecord")
+    _write_item(element, item, with_metadata=True, today=_today())
+
+
+def _today() -> date:
+    return today_in(current_app.config["APP_TIMEZONE"])
+
+
+def _write_item(parent: Any, item: harvest.Item, *, with_metadata: bool, today: date) -> None:
+    set_specs = [folder.replace("/", ":") for folder in harvest.parents(item.path)]
+    identifier = identifier_of(item.position[1])
+    if not with_metadata:
+        oai_xml.header(parent, identifier, item.position[0], set_specs, item.deleted)
+        return
+    record = oai_xml.sub(parent, f"{{{oai_xml.OAI}}}record")
+    oai_xml.header(record, identifier, item.position[0], set_specs, item.deleted)
+    if not item.deleted:
+        record_id = item.position[1]
+        urls = {
+            "record": _absolute(url_for("public.read_released", record_id=record_id)),
+            "download": _absolute(url_for("public.download_released", record_id=record_id)),
+        }
+        oai_xml.oai_dc(record, item.record, urls, today)
+
+
+def _parse_moment(value: str, name: str) -> tuple[datetime, str]:
+    try:
+        if DAY.fullmatch(value):
+            return datetime.fromisoformat(value).replace(tzinfo=UTC), "day"
+        if SECOND.fullmatch(value):
+            return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC), "second"
+    except ValueError:
+        pass
+    raise ProtocolError(
+        "badArgument",
+        f"The {name} argument must be YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ (UTC).",
+    )
+
+
+def _window(args: dict[str, str]) -> harvest.Window:
+    start = end = None
+    granularities = set()
+    if "from" in args:
+        start, granularity = _parse_moment(args["from"], "from")
+        granularities.add(granularity)
+    if "until" in args:
+        until, granularity = _parse_moment(args["until"], "until")
+        granularities.add(granularity)
+        # until is inclusive at its own granularity.
+        end = until + (timedelta(days=1) if granularity == "day" else timedelta(seconds=1))
+    if len(granularities) > 1:
+        raise ProtocolError("badArgument", "from and until must have the same granularity.")
+    if start is not None and end is not None and start >= end:
+        raise ProtocolError("badArgument", "from must not be later than until.")
+    folder = None
+    if "set" in args:
+        if not SET_SPEC.fullmatch(args["set"]):
+            raise ProtocolError("noRecordsMatch", f"There is no set {args['set']}.")
+        folder = args["set"].replace(":", "/")
+    return harvest.Window(folder, start, end)
+
+
+def _encode_token(state: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(state, separators=(",", ":")).encode()).decode()
+
+
+def _decode_token(token: str, verb: str) -> dict[str, Any]:
+    try:
+        state = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
+        if not isinstance(state, dict) or state.get("verb") != verb:
+            raise ValueError(token)
+        state["expires"] = datetime.fromisoformat(state["expires"])
+        state["after"] = (datetime.fromisoformat(state["after"][0]), uuid.UUID(state["after"][1]))
+        for name in ("cursor", "size"):
+            if not isinstance(state[name], int) or state[name] < 0:
+                raise ValueError(token)
+        for name in ("from", "until", "set"):
+            if state.get(name) is not None and not isinstance(state[name], str):
+                raise ValueError(token)
+        if state["expires"].tzinfo is None or state["after"][0].tzinfo is None:
+            raise ValueError(token)
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeError, OverflowError):
+        raise ProtocolError("badResumptionToken", "The resumptionToken is not valid.") from None
+    if state["expires"] <= datetime.now(UTC):
+        raise ProtocolError("badResumptionToken", "The resumptionToken has expired.")
+    return state
+
+
+def _list(root: Any, args: dict[str, str], verb: str) -> None:
+    if "resumptionToken" in args:
+        state = _decode_token(args["resumptionToken"], verb)
+        query = {k: state[k] for k in ("from", "until", "set") if state.get(k) is not None}
+        window, after = _window(query), state["after"]
+        cursor, size = state["cursor"], state["size"]
+    else:
+        _check_prefix(args["metadataPrefix"])
+        window, after, cursor = _window(args), None, 0
+        size = harvest.count(window)
+        query = {k: args[k] for k in ("from", "until", "set") if k in args}
+    items, more = harvest.page(window, after, PAGE_SIZE)
+    if not items:
+        raise ProtocolError("noRecordsMatch", "No records match these arguments.")
+    element = oai_xml.verb_element(root, verb)
+    today = _today()
+    for item in items:
+        _write_item(element, item, with_metadata=verb == "ListRecords", today=today)
+    if cursor == 0 and not more:
+        return
+    token = oai_xml.sub(
+        element,
+        f"{{{oai_xml.OAI}}}resumptionToken",
+        completeListSize=str(size),
+        cursor=str(cursor),
+    )
+    if more:
+        expires = datetime.now(UTC).replace(microsecond=0) + TOKEN_LIFETIME
+        last = items[-1].position
+        token.set("expirationDate", oai_xml.datestamp(expires))
+        token.text = _encode_token(
+            {
+                "verb": verb,
+                **query,
+                "after": [last[0].astimezone(UTC).isoformat(), str(last[1])],
+                "cursor": cursor + len(items),
+                "size": size,
+                "expires": expires.isoformat(),
+            }
+        )
+
+
+HANDLERS = {
+    "Identify": _identify,
+    "ListMetadataFormats": _list_metadata_formats,
+    "ListSets": _list_sets,
+    "GetRecord": _get_record,
+    "ListIdentifiers": lambda root, args: _list(root, args, "ListIdentifiers"),
+    "ListRecords": lambda root, args: _list(root, args, "ListRecords"),
+}

@@ -1,0 +1,109 @@
+"""The XML of OAI-PMH 2.0 answers and of the `oai_dc` record metadata (lxml)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any
+
+from lxml import etree
+
+OAI = "http://www.openarchives.org/OAI/2.0/"
+XSI = "http://www.w3.org/2001/XMLSchema-instance"
+OAI_DC = "http://www.openarchives.org/OAI/2.0/oai_dc/"
+DC = "http://purl.org/dc/elements/1.1/"
+OAI_SCHEMA = "http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd"
+OAI_DC_SCHEMA = "http://www.openarchives.org/OAI/2.0/oai_dc.xsd"
+IDENTIFIER_SCHEMA = "http://www.openarchives.org/OAI/2.0/oai-identifier.xsd"
+
+METADATA_FORMATS = {"oai_dc": (OAI_DC_SCHEMA, OAI_DC)}
+
+
+def datestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sub(parent: Any, tag: str, text: str | None = None, **attributes: str) -> Any:
+    element = etree.SubElement(parent, tag, attributes)
+    if text is not None:
+        element.text = text
+    return element
+
+
+def envelope(base_url: str, arguments: dict[str, str] | None) -> Any:
+    """The OAI-PMH root with responseDate and request; `arguments` None for badVerb and
+    badArgument answers, whose request element carries no attributes."""
+    root = etree.Element(f"{{{OAI}}}OAI-PMH", nsmap={None: OAI, "xsi": XSI})
+    root.set(f"{{{XSI}}}schemaLocation", f"{OAI} {OAI_SCHEMA}")
+    sub(root, f"{{{OAI}}}responseDate", datestamp(datetime.now(UTC)))
+    sub(root, f"{{{OAI}}}request", base_url, **(arguments or {}))
+    return root
+
+
+def error(root: Any, code: str, message: str) -> None:
+    """Replace whatever the answer held after its request element with an error; badVerb
+    and badArgument answers do not echo the arguments."""
+    for child in list(root)[2:]:
+        root.remove(child)
+    if code in ("badVerb", "badArgument"):
+        root[1].attrib.clear()
+    sub(root, f"{{{OAI}}}error", message, code=code)
+
+
+def verb_element(root: Any, verb: str) -> Any:
+    return sub(root, f"{{{OAI}}}{verb}")
+
+
+def serialize(root: Any) -> bytes:
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+
+
+def header(
+    parent: Any, identifier: str, stamp: datetime, set_specs: list[str], deleted: bool
+) -> None:
+    element = sub(parent, f"{{{OAI}}}header", **({"status": "deleted"} if deleted else {}))
+    sub(element, f"{{{OAI}}}identifier", identifier)
+    sub(element, f"{{{OAI}}}datestamp", datestamp(stamp))
+    for spec in set_specs:
+        sub(element, f"{{{OAI}}}setSpec", spec)
+
+
+def _dcmi_type(mime_type: str) -> str:
+    major = mime_type.partition("/")[0]
+    return {"audio": "Sound", "video": "MovingImage", "image": "StillImage"}.get(
+        major, "Dataset" if mime_type in ("text/csv",) or "spreadsheet" in mime_type else "Text"
+    )
+
+
+def _split(value: str | None) -> list[str]:
+    if not value:
+        return []
+    return [part.strip() for part in value.replace(";", ",").split(",") if part.strip()]
+
+
+def oai_dc(parent: Any, record: Any, urls: dict[str, str], today: date) -> None:
+    """A record as Dublin Core; the mapping is written down in the README."""
+    metadata = sub(parent, f"{{{OAI}}}metadata")
+    dc = etree.SubElement(
+        metadata, f"{{{OAI_DC}}}dc", nsmap={"oai_dc": OAI_DC, "dc": DC, "xsi": XSI}
+    )
+    dc.set(f"{{{XSI}}}schemaLocation", f"{OAI_DC} {OAI_DC_SCHEMA}")
+
+    def put(name: str, value: str | None) -> None:
+        if value:
+            sub(dc, f"{{{DC}}}{name}", value)
+
+    put("title", record.titel or record.original_name)
+    for creator in (record.autoren or "").split(";"):
+        put("creator", creator.strip())
+    for subject in _split(record.sachschlagwoerter) + _split(record.org_themen):
+        put("subject", subject)
+    put("description", record.beschreibung)
+    put("date", record.created_at.astimezone(UTC).date().isoformat())
+    put("type", _dcmi_type(record.mime_type))
+    put("type", record.reprotyp)
+    put("format", record.mime_type)
+    put("identifier", urls["record"])
+    put("identifier", urls["download"])
+    put("identifier", record.aktiv_id)
+    if record.sperrfrist is not None and record.sperrfrist > today:
+        put("rights", f"Embargoed until {record.sperrfrist.isoformat()}.")
