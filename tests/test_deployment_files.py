@@ -179,6 +179,14 @@ def test_the_app_gets_its_own_minio_user_never_the_root_credentials():
     assert 'mc admin policy attach local files-app --user "$$S3_APP_ACCESS_KEY"' in script
 
 
+def test_the_init_script_is_valid_shell_once_compose_has_interpolated_it():
+    script = init_script().replace("$$", "$")
+    result = subprocess.run(["sh", "-n", "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    broken = subprocess.run(["sh", "-n", "-c", script + "\nif"], capture_output=True, text=True)
+    assert broken.returncode != 0
+
+
 def test_the_app_policy_allows_only_what_the_service_does_on_its_bucket():
     assert APP_POLICY["Version"] == "2012-10-17"
     granted: dict[str, set[str]] = {}
