@@ -286,7 +286,14 @@ def _s3_privileges(storage: Any) -> CheckResult:
         for name in others[:OTHER_BUCKETS_TRIED]:
             excess.extend(_rights_on_other_bucket(client, name))
     probe = _probe_bucket_name(storage.bucket)
-    created = _allowed(lambda: client.create_bucket(Bucket=probe), "BucketAlreadyOwnedByYou")
+    where: dict[str, Any] = {}
+    region = client.meta.region_name
+    if region and region != "us-east-1":
+        # Outside us-east-1, AWS refuses a bucket without its region before any permission check.
+        where["CreateBucketConfiguration"] = {"LocationConstraint": region}
+    created = _allowed(
+        lambda: client.create_bucket(Bucket=probe, **where), "BucketAlreadyOwnedByYou"
+    )
     if created:
         excess.append("create buckets")
         try:

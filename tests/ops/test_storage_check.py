@@ -301,3 +301,33 @@ def test_administrator_credentials_get_a_warning_and_leave_no_probe_bucket(
         "(see docker-compose.yml, app-bucket-policy)"
     )
     assert bucket_names(restricted_seaweedfs) == before
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "eu-central-1"])
+def test_bucket_creation_is_tried_in_the_storage_region(region, monkeypatch, tmp_path):
+    """AWS (moto here) refuses a bucket without its region outside us-east-1; the probe names
+    it, so full rights are still recognised, and the probe bucket is gone afterwards."""
+    from moto import mock_aws
+
+    from app.ops.storage_check import _s3_privileges
+    from app.storage.s3 import build_s3_client
+    from tests.storage.helpers import use_credentials
+
+    use_credentials(monkeypatch, tmp_path, "testing", "testing")
+    with mock_aws():
+        client = build_s3_client(region=region)
+        where = {} if region == "us-east-1" else {"LocationConstraint": region}
+        client.create_bucket(
+            Bucket="files", **({"CreateBucketConfiguration": where} if where else {})
+        )
+        storage = S3Storage(client, "files")
+        try:
+            result = _s3_privileges(storage)
+            assert result.status == "warn", result.detail
+            assert result.detail.endswith(
+                "create buckets; give the service a user limited to the bucket files "
+                "(see docker-compose.yml, app-bucket-policy)"
+            )
+            assert [b["Name"] for b in client.list_buckets()["Buckets"]] == ["files"]
+        finally:
+            storage.close()
