@@ -199,6 +199,50 @@ def test_the_app_policy_allows_only_what_the_service_does_on_its_bucket():
     assert not any("*" in action for actions in granted.values() for action in actions)
 
 
+#: The IAM action each S3 call of the service needs, on its bucket (`b`) or its objects (`o`).
+IAM_ACTIONS = {
+    "head_bucket": ("b", "s3:ListBucket"),
+    "list_objects_v2": ("b", "s3:ListBucket"),
+    "list_multipart_uploads": ("b", "s3:ListBucketMultipartUploads"),
+    "get_object": ("o", "s3:GetObject"),
+    "head_object": ("o", "s3:GetObject"),
+    "generate_presigned_url": ("o", "s3:GetObject"),  # presigned GETs only
+    "put_object": ("o", "s3:PutObject"),
+    "create_multipart_upload": ("o", "s3:PutObject"),
+    "upload_part": ("o", "s3:PutObject"),
+    "complete_multipart_upload": ("o", "s3:PutObject"),
+    "abort_multipart_upload": ("o", "s3:AbortMultipartUpload"),
+    "list_parts": ("o", "s3:ListMultipartUploadParts"),
+    "delete_object": ("o", "s3:DeleteObject"),
+}
+
+
+def s3_calls_of_the_service() -> set[str]:
+    """Every `client.<operation>(` and paginator the app's code uses, except the storage
+    check's privilege probes, which try what the service must not be able to do."""
+    calls: set[str] = set()
+    for path in (ROOT / "app").rglob("*.py"):
+        if path.name == "storage_check.py":
+            continue
+        text = path.read_text()
+        calls.update(re.findall(r"client\.([a-z_0-9]+)\(", text))
+        calls.update(re.findall(r"get_paginator\(\s*\"([a-z_0-9]+)\"", text))
+    return calls - {"close", "get_paginator"}
+
+
+def test_the_app_policy_covers_every_s3_call_the_service_makes():
+    calls = s3_calls_of_the_service()
+    assert {"put_object", "get_object", "delete_object", "upload_part"} <= calls
+    unmapped = calls - set(IAM_ACTIONS)
+    assert not unmapped, f"add the IAM action of {unmapped} to IAM_ACTIONS and the policy"
+    needed: dict[str, set[str]] = {}
+    for call in calls:
+        scope, action = IAM_ACTIONS[call]
+        needed.setdefault("arn:aws:s3:::files" + ("/*" if scope == "o" else ""), set()).add(action)
+    for resource, actions in needed.items():
+        assert actions <= SERVICE_ACTIONS[resource], (resource, actions - SERVICE_ACTIONS[resource])
+
+
 def test_the_app_runs_read_only_as_an_unprivileged_user():
     app = COMPOSE["services"]["app"]
     assert app["read_only"] is True
