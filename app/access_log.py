@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from app.streaming import PumpedBody
+
 access_log = logging.getLogger("app.access")
 
 REQUEST_ID_ENVIRON = "app.request_id"
@@ -76,6 +78,11 @@ class RequestLogMiddleware:
             return start_response(code, headers, exc_info)
 
         body = self.app(environ, start)
+        pumped = getattr(body, "file", None)
+        if isinstance(pumped, PumpedBody):
+            # Handed to the server's event loop as it is (app/streaming.py); logged when sent.
+            pumped.on_close(lambda sent: self._log(environ, status, sent, started))
+            return body
         return _LoggedBody(body, lambda sent: self._log(environ, status, sent, started))
 
     @staticmethod

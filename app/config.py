@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,13 @@ def _int(environ: Mapping[str, str], name: str, default: int | None) -> int | No
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
 
 
+def _list(value: str | None) -> list[str] | None:
+    """A comma-separated setting; unset is None (Flask then trusts any Host)."""
+    if value is None:
+        return None
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
 def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[str, Any]:
     """Map environment variables to Flask config keys, with the embedded defaults."""
     instance = Path(instance_path)
@@ -52,6 +60,8 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "ADMIN_PASSWORD": get("ADMIN_PASSWORD"),
         "ADMIN_NAME": get("ADMIN_NAME", "Administrator"),
         "APP_TIMEZONE": get("APP_TIMEZONE", "UTC"),
+        "REPOSITORY_NAME": get("REPOSITORY_NAME", "File repository"),
+        "OAI_ADMIN_EMAIL": get("OAI_ADMIN_EMAIL"),
         "TOKEN_TTL_MINUTES": _int(environ, "TOKEN_TTL_MINUTES", None),
         "TOKEN_CACHE_SECONDS": _int(environ, "TOKEN_CACHE_SECONDS", 60),
         "RECORD_CACHE_SECONDS": _int(environ, "RECORD_CACHE_SECONDS", 60),
@@ -63,6 +73,12 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "HOST": get("HOST", "127.0.0.1"),
         "PORT": _int(environ, "PORT", 8000),
         "SERVER_THREADS": _int(environ, "SERVER_THREADS", 8),
+        "CLIENT_STALL_SECONDS": _int(environ, "CLIENT_STALL_SECONDS", 60),
+        "HEADER_TIMEOUT_SECONDS": _int(environ, "HEADER_TIMEOUT_SECONDS", 30),
+        "CONNECTION_LIMIT": _int(environ, "CONNECTION_LIMIT", 10000),
+        "SPOOL_LIMIT_MB": _int(environ, "SPOOL_LIMIT_MB", 20480),
+        "PUBLIC_BASE_URL": get("PUBLIC_BASE_URL"),
+        "TRUSTED_HOSTS": _list(get("TRUSTED_HOSTS")),
         "ZIP_MAX_FILES": _int(environ, "ZIP_MAX_FILES", 1000),
         "ZIP_MAX_MB": _int(environ, "ZIP_MAX_MB", 10240),
         "UPLOAD_EXPIRY_HOURS": _int(environ, "UPLOAD_EXPIRY_HOURS", 24),
@@ -120,6 +136,18 @@ def validate(config: Mapping[str, Any]) -> None:
             raise ConfigError(
                 f"{name} must be 0 (off) or a number of seconds, got {cache_seconds!r}"
             )
+    for name in (
+        "CLIENT_STALL_SECONDS",
+        "HEADER_TIMEOUT_SECONDS",
+        "CONNECTION_LIMIT",
+        "SPOOL_LIMIT_MB",
+    ):
+        value = config.get(name)
+        if not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+    base_url = config.get("PUBLIC_BASE_URL")
+    if base_url is not None and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", base_url):
+        raise ConfigError(f"PUBLIC_BASE_URL must be an http(s) URL, got {base_url!r}")
     for name in ("ZIP_MAX_FILES", "ZIP_MAX_MB", "UPLOAD_EXPIRY_HOURS"):
         value = config.get(name)
         if not isinstance(value, int) or value < 1:

@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from flask import Request, Response
 
+from app import streaming
 from app.extensions import db
 from app.files.services import forget_cached_records
 from app.storage import ObjectNotFound, Storage
@@ -124,15 +125,16 @@ def stored_file_response(
             start, end, status = bounds[0], bounds[1] - 1, 206
             headers["Content-Range"] = f"bytes {start}-{end}/{record.size}"
 
-    reader = storage.open(record.stored_path, start, end)
+    length = end - start + 1
+    reader = storage.open(record.stored_path, start, end, chunk_size=streaming.READ_BYTES)
     response = Response(
-        reader,
+        streaming.event_loop_body(request.environ, reader, length),
         status=status,
         headers=headers,
         direct_passthrough=True,
     )
     # Exactly the stored type: no charset is appended to text types.
     response.headers["Content-Type"] = record.mime_type
-    response.content_length = end - start + 1
+    response.content_length = length
     response.set_etag(etag)
     return response

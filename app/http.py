@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from flask import current_app, g, request
 from marshmallow import Schema, ValidationError
@@ -71,3 +72,27 @@ def validate(schema: Schema, data: Any) -> tuple[dict[str, Any], dict[str, list[
     except ValidationError as exc:
         valid = exc.valid_data if isinstance(exc.valid_data, dict) else {}
         return valid, flatten_errors(exc.messages)
+
+
+def base_url() -> str:
+    """Where clients reach this service, without a trailing slash: `PUBLIC_BASE_URL`; else the
+    request's host when it is trusted (listed in `TRUSTED_HOSTS`, which Flask checks, or set
+    by the `PROXY_COUNT` proxies in front); else the server's own name. Never a `Host`
+    header that nobody vouched for: it would put an attacker's links into cached answers."""
+    config = current_app.config
+    if config.get("PUBLIC_BASE_URL"):
+        return str(config["PUBLIC_BASE_URL"]).rstrip("/")
+    if config.get("TRUSTED_HOSTS") or config.get("PROXY_COUNT"):
+        return request.host_url.rstrip("/")
+    environ = request.environ
+    scheme, port = environ["wsgi.url_scheme"], str(environ.get("SERVER_PORT", ""))
+    default_port = {"http": "80", "https": "443"}.get(scheme)
+    host = environ["SERVER_NAME"] + ("" if port in ("", default_port) else f":{port}")
+    return f"{scheme}://{host}"
+
+
+def external_url(path: str, args: list[tuple[str, str]] | None = None) -> str:
+    """An absolute URL of `path` (from the server's root, as `url_for` gives it) on this
+    service, for links in answers."""
+    query = f"?{urlencode(args)}" if args else ""
+    return f"{base_url()}{path}{query}"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 from typing import Any
-from urllib.parse import urlencode
 
 from flask import current_app, request
 
 from app.files import services
+from app.http import external_url
 from app.schemas import FastDump, encode_cursor
 
 
@@ -17,7 +17,7 @@ def _url_with(name: str, value: str) -> str:
     """This list's URL with one parameter set and the other parameters kept."""
     args = [(k, v) for k, v in request.args.items(multi=True) if k not in ("page", "cursor")]
     args.append((name, value))
-    return f"{request.base_url}?{urlencode(args)}"
+    return external_url(request.script_root + request.path, args)
 
 
 def list_response(
@@ -33,7 +33,7 @@ def cursor_envelope(result: services.KeysetPage, rows: FastDump) -> dict[str, An
     next_cursor = encode_cursor(result.next_position) if result.next_position else None
     return {
         "data": rows.dump(result.items, many=True),
-        "path": request.base_url,
+        "path": external_url(request.script_root + request.path),
         "per_page": result.per_page,
         "next_cursor": next_cursor,
         "next_page_url": _url_with("cursor", next_cursor) if next_cursor else None,
@@ -58,7 +58,7 @@ def page_envelope(result: services.Page, rows: FastDump) -> dict[str, Any]:
             _url_with("page", str(result.page + 1)) if result.page < last_page else None
         ),
         "prev_page_url": _url_with("page", str(result.page - 1)) if result.page > 1 else None,
-        "path": request.base_url,
+        "path": external_url(request.script_root + request.path),
         # Where keyset pagination continues after this page (null when nothing follows).
         "next_cursor": encode_cursor(result.next_position) if result.next_position else None,
     }

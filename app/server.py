@@ -1,17 +1,60 @@
-"""Waitress, set up for this service: its limits, and its own errors in the API's JSON shape."""
+"""Waitress, set up for a service on the open internet.
+
+What waitress does not do by itself, added here (the reasons are in docs/security.md):
+- Response bodies of downloads are sent by the event loop (app/streaming.py), so slow and
+  stalled readers hold no request thread; a client that takes nothing for
+  `CLIENT_STALL_SECONDS` is disconnected (waitress's idle check).
+- A request whose headers are not complete within `HEADER_TIMEOUT_SECONDS` is closed, and the
+  connection limit is high (poll, not select), so idle or trickling connections lock nobody out.
+- Before a body is read: one larger than 1 MiB needs a valid token (401 otherwise), and all
+  bodies being received together stay within `SPOOL_LIMIT_MB` (503 with Retry-After otherwise).
+- A request with both Content-Length and Transfer-Encoding is refused (400).
+- Waitress's own answers (413, 400, 401, 503) use the API's JSON error shape.
+"""
 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
+import logging
+import resource
+import socket
+import sys
+import termios
+import threading
+import time
 from typing import Any
 
 from flask import Flask
 from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.server import create_server
-from waitress.task import ErrorTask
+from waitress.task import ErrorTask, WSGITask
+from waitress.utilities import Error
 
 from app.errors import MESSAGES
+from app.streaming import EVENT_LOOP_WAKE, PumpedBody
+
+log = logging.getLogger(__name__)
+
+#: The largest body a request without a valid token may send (token requests, small forms).
+UNAUTHENTICATED_BODY_BYTES = 1024 * 1024
+#: Chunked bodies have no announced size: they reserve spool space in steps of this size.
+CHUNKED_RESERVATION_STEP = 8 * 1024 * 1024
+
+
+class Unauthenticated(Error):
+    code = 401
+    reason = "Unauthorized"
+    headers = (("WWW-Authenticate", "Bearer"),)
+
+
+class SpoolFull(Error):
+    code = 503
+    reason = "Service Unavailable"
+    message = "The server is receiving too many uploads at once; try again shortly."
+    headers = (("Retry-After", "30"),)
 
 
 class JSONErrorTask(ErrorTask):
@@ -20,16 +63,198 @@ class JSONErrorTask(ErrorTask):
 
     def execute(self) -> None:
         error = self.request.error
-        body = json.dumps({"message": MESSAGES.get(error.code, error.reason)}).encode()
+        message = getattr(error, "message", None) or MESSAGES.get(error.code, error.reason)
+        body = json.dumps({"message": message}).encode()
         self.status = f"{error.code} {error.reason}"
         self.response_headers.append(("Content-Type", "application/json"))
+        self.response_headers.extend(getattr(error, "headers", ()))
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)
 
 
+class SpoolBudget:
+    """Bytes of request bodies being received by all requests together (waitress keeps them
+    in memory up to a small size, then in temporary files, until the request is complete)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def reserve(self, size: int) -> bool:
+        with self._lock:
+            if self.used + size > self.limit:
+                return False
+            self.used += size
+            return True
+
+    def release(self, size: int) -> None:
+        with self._lock:
+            self.used -= size
+
+
+class Parser(HTTPRequestParser):
+    """A request as waitress parses it, plus the admission of its body (see the module)."""
+
+    budget: SpoolBudget  # set per server by make_server
+
+    def __init__(self, adj: Any) -> None:
+        super().__init__(adj)
+        self.started = time.monotonic()
+        self.reserved = 0
+        self.held: list[bytes] | None = None  # body bytes kept back while admission runs
+        self.held_dispatched = False
+        self.held_back = False  # the bytes held back are being fed in
+        self.continue_held = False
+
+    def parse_header(self, header_plus: bytes) -> None:
+        super().parse_header(header_plus)
+        if self.chunked and "CONTENT_LENGTH" in self.headers:
+            # RFC 9112 6.1: a request smuggling attempt behind a proxy that reads the other one.
+            raise ParsingError("Content-Length together with Transfer-Encoding")
+
+    def received(self, data: bytes) -> int:
+        if self.held is not None:
+            self.held.append(data)
+            return len(data)
+        was_in_header = not self.headers_finished
+        consumed = super().received(data)
+        if was_in_header and self.headers_finished and not self.completed:
+            self._admit_body()
+        elif self.chunked and not self.completed and self.body_bytes_received > self.reserved:
+            self._reserve(CHUNKED_RESERVATION_STEP)
+        return consumed
+
+    def _admit_body(self) -> None:
+        """Small bodies are admitted at once if the budget allows; larger ones (and chunked
+        ones) wait, unread, until a request thread has checked the token (Channel)."""
+        if not self.chunked and self.content_length <= UNAUTHENTICATED_BODY_BYTES:
+            self._reserve(self.content_length)
+            return
+        self.held = []
+        self.continue_held, self.expect_continue = self.expect_continue, False
+
+    def _reserve(self, size: int) -> None:
+        if self.budget.reserve(size):
+            self.reserved += size
+        else:
+            self.error = SpoolFull("spool limit reached")
+            self.completed = True
+
+    def admitted_size(self) -> int:
+        return CHUNKED_RESERVATION_STEP if self.chunked else self.content_length
+
+    def release(self) -> None:
+        if self.reserved:
+            self.budget.release(self.reserved)
+            self.reserved = 0
+
+    def close(self) -> None:
+        self.release()
+        super().close()
+
+
+class Admission:
+    """Runs in a request thread: may this held request send its large body? Then feeds the
+    bytes held back to the channel, or answers 401/503 without reading the rest."""
+
+    def __init__(self, channel: Channel, request: Parser) -> None:
+        self.channel = channel
+        self.request = request
+
+    def service(self) -> None:
+        request = self.request
+        error: Error | None = None
+        try:
+            if not self.channel.server.may_send_large_body(
+                request.headers.get("AUTHORIZATION", "")
+            ):
+                error = Unauthenticated("a body over 1 MiB needs a valid token")
+        except Exception:
+            log.exception("token check before a large body failed")
+            error = SpoolFull("token check failed")
+        if error is None and not request.budget.reserve(request.admitted_size()):
+            error = SpoolFull("spool limit reached")
+        elif error is None:
+            request.reserved += request.admitted_size()
+        self.channel.resume(request, error)
+
+    def cancel(self) -> None:
+        self.channel.will_close = True
+
+    def defer(self) -> None:
+        pass
+
+
+class Task(WSGITask):
+    def get_environment(self) -> dict[str, Any]:
+        environ = super().get_environment()
+        environ[EVENT_LOOP_WAKE] = self.channel.server.pull_trigger
+        return environ
+
+
 class Channel(HTTPChannel):
     error_task_class = JSONErrorTask
+    task_class = Task
+    parser_class = Parser
+
+    def received(self, data: bytes) -> bool:
+        result = super().received(data)
+        request = self.request
+        if request is not None and request.held is not None and not request.held_dispatched:
+            request.held_dispatched = True
+            self.server.task_dispatcher.add_task(Admission(self, request))
+        return result
+
+    def resume(self, request: Parser, error: Error | None) -> None:
+        """From the admission's thread: go on reading the body, or answer `error`."""
+        held = b"".join(request.held or ())
+        if error is not None:
+            with self.requests_lock:
+                request.error, request.completed = error, True
+                request.held = None
+                if self.request is request:
+                    self.request = None
+                self.requests.append(request)
+                if len(self.requests) == 1:
+                    self.server.add_task(self)
+        else:
+            request.expect_continue = request.continue_held
+            # Reading stays off (readable()) until the bytes held back are in.
+            request.held_back, request.held = True, None
+            try:
+                if held:
+                    super().received(held)
+                elif request.expect_continue and not self.requests:
+                    self.send_continue()
+            finally:
+                request.held_back = False
+        self.server.pull_trigger()
+
+    def readable(self) -> bool:
+        request = self.request
+        if request is not None and (request.held is not None or request.held_back):
+            return False
+        return super().readable()
+
+    def writable(self) -> bool:
+        if self.will_close or self.close_when_flushed:
+            return True
+        if not self.total_outbufs_len:
+            return False
+        first = self.outbufs[0]
+        body = getattr(first, "file", None)
+        if isinstance(body, PumpedBody) and not body.ready():
+            # Nothing to send until the pump has more; it wakes the loop when it has.
+            return False
+        return True
+
+    def handle_close(self) -> None:
+        request = self.request
+        if request is not None:
+            request.release()
+        super().handle_close()
 
 
 #: Blocks from this size up are mmapped: S3 part buffers (8 MiB) return to the system when
@@ -56,7 +281,21 @@ def release_freed_memory_to_the_system() -> None:
     libc.mallopt(m_arena_max, ARENA_MAX)
 
 
+def raise_open_file_limit(wanted: int) -> None:
+    """Each connection is a file descriptor: let the process have enough of them."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
+
 def make_server(app: Flask, host: str, port: int, threads: int, **options: Any) -> Any:
+    config = app.config
+    connection_limit = config["CONNECTION_LIMIT"]
+    raise_open_file_limit(connection_limit + 256)
+    parser = type("Parser", (Parser,), {"budget": SpoolBudget(config["SPOOL_LIMIT_MB"] * 2**20)})
+    channel = type("Channel", (Channel,), {"parser_class": parser})
+    options.setdefault("channel_timeout", config["CLIENT_STALL_SECONDS"])
     server = create_server(
         app,
         host=host,
@@ -64,8 +303,12 @@ def make_server(app: Flask, host: str, port: int, threads: int, **options: Any) 
         threads=threads,
         # Refused before reading; waitress's own default (1 GiB) would refuse legitimate
         # uploads of 25 files of 200 MB.
-        max_request_body_size=app.config["MAX_CONTENT_LENGTH"],
-        channel_timeout=300,
+        max_request_body_size=config["MAX_CONTENT_LENGTH"],
+        connection_limit=connection_limit,
+        # select() cannot watch descriptors above 1023; poll() can.
+        asyncore_use_poll=True,
+        # How often idle, stalled and header-trickling connections are looked for.
+        cleanup_interval=1,
         ident="file-repository",
         # Large transfers: read the socket in 1 MiB steps (8 KiB by default, which caps the
         # intake of an upload) and let a response buffer a few MiB before spilling to disk.
@@ -74,5 +317,73 @@ def make_server(app: Flask, host: str, port: int, threads: int, **options: Any) 
         outbuf_high_watermark=2 * 1024 * 1024,
         **options,
     )
-    server.channel_class = Channel
+    server.channel_class = channel
+    server.may_send_large_body = _token_check(app)
+    _watch_clients(server, config["HEADER_TIMEOUT_SECONDS"])
+    _accept_in_batches(server)
     return server
+
+
+def _token_check(app: Flask) -> Any:
+    def may_send_large_body(authorization: str) -> bool:
+        from app.auth.guard import caller_of
+        from app.extensions import db
+
+        with app.app_context():
+            try:
+                return caller_of(authorization) is not None
+            finally:
+                db.session.remove()
+
+    return may_send_large_body
+
+
+def _accept_in_batches(server: Any, batch: int = 64) -> None:
+    """Waitress accepts one connection per turn of its event loop, and each turn looks at
+    every open connection: a burst of a thousand connections would keep the next client
+    waiting for seconds. Accept what is waiting, up to `batch` at a time."""
+    accept_one = server.handle_accept
+
+    def accept_waiting() -> None:
+        for _ in range(batch):
+            open_before = len(server._map)
+            accept_one()
+            if len(server._map) == open_before or open_before + 1 >= server.adj.connection_limit:
+                return
+
+    server.handle_accept = accept_waiting
+
+
+def unsent_bytes(sock: socket.socket) -> int | None:
+    """Bytes in the socket's send queue that the client has not acknowledged (Linux)."""
+    try:
+        out = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    except (OSError, AttributeError, ValueError):
+        return None
+    return int.from_bytes(out, sys.byteorder, signed=True)
+
+
+def _watch_clients(server: Any, header_timeout: float) -> None:
+    """Waitress's idle check (`channel_timeout`) measures progress by what it sends, and
+    closes connections without a running request that made none for that long. Two gaps:
+    - A slow reader makes progress that waitress cannot see: the kernel's send buffer
+      (megabytes) drains for a long time before the socket takes more. The bytes the client
+      acknowledged count as progress too.
+    - A client trickling a header line now and then is never idle: a request whose headers
+      are not complete within `header_timeout` is closed."""
+    maintenance = server.maintenance
+
+    def watch(now: float) -> None:
+        cutoff = time.monotonic() - header_timeout
+        for channel in list(server.active_channels.values()):
+            request = channel.request
+            if request is not None and not request.headers_finished and request.started < cutoff:
+                channel.will_close = True
+            elif channel.total_outbufs_len:
+                unsent = unsent_bytes(channel.socket)
+                if unsent is not None and unsent < getattr(channel, "unsent", unsent + 1):
+                    channel.last_activity = now
+                channel.unsent = unsent
+        maintenance(now)
+
+    server.maintenance = watch

@@ -13,16 +13,21 @@ def current_user() -> Caller:
     """The caller of this request, checked once and remembered for the request."""
     caller = g.get("caller")
     if caller is None:
-        scheme, _, value = request.headers.get("Authorization", "").partition(" ")
-        value = value.strip()
-        if scheme.lower() != "bearer" or not value:
-            raise NotAuthenticated()
-        caller = resolve_token(value)
+        caller = caller_of(request.headers.get("Authorization", ""))
         if caller is None:
             raise NotAuthenticated()
         g.caller = caller
         request.environ[USER_ID_ENVIRON] = caller.id
     return caller
+
+
+def caller_of(authorization: str) -> Caller | None:
+    """The caller of an `Authorization: Bearer <token>` value, or None."""
+    scheme, _, value = authorization.partition(" ")
+    value = value.strip()
+    if scheme.lower() != "bearer" or not value:
+        return None
+    return resolve_token(value)
 
 
 def user_rate_key() -> str:

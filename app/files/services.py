@@ -64,11 +64,24 @@ def released() -> Select[tuple[FileRecord]]:
     return select(FileRecord).where(RELEASED)
 
 
+def _lock_database_on_sqlite() -> None:
+    """SQLite ignores FOR UPDATE: take its write lock before the row is read, so concurrent
+    changes of one record wait for each other as on PostgreSQL instead of acting on a row
+    another request has just replaced or deleted. (Python's sqlite3 begins transactions
+    only at the first write, so none is open yet after the request's reads.)"""
+    connection = db.session.connection()
+    if connection.dialect.name != "sqlite":
+        return
+    if not connection.connection.driver_connection.in_transaction:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
 def find_record(
     query: Select[tuple[FileRecord]], record_id: uuid.UUID, *, lock: bool = False
 ) -> FileRecord:
     statement = query.where(FileRecord.id == record_id)
     if lock:
+        _lock_database_on_sqlite()
         statement = statement.with_for_update()
     record = db.session.scalars(statement).first()
     if record is None:

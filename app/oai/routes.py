@@ -15,8 +15,8 @@ from typing import Any
 
 from flask import Response, current_app, request, url_for
 
-from app import pagination
 from app.files.services import today_in
+from app.http import external_url
 from app.oai import bp, harvest
 from app.oai import xml as oai_xml
 
@@ -46,16 +46,13 @@ class ProtocolError(Exception):
         self.message = message
 
 
-def _absolute(path: str) -> str:
+def absolute_url(path: str) -> str:
     """An absolute URL of this service: the page links' way (PROXY_COUNT, trusted hosts)."""
-    external_url = getattr(pagination, "external_url", None)
-    if external_url is not None:
-        return external_url(path)
-    return request.host_url.rstrip("/") + path
+    return external_url(path)
 
 
 def _base_url() -> str:
-    return _absolute(url_for("oai.endpoint"))
+    return absolute_url(url_for("oai.endpoint"))
 
 
 def _host() -> str:
@@ -131,7 +128,7 @@ def _identify(root: Any, _args: dict[str, str]) -> None:
     earliest = harvest.earliest_datestamp() or datetime(1970, 1, 1, tzinfo=UTC)
     element = oai_xml.verb_element(root, "Identify")
     oai = oai_xml.OAI
-    name = config.get("OAI_REPOSITORY_NAME") or "File repository"
+    name = config.get("REPOSITORY_NAME") or "File repository"
     admin = config.get("OAI_ADMIN_EMAIL") or config.get("ADMIN_EMAIL") or f"admin@{_host()}"
     for tag, text in (
         ("repositoryName", name),
@@ -215,8 +212,8 @@ def _write_item(parent: Any, item: harvest.Item, *, with_metadata: bool, today: 
     if not item.deleted:
         record_id = item.position[1]
         urls = {
-            "record": _absolute(url_for("public.read_released", record_id=record_id)),
-            "download": _absolute(url_for("public.download_released", record_id=record_id)),
+            "record": absolute_url(url_for("public.read_released", record_id=record_id)),
+            "download": absolute_url(url_for("public.download_released", record_id=record_id)),
         }
         oai_xml.oai_dc(record, item.record, urls, today)
 

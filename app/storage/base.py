@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
@@ -234,8 +234,11 @@ class Storage(ABC):
             return writer.size
 
     @abstractmethod
-    def open(self, key: str, start: int = 0, end: int | None = None) -> ObjectReader:
-        """Open bytes ``start``..``end`` (inclusive, like HTTP ranges) of the object.
+    def open(
+        self, key: str, start: int = 0, end: int | None = None, *, chunk_size: int | None = None
+    ) -> ObjectReader:
+        """Open bytes ``start``..``end`` (inclusive, like HTTP ranges) of the object, to be read
+        in chunks of at most ``chunk_size`` bytes (default: the storage's chunk size).
 
         An ``end`` past the object is clamped to its last byte; a ``start`` at or past the end
         raises ``InvalidRange``. Errors (missing object, unreachable backend, unsatisfiable
@@ -264,9 +267,10 @@ class Storage(ABC):
         return (obj.key for obj in self.iter_objects(prefix))
 
     @abstractmethod
-    def remove_abandoned_uploads(self, older_than: datetime) -> int:
+    def remove_abandoned_uploads(self, older_than: datetime, keep: Container[str] = ()) -> int:
         """Discard writes that were started before ``older_than`` and never finished (a killed
-        process leaves them: temporary files, incomplete multipart uploads); return how many."""
+        process leaves them: temporary files, incomplete multipart uploads); return how many.
+        Writes to a key in ``keep`` are still expected to finish (resumable uploads)."""
 
     @abstractmethod
     def check(self) -> None:

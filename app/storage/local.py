@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
@@ -136,7 +136,9 @@ class LocalStorage(Storage):
     def writer(self, key: str) -> LocalObjectWriter:
         return LocalObjectWriter(self, key, self.path_for(key))
 
-    def open(self, key: str, start: int = 0, end: int | None = None) -> ObjectReader:
+    def open(
+        self, key: str, start: int = 0, end: int | None = None, *, chunk_size: int | None = None
+    ) -> ObjectReader:
         check_range(start, end)
         path = self.path_for(key)
         try:
@@ -155,15 +157,14 @@ class LocalStorage(Storage):
         except BaseException:
             file.close()
             raise
-        return ObjectReader(
-            self._chunks(file, key, length), length, file.close, start=first, size=size
-        )
+        chunks = self._chunks(file, key, length, chunk_size or self.chunk_size)
+        return ObjectReader(chunks, length, file.close, start=first, size=size)
 
-    def _chunks(self, file: BinaryIO, key: str, length: int) -> Iterator[bytes]:
+    def _chunks(self, file: BinaryIO, key: str, length: int, chunk_size: int) -> Iterator[bytes]:
         remaining = length
         while remaining > 0:
             try:
-                data = file.read(min(self.chunk_size, remaining))
+                data = file.read(min(chunk_size, remaining))
             except OSError as exc:
                 raise _unavailable("read", key, exc) from exc
             if not data:
@@ -228,7 +229,7 @@ class LocalStorage(Storage):
                 modified = datetime.fromtimestamp(stat.st_mtime, UTC)
                 yield StoredObject(key, stat.st_size, modified)
 
-    def remove_abandoned_uploads(self, older_than: datetime) -> int:
+    def remove_abandoned_uploads(self, older_than: datetime, keep: Container[str] = ()) -> int:
         removed = 0
         if not self.tmp_dir.is_dir():
             return 0

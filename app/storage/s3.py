@@ -6,7 +6,7 @@ import io
 import logging
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from typing import Any, TypeAlias
@@ -380,19 +380,22 @@ class S3Storage(Storage):
     def writer(self, key: str) -> S3ObjectWriter:
         return S3ObjectWriter(self, validate_key(key))
 
-    def open(self, key: str, start: int = 0, end: int | None = None) -> ObjectReader:
+    def open(
+        self, key: str, start: int = 0, end: int | None = None, *, chunk_size: int | None = None
+    ) -> ObjectReader:
         validate_key(key)
         check_range(start, end)
+        chunk_size = chunk_size or self.chunk_size
         range_header = (
             f"bytes={start}-{'' if end is None else end}" if start or end is not None else None
         )
-        reader = self._open_presigned(key, range_header, start)
+        reader = self._open_presigned(key, range_header, start, chunk_size)
         if reader is not None:
             return reader
-        return self._open_with_get_object(key, range_header, start)
+        return self._open_with_get_object(key, range_header, start, chunk_size)
 
     def _open_presigned(
-        self, key: str, range_header: str | None, start: int
+        self, key: str, range_header: str | None, start: int, chunk_size: int
     ) -> ObjectReader | None:
         """The common case, cheaply: a presigned GET sent through the client's own connection
         pool, without the request and response modelling of ``get_object`` (1.6 ms of CPU
@@ -429,7 +432,11 @@ class S3Storage(Storage):
             self._read_urls.pop(key, None)  # perhaps signed with credentials now expired
             return None
         return ObjectReader(
-            self._read1_chunks(raw, length, key), length, raw.close, start=start, size=size
+            self._read1_chunks(raw, length, key, chunk_size),
+            length,
+            raw.close,
+            start=start,
+            size=size,
         )
 
     def _presigned_url(self, key: str) -> str:
@@ -448,14 +455,14 @@ class S3Storage(Storage):
         self._read_urls[key] = (now + PRESIGNED_REUSE_SECONDS, url)
         return url
 
-    def _read1_chunks(self, raw: Any, length: int, key: str) -> Iterator[bytes]:
+    def _read1_chunks(self, raw: Any, length: int, key: str, chunk_size: int) -> Iterator[bytes]:
         """Pass on what has arrived, up to a chunk at a time, instead of waiting for whole
         chunks: the first bytes leave while the rest are still coming in. The length is
         checked here (botocore sends with urllib3's own check off)."""
         left = length
         try:
             while left:
-                chunk = raw.read1(min(self.chunk_size, left))
+                chunk = raw.read1(min(chunk_size, left))
                 if not chunk:  # as get_object's IncompleteReadError
                     raise StorageUnavailable(
                         f"S3 download of s3://{self.bucket}/{key} ended {left} bytes early"
@@ -467,7 +474,9 @@ class S3Storage(Storage):
                 f"S3 download of s3://{self.bucket}/{key} failed: {exc}"
             ) from exc
 
-    def _open_with_get_object(self, key: str, range_header: str | None, start: int) -> ObjectReader:
+    def _open_with_get_object(
+        self, key: str, range_header: str | None, start: int, chunk_size: int
+    ) -> ObjectReader:
         kwargs: dict[str, Any] = {"Bucket": self.bucket, "Key": key}
         if range_header:
             kwargs["Range"] = range_header
@@ -485,12 +494,13 @@ class S3Storage(Storage):
             # The server ignored the range (allowed by HTTP); refuse rather than send wrong bytes.
             body.close()
             raise StorageError(f"S3 ignored the range of s3://{self.bucket}/{key}")
-        return ObjectReader(self._chunks(body, key), length, body.close, start=start, size=size)
+        chunks = self._chunks(body, key, chunk_size)
+        return ObjectReader(chunks, length, body.close, start=start, size=size)
 
-    def _chunks(self, body: Any, key: str) -> Iterator[bytes]:
+    def _chunks(self, body: Any, key: str, chunk_size: int) -> Iterator[bytes]:
         """Stream the body; a failure here comes after the status line, so it just ends it."""
         try:
-            yield from body.iter_chunks(self.chunk_size)
+            yield from body.iter_chunks(chunk_size)
         except (BotoCoreError, ClientError, OSError) as exc:
             raise self._error(exc, "download of", key) from exc
 
@@ -531,13 +541,13 @@ class S3Storage(Storage):
         except (BotoCoreError, ClientError) as exc:
             raise self._error(exc, "listing of", None) from exc
 
-    def remove_abandoned_uploads(self, older_than: datetime) -> int:
+    def remove_abandoned_uploads(self, older_than: datetime, keep: Container[str] = ()) -> int:
         removed = 0
         paginator = self.client.get_paginator("list_multipart_uploads")
         try:
             for page in paginator.paginate(Bucket=self.bucket):
                 for upload in page.get("Uploads", ()):
-                    if upload["Initiated"] < older_than:
+                    if upload["Initiated"] < older_than and upload["Key"] not in keep:
                         self.client.abort_multipart_upload(
                             Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
                         )

@@ -43,6 +43,15 @@ def flask(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 @contextmanager
 def running_server(env: dict[str, str], log_path: Path) -> Iterator[int]:
     """`flask serve` on a free loopback port until the block ends; its output goes to a file."""
+    with serving_process(env, log_path) as (port, _process):
+        yield port
+
+
+@contextmanager
+def serving_process(
+    env: dict[str, str], log_path: Path
+) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """`running_server`, with the server's process (for its memory and open files)."""
     port = free_port()
     with open(log_path, "w") as log:
         process = subprocess.Popen(
@@ -64,7 +73,7 @@ def running_server(env: dict[str, str], log_path: Path) -> Iterator[int]:
                             f"server did not start: {log_path.read_text()}"
                         ) from None
                     time.sleep(0.1)
-            yield port
+            yield port, process
         finally:
             process.terminate()
             process.wait(timeout=15)
