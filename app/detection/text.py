@@ -155,10 +155,24 @@ def _describe_malformed_markup(sample: Sample) -> str:
 
 
 def _has_active_content(sample: Sample) -> bool:
-    return any(
-        _EMBEDDED_MARKUP.search(part) or _ACTIVE_NAMESPACES.search(part)
-        for part in (sample.head, sample.tail)
-    )
+    for part in (sample.head, sample.tail):
+        if _EMBEDDED_MARKUP.search(part):
+            return True
+        # A namespace is an attribute value: `&#x78;` spells the `x` of xhtml just as well.
+        if _ACTIVE_NAMESPACES.search(_CHARACTER_REFERENCE.sub(_referenced_character, part)):
+            return True
+    return False
+
+
+_CHARACTER_REFERENCE = re.compile(rb"&#(?:x([0-9a-fA-F]{1,6})|([0-9]{1,7}));")
+
+
+def _referenced_character(match: re.Match[bytes]) -> bytes:
+    code = int(match[1], 16) if match[1] else int(match[2])
+    try:
+        return chr(code).encode("utf-8", "replace")
+    except (ValueError, OverflowError):
+        return b""
 
 
 def _is_json(text: DecodedText) -> bool:

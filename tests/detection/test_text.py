@@ -268,8 +268,14 @@ class TestRdf:
             '<rdf:value rdf:parseType="Literal"><p xmlns="http://www.w3.org/1999/xhtml"/>'
             "</rdf:value>",
             '<s:svg xmlns:s="http://www.w3.org/2000/svg"/>',
+            '<rdf:value rdf:parseType="Literal"><p xmlns="http://www.w3.org/1999/&#x78;html"/>'
+            "</rdf:value>",
+            '<rdf:value rdf:parseType="Literal"><p xmlns="&#104;ttp://www.w3.org/1999/xhtm&#108;"/>'
+            "</rdf:value>",
+            '<rdf:value rdf:parseType="Literal"><g xmlns="http://www.w3.org/2000/&#x73;vg"/>'
+            "</rdf:value>",
         ],
-        ids=["xhtml-script", "xhtml-literal", "svg"],
+        ids=["xhtml-script", "xhtml-literal", "svg", "hex-reference", "decimal", "svg-reference"],
     )
     def test_active_content_inside_rdf_is_refused(self, inner: str) -> None:
         data = f"{RDF_OPEN}{inner}</rdf:RDF>".encode()
