@@ -144,6 +144,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.archives import bp as archives_bp
     from app.auth import bp as auth_bp
     from app.docs import bp as docs_bp
+    from app.feeds import bp as feeds_bp
     from app.files import bp as files_bp
     from app.health import bp as health_bp
     from app.oai import bp as oai_bp
@@ -156,6 +157,7 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(docs_bp)
     app.register_blueprint(health_bp)
     app.register_blueprint(oai_bp)
+    app.register_blueprint(feeds_bp)
 
     @app.after_request
     def public_cache_headers(response: Response) -> Response:

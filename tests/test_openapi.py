@@ -47,6 +47,8 @@ EXPECTED_STATUSES = {
     ("get", "/healthz"): {200},
     ("get", "/readyz"): {200, 503},
     ("get", "/oai"): {200, 500, 503},
+    ("get", "/api/public/feed.atom"): {200, 304, 422, 500, 503},
+    ("get", "/api/public/podcast.rss"): {200, 304, 422, 500, 503},
     ("post", "/oai"): {200, 500, 503},
 }
 NO_TOKEN_OPERATIONS = {
@@ -61,6 +63,8 @@ NO_TOKEN_OPERATIONS = {
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/oai"),
+    ("get", "/api/public/feed.atom"),
+    ("get", "/api/public/podcast.rss"),
     ("post", "/oai"),
 }
 

@@ -22,6 +22,7 @@ from app import schemas
 from app.auth.routes import token_request_schema
 from app.detection.mime import ALLOWED_MIME_TYPES
 from app.docs.assets import ASSET_TYPES
+from app.feeds.routes import feed_query_schema
 from app.files.routes import PRIVATE_CACHE, create_schema, list_query_schema, update_schema
 from app.public.routes import PUBLIC_CACHE
 from app.public.routes import list_query_schema as public_list_query_schema
@@ -974,6 +975,66 @@ def _add_oai_paths(spec: APISpec) -> None:
     )
 
 
+def _add_feed_paths(spec: APISpec) -> None:
+    feeds = (
+        (
+            "/api/public/feed.atom",
+            "getAtomFeed",
+            "Atom feed of releases",
+            "Atom 1.0: the newest 50 records a member of the public can download now, newest "
+            "release first (an embargoed record is released on the day its embargo ends). "
+            "Each entry links its record and its download as an enclosure.",
+            "application/atom+xml",
+        ),
+        (
+            "/api/public/podcast.rss",
+            "getPodcastFeed",
+            "Podcast feed (RSS 2.0, iTunes)",
+            "RSS 2.0 with the iTunes namespace: the newest 50 downloadable audio and video "
+            "records, one `<enclosure>` each (the public download, length and type from the "
+            "record).",
+            "application/rss+xml",
+        ),
+    )
+    for path, operation_id, summary, description, media_type in feeds:
+        spec.path(
+            path,
+            operations={
+                "get": {
+                    "tags": ["Public"],
+                    "operationId": operation_id,
+                    "summary": summary,
+                    "description": description + " Revalidate with If-None-Match or "
+                    "If-Modified-Since.",
+                    "security": NO_TOKEN,
+                    "parameters": [{"in": "query", "schema": feed_query_schema}],
+                    "responses": {
+                        "200": {
+                            "description": "The feed.",
+                            "headers": {
+                                "Cache-Control": CACHE_HEADERS["public"],
+                                "ETag": REVALIDATION_ETAG,
+                                "Last-Modified": _header(
+                                    "The newest change or release in the feed.",
+                                    {"type": "string"},
+                                    required=False,
+                                ),
+                            },
+                            "content": {media_type: {"schema": {"type": "string"}}},
+                        },
+                        "304": {
+                            "description": "The cached copy is current.",
+                            "headers": {"Cache-Control": CACHE_HEADERS["public"]},
+                        },
+                        **_errors(
+                            "ValidationFailed", "ServerError", "ServiceUnavailable", public=True
+                        ),
+                    },
+                }
+            },
+        )
+
+
 def _add_docs_paths(spec: APISpec) -> None:
     tags = ["Documentation"]
     not_modified = {"description": "The cached copy is current."}
@@ -1158,6 +1219,7 @@ def _build(limits: Limits) -> dict[str, Any]:
     _add_file_paths(spec)
     _add_public_paths(spec)
     _add_transfer_paths(spec, limits)
+    _add_feed_paths(spec)
     _add_oai_paths(spec)
     _add_docs_paths(spec)
     _add_health_paths(spec)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -22,10 +23,20 @@ def datestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# Characters XML 1.0 cannot carry; the database may hold them (only NUL is refused on input).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(value: str) -> str:
+    """`value` without the characters XML cannot carry (they are dropped)."""
+    return _NOT_XML.sub("", value)
+
+
 def sub(parent: Any, tag: str, text: str | None = None, **attributes: str) -> Any:
-    element = etree.SubElement(parent, tag, attributes)
+    safe = {name: xml_text(value) for name, value in attributes.items()}
+    element = etree.SubElement(parent, tag, safe)
     if text is not None:
-        element.text = text
+        element.text = xml_text(text)
     return element
 
 

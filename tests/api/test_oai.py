@@ -345,3 +345,13 @@ def test_base_url_and_identifiers_follow_the_trusted_proxy(make_sqlite_app):
     assert root.findtext(".//oai:baseURL", namespaces=NS) == "https://repo.example.org/oai"
     sample = root.findtext(".//{*}sampleIdentifier")
     assert sample.startswith("oai:repo.example.org:")
+
+
+def test_control_characters_never_break_the_xml(api: Api, alice: Account):
+    (record_id,) = insert_rows(api, alice, [{"created_at": LONG_AGO, "titel": "Eins\x01Zwei"}])
+    root = oai(
+        api, verb="GetRecord", identifier=f"oai:localhost:{record_id}", metadataPrefix="oai_dc"
+    )
+    assert root.findtext(".//dc:title", namespaces=NS) == "EinsZwei"
+    bad = oai(api, verb="GetRecord", identifier="\x01", metadataPrefix="oai_dc")
+    assert error_code(bad) == "idDoesNotExist"

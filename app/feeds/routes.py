@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from feedgen.feed import FeedGenerator
+from flask import Response, current_app, request, url_for
+from lxml import etree
+from marshmallow import EXCLUDE, Schema
+
+from app.feeds import bp, services
+from app.files.services import today_in
+from app.http import load
+from app.oai.routes import absolute_url
+from app.oai.xml import xml_text
+from app.schemas import PlainString
+
+ATOM = "http://www.w3.org/2005/Atom"
+ATOM_TYPE = "application/atom+xml; charset=utf-8"
+RSS_TYPE = "application/rss+xml; charset=utf-8"
+PATH_ABOUT = "Path prefix, as in the list: only records whose path starts with it."
+
+
+class FeedQuerySchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    path = PlainString(metadata={"description": PATH_ABOUT})
+
+
+feed_query_schema = FeedQuerySchema()
+
+
+def _path() -> str | None:
+    args = {k: v for k, v in request.args.to_dict().items() if v != ""}
+    return load(feed_query_schema, args).get("path")
+
+
+def _feed(kind: str, media_only: bool) -> tuple[FeedGenerator, list[services.Entry], str | None]:
+    path = _path()
+    config = current_app.config
+    found = services.entries(
+        path, today_in(config["APP_TIMEZONE"]), config["APP_TIMEZONE"], media_only=media_only
+    )
+    name = config.get("REPOSITORY_NAME") or "File repository"
+    title = xml_text(f"{name}: {path}" if path else name)
+    self_url = xml_text(absolute_url(request.full_path.rstrip("?")))
+    fg = FeedGenerator()
+    fg.id(self_url)
+    fg.title(title)
+    fg.author({"name": name})
+    fg.link(href=self_url, rel="self")
+    fg.link(href=absolute_url(url_for("public.list_released")), rel="alternate")
+    fg.description(f"Newest releases of {title}.")
+    fg.language("de")
+    fg.updated(services.last_modified(found) or datetime(1970, 1, 1, tzinfo=UTC))
+    return fg, found, path
+
+
+def _add_entry(fg: FeedGenerator, entry: services.Entry) -> Any:
+    record = entry.record
+    record_url = absolute_url(url_for("public.read_released", record_id=record.id))
+    download_url = absolute_url(url_for("public.download_released", record_id=record.id))
+    fe = fg.add_entry(order="append")
+    fe.id(f"urn:uuid:{record.id}")
+    fe.guid(f"urn:uuid:{record.id}", permalink=False)
+    fe.title(xml_text(record.titel or record.original_name))
+    fe.link(href=record_url, rel="alternate", type="application/json")
+    fe.enclosure(download_url, str(record.size), record.mime_type)
+    fe.published(entry.released_at)
+    fe.updated(max(record.updated_at, entry.released_at))
+    if record.autoren:
+        fe.author({"name": xml_text(record.autoren)})
+    if record.beschreibung:
+        fe.summary(xml_text(record.beschreibung))
+    for keyword in (record.sachschlagwoerter or "").split(","):
+        if keyword.strip():
+            fe.category(term=xml_text(keyword.strip()))
+    return fe
+
+
+def _conditional(body: bytes, content_type: str, kind: str, path: str | None, found) -> Response:
+    response = Response(body, content_type=content_type)
+    response.set_etag(services.version(kind, path, found))
+    modified = services.last_modified(found)
+    if modified is not None:
+        response.last_modified = modified
+    return response.make_conditional(request)
+
+
+@bp.get("/feed.atom")
+def atom_feed() -> Response:
+    fg, found, path = _feed("atom", media_only=False)
+    for entry in found:
+        _add_entry(fg, entry)
+    atom = _with_link_attributes(fg.atom_str(), found)
+    return _conditional(atom, ATOM_TYPE, "atom", path, found)
+
+
+def _with_link_attributes(atom: bytes, found: list[services.Entry]) -> bytes:
+    """feedgen 1.0.0 writes an Atom entry's links with their href only (its loop variable
+    shadows the link data), so the alternate link and the enclosure lose rel, type and
+    length; they are put back here, entry by entry."""
+    root = etree.fromstring(atom)
+    for element, entry in zip(root.iterfind(f"{{{ATOM}}}entry"), found, strict=True):
+        alternate, enclosure = element.findall(f"{{{ATOM}}}link")
+        alternate.set("rel", "alternate")
+        alternate.set("type", "application/json")
+        enclosure.set("rel", "enclosure")
+        enclosure.set("type", entry.record.mime_type)
+        enclosure.set("length", str(entry.record.size))
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+
+
+@bp.get("/podcast.rss")
+def podcast_feed() -> Response:
+    fg, found, path = _feed("podcast", media_only=True)
+    fg.load_extension("podcast")
+    fg.podcast.itunes_author(current_app.config.get("REPOSITORY_NAME") or "File repository")
+    fg.podcast.itunes_explicit("no")
+    fg.podcast.itunes_category("Science")
+    fg.podcast.itunes_summary(fg.description())
+    for entry in found:
+        fe = _add_entry(fg, entry)
+        if entry.record.autoren:
+            fe.podcast.itunes_author(xml_text(entry.record.autoren))
+        if entry.record.beschreibung:
+            fe.podcast.itunes_summary(xml_text(entry.record.beschreibung))
+    return _conditional(fg.rss_str(pretty=False), RSS_TYPE, "podcast", path, found)

@@ -1,0 +1,75 @@
+"""Which records a feed lists: what a member of the public could download right now, newest
+release first. A record is released at its creation, or, under embargo, at the start of the
+day the embargo ends (in the service's time zone), so it appears in the feeds on that day."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import or_
+
+from app.extensions import db
+from app.files.services import embargo_active, filtered, released
+from app.models import FileRecord
+
+FEED_SIZE = 50
+
+
+@dataclass(frozen=True)
+class Entry:
+    record: Any  # a row with FileRecord's columns
+    released_at: datetime
+
+
+def _released_at(record: Any, timezone: str) -> datetime:
+    if record.sperrfrist is None:
+        return record.created_at
+    day_starts = datetime.combine(record.sperrfrist, time(), tzinfo=ZoneInfo(timezone))
+    return max(record.created_at, day_starts.astimezone(UTC))
+
+
+def entries(path: str | None, today: date, timezone: str, *, media_only: bool) -> list[Entry]:
+    """The newest `FEED_SIZE` downloadable records under `path`, newest release first.
+
+    Two short reads cover both ways a record becomes available: the newest creations without
+    an active embargo, and the embargoes that ended most recently.
+    """
+    query = filtered(released(), {"path": path} if path is not None else {})
+    query = query.where(or_(FileRecord.sperrfrist.is_(None), FileRecord.sperrfrist <= today))
+    if media_only:
+        query = query.where(
+            or_(FileRecord.mime_type.like("audio/%"), FileRecord.mime_type.like("video/%"))
+        )
+    columns = FileRecord.__table__.columns
+    newest = query.with_only_columns(*columns).order_by(FileRecord.created_at.desc())
+    ended = (
+        query.where(FileRecord.sperrfrist.is_not(None))
+        .with_only_columns(*columns)
+        .order_by(FileRecord.sperrfrist.desc())
+    )
+    rows = {}
+    for statement in (newest, ended):
+        for row in db.session.execute(statement.limit(FEED_SIZE)):
+            if not embargo_active(row, today):
+                rows[row.id] = row
+    found = [Entry(row, _released_at(row, timezone)) for row in rows.values()]
+    found.sort(key=lambda entry: (entry.released_at, entry.record.id), reverse=True)
+    return found[:FEED_SIZE]
+
+
+def version(kind: str, path: str | None, found: list[Entry]) -> str:
+    """An entity tag that changes whenever the feed's content would."""
+    digest = hashlib.sha256(f"{kind}|{path}".encode())
+    for entry in found:
+        stamp = f"|{entry.record.id}|{entry.record.updated_at.isoformat()}"
+        digest.update(stamp.encode())
+    return digest.hexdigest()[:32]
+
+
+def last_modified(found: list[Entry]) -> datetime | None:
+    stamps = [max(e.record.updated_at, e.released_at) for e in found]
+    return max(stamps) if stamps else None

@@ -1,0 +1,140 @@
+"""Atom and podcast feeds: parsed back with feedparser, enclosures downloaded, revalidation."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time, timedelta
+from urllib.parse import urlsplit
+
+import feedparser
+import pytest
+
+from app.feeds import routes as feed_routes
+from tests.support import samples
+from tests.support.api import Account, Api
+
+PUBLIC_CACHE = "public, max-age=0, must-revalidate"
+
+
+def parse(api: Api, url: str, **params: str):
+    response = api.client.get(url, query_string=params)
+    assert response.status_code == 200, response.data
+    assert response.headers["Cache-Control"] == PUBLIC_CACHE
+    return response, feedparser.parse(response.data)
+
+
+def ids(feed) -> list[str]:
+    return [entry.id.removeprefix("urn:uuid:") for entry in feed.entries]
+
+
+@pytest.fixture
+def today():
+    return datetime.now(UTC).date()
+
+
+def test_atom_feed_lists_downloadable_releases_newest_first(api: Api, alice: Account, today):
+    old = api.create(alice, "alt.pdf", titel="Alter Bericht", path="reports/2024")
+    new = api.create(
+        alice, "neu.pdf", titel="Neuer Bericht", path="reports/2025", beschreibung="Zahlen"
+    )
+    api.create(alice, "intern.pdf", titel="Intern", freigabe="false", path="reports/2025")
+    api.create(alice, "spaeter.pdf", titel="Später", sperrfrist=str(today + timedelta(days=1)))
+    ended = api.create(alice, "heute.pdf", titel="Heute frei", sperrfrist=str(today))
+    api.create(alice, "presse.pdf", titel="Presse", path="presse")
+    api.set_columns(old["id"], created_at=datetime(2024, 1, 1, tzinfo=UTC))
+    api.set_columns(new["id"], created_at=datetime(2025, 1, 1, tzinfo=UTC))
+    api.set_columns(ended["id"], created_at=datetime(2023, 1, 1, tzinfo=UTC))
+
+    response, feed = parse(api, "/api/public/feed.atom", path="reports")
+    assert response.mimetype == "application/atom+xml"
+    assert feed.version == "atom10" and not feed.bozo
+    assert ids(feed) == [new["id"], old["id"]]
+    entry = feed.entries[0]
+    assert entry.title == "Neuer Bericht" and entry.summary == "Zahlen"
+    enclosure = next(link for link in entry.links if link.rel == "enclosure")
+    assert enclosure.href == f"http://localhost/api/public/files/{new['id']}/download"
+    assert enclosure.type == "application/pdf"
+
+    _, everything = parse(api, "/api/public/feed.atom")
+    titles = [entry.title for entry in everything.entries]
+    # The embargo that ends today counts as released at the start of today.
+    assert titles == ["Presse", "Heute frei", "Neuer Bericht", "Alter Bericht"]
+    published = datetime(*everything.entries[titles.index("Heute frei")].published_parsed[:6])
+    assert published.replace(tzinfo=UTC) == datetime.combine(today, time(), tzinfo=UTC)
+
+
+def test_embargoed_file_appears_on_the_day_its_embargo_ends(
+    api: Api, alice: Account, today, monkeypatch
+):
+    record = api.create(alice, "x.mp3", samples.mp3_bytes(), sperrfrist=str(today + timedelta(1)))
+    for url in ("/api/public/feed.atom", "/api/public/podcast.rss"):
+        assert ids(parse(api, url)[1]) == []
+    monkeypatch.setattr(feed_routes, "today_in", lambda _zone: today + timedelta(days=1))
+    for url in ("/api/public/feed.atom", "/api/public/podcast.rss"):
+        assert ids(parse(api, url)[1]) == [record["id"]]
+
+
+def test_podcast_feed_has_one_enclosure_per_audio_or_video_file(api: Api, alice: Account):
+    audio = samples.mp3_bytes()
+    episode = api.create(
+        alice, "folge.mp3", audio, titel="Folge 1", autoren="Anna Weber", path="podcasts/a"
+    )
+    video = api.create(alice, "film.mp4", samples.mp4_bytes(), titel="Film", path="podcasts/a")
+    api.create(alice, "skript.pdf", titel="Skript", path="podcasts/a")
+    api.create(alice, "geheim.mp3", audio, titel="Geheim", freigabe="0", path="podcasts/a")
+    api.create(alice, "andere.mp3", audio, titel="Andere", path="andere")
+
+    response, feed = parse(api, "/api/public/podcast.rss", path="podcasts")
+    assert response.mimetype == "application/rss+xml"
+    assert feed.version == "rss20" and not feed.bozo
+    assert "http://www.itunes.com/dtds/podcast-1.0.dtd" in feed.namespaces.values()
+    assert sorted(ids(feed)) == sorted([episode["id"], video["id"]])
+    by_title = {entry.title: entry for entry in feed.entries}
+    assert by_title["Folge 1"].author == "Anna Weber"
+    assert b"<itunes:author>Anna Weber</itunes:author>" in response.data
+    for entry, record, data_type in (
+        (by_title["Folge 1"], episode, "audio/mpeg"),
+        (by_title["Film"], video, "video/mp4"),
+    ):
+        (enclosure,) = entry.enclosures
+        assert enclosure.type == record["mime_type"] == data_type
+        assert int(enclosure.length) == record["size"]
+        download = api.client.get(urlsplit(enclosure.href).path)
+        assert download.status_code == 200
+        assert len(download.data) == record["size"]
+    assert api.client.get(urlsplit(by_title["Folge 1"].enclosures[0].href).path).data == audio
+
+
+def test_revalidation_with_etag_and_last_modified(api: Api, alice: Account):
+    record = api.create(alice, "a.mp3", samples.mp3_bytes(), titel="Eins")
+    for url in ("/api/public/feed.atom", "/api/public/podcast.rss"):
+        first = api.client.get(url)
+        etag, modified = first.headers["ETag"], first.headers["Last-Modified"]
+        again = api.client.get(url, headers={"If-None-Match": etag})
+        assert again.status_code == 304 and again.data == b""
+        since = api.client.get(url, headers={"If-Modified-Since": modified})
+        assert since.status_code == 304
+        other_path = api.client.get(
+            url, query_string={"path": "x"}, headers={"If-None-Match": etag}
+        )
+        assert other_path.status_code == 200
+    atom_etag = api.client.get("/api/public/feed.atom").headers["ETag"]
+    api.patch(record["id"], alice, {"titel": "Zwei"})
+    changed = api.client.get("/api/public/feed.atom", headers={"If-None-Match": atom_etag})
+    assert changed.status_code == 200 and changed.headers["ETag"] != atom_etag
+    assert feedparser.parse(changed.data).entries[0].title == "Zwei"
+
+
+def test_invalid_path_is_422(api: Api):
+    response = api.client.get("/api/public/feed.atom", query_string={"path": "a\x00b"})
+    assert response.status_code == 422
+    assert list(response.get_json()["errors"]) == ["path"]
+
+
+def test_control_characters_in_stored_text_are_left_out(api: Api, alice: Account):
+    record = api.create(alice, "a.mp3", samples.mp3_bytes(), titel="Eins\x01Zwei")
+    for url in ("/api/public/feed.atom", "/api/public/podcast.rss"):
+        _, feed = parse(api, url, path="\x02")
+        assert ids(feed) == []
+        _, feed = parse(api, url)
+        assert not feed.bozo and feed.entries[0].title == "EinsZwei"
+    assert record["titel"] == "Eins\x01Zwei"
