@@ -132,6 +132,16 @@ class Stack:
         lines = self.app_log.read_text().splitlines()
         return [json.loads(line) for line in lines if line.startswith("{")]
 
+    def logged(self, request_id: str) -> list[dict[str, Any]]:
+        """The log lines of a request; the line is written once the response has gone out,
+        which may be just after the client has it."""
+        deadline = time.monotonic() + 10
+        while True:
+            found = [line for line in self.access_log() if line["request_id"] == request_id]
+            if found or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
+
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Stack]:
@@ -207,8 +217,7 @@ def test_client_address_host_and_scheme_reach_the_service(stack: Stack):
     assert response.json()["path"] == f"{base}/api/public/files"
     assert response.json()["first_page_url"] == f"{base}/api/public/files?page=1"
     assert response.headers["Strict-Transport-Security"] == "max-age=31536000"
-    logged = [line for line in stack.access_log() if line["request_id"] == "proxy-test-1"]
-    assert [line["remote_addr"] for line in logged] == [CLIENT_ADDRESS]
+    assert [line["remote_addr"] for line in stack.logged("proxy-test-1")] == [CLIENT_ADDRESS]
 
 
 def test_plain_http_is_redirected_to_https(stack: Stack):
@@ -267,5 +276,8 @@ def test_large_bodies_pass_only_on_upload_paths(stack: Stack, token: str):
             )
             assert refused.status == 413, (path, refused.status)
             assert refused.json() == {"message": "The request body is too large."}
-    # nginx refused them: the service never saw those requests.
+        later = stack.request(pool, "GET", "/healthz", headers={"X-Request-ID": "after-them"})
+        assert later.status == 200
+    # nginx refused them: the service logged the request after them, but never saw them.
+    assert len(stack.logged("after-them")) == 1
     assert [line for line in stack.access_log() if line["request_id"] == "too-large"] == []
