@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 FLASK  := $(BIN)/flask --app wsgi
 
-.PHONY: run test install install-test browser unpackers migrate lint format bench clean
+.PHONY: run test install install-test browser unpackers nginx migrate lint format bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -22,7 +22,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-install-test: $(VENV)/.installed-test browser unpackers
+install-test: $(VENV)/.installed-test browser unpackers nginx
 
 # Folder archives are checked with Debian's unzip and 7z as well as Python's zipfile.
 unpackers:
