@@ -22,7 +22,12 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
-install-test: $(VENV)/.installed-test browser unpackers nginx
+install-test: $(VENV)/.installed-test browser unpackers nginx tests/js/node_modules
+
+# tus-js-client (the client Uppy uses) tests resumable uploads under Node.
+tests/js/node_modules: tests/js/package.json tests/js/package-lock.json
+	cd tests/js && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 # Folder archives are checked with Debian's unzip and 7z as well as Python's zipfile.
 unpackers:

@@ -149,11 +149,13 @@ def _register_blueprints(app: Flask) -> None:
     from app.health import bp as health_bp
     from app.oai import bp as oai_bp
     from app.public import bp as public_bp
+    from app.tus import bp as tus_bp
 
     app.register_blueprint(auth_bp)
     app.register_blueprint(files_bp)
     app.register_blueprint(public_bp)
     app.register_blueprint(archives_bp)
+    app.register_blueprint(tus_bp)
     app.register_blueprint(docs_bp)
     app.register_blueprint(health_bp)
     app.register_blueprint(oai_bp)

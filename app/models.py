@@ -217,3 +217,26 @@ class OaiTombstone(db.Model):
     record_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     path: Mapped[str | None] = mapped_column(String(255))
     deleted_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class ResumableUpload(db.Model):
+    """An unfinished tus upload: how far it got and where its bytes wait in storage.
+
+    Everything a later request needs lives here and in the storage backend, so an upload
+    goes on after a restart and on any replica. ``storage_state`` is the backend's own
+    bookkeeping (for S3: the multipart upload and its parts) as JSON.
+    """
+
+    __tablename__ = "resumable_uploads"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    record_id: Mapped[uuid.UUID] = mapped_column(Uuid)
+    stored_path: Mapped[str] = mapped_column(String(512))
+    upload_metadata: Mapped[str] = mapped_column(Text, default="")
+    length: Mapped[int] = mapped_column(BigInteger)
+    offset: Mapped[int] = mapped_column(BigInteger, default=0)
+    storage_state: Mapped[str] = mapped_column(Text, default="{}")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -1181,8 +1181,10 @@ def _add_health_paths(spec: APISpec) -> None:
 def _add_transfer_paths(spec: APISpec, limits: Limits) -> None:
     """Folder archives and resumable uploads, declared beside their endpoints."""
     from app.archives.api_doc import add_archive_paths
+    from app.tus.api_doc import add_upload_paths
 
     add_archive_paths(spec, limits.zip_max_files, limits.zip_max_mb)
+    add_upload_paths(spec, limits.max_file_size)
 
 
 def _build(limits: Limits) -> dict[str, Any]:
@@ -1198,6 +1200,10 @@ def _build(limits: Limits) -> dict[str, Any]:
             {"name": "Tokens", "description": "Personal access tokens."},
             {"name": "Files", "description": "Your records (administrators: all records)."},
             {"name": "Public", "description": "Released records, without a token."},
+            {
+                "name": "Uploads",
+                "description": "Resumable uploads with the tus 1.0.0 protocol (https://tus.io).",
+            },
             {"name": "Documentation", "description": "This document and its page."},
             {"name": "Harvesting", "description": "OAI-PMH 2.0 for catalogues and aggregators."},
             {"name": "Operations", "description": "Probes for load balancers and orchestrators."},

@@ -32,6 +32,7 @@ from werkzeug.sansio.multipart import (
 )
 
 from app.detection import SampleCollector, UnsupportedFileType, detect_mime_type
+from app.detection.sample import Sample
 from app.exceptions import DomainError
 from app.storage import ObjectWriter, Storage, StorageError
 
@@ -145,6 +146,26 @@ class _HashInBackground:
             self._thread.join()
 
 
+def check_file(staged: StagedFile, sample: Callable[[], Sample] | None, max_size: int) -> None:
+    """The rules every uploaded file passes, however it arrived: within the size limit, not
+    empty, of an allowed type (detected from `sample`, when given). Sets `staged.error`, or
+    `staged.mime_type` for an accepted file."""
+    if staged.size > max_size:
+        staged.error = (
+            f"The {staged.field} field must not be greater than {max_size // 1024} kilobytes."
+        )
+    elif staged.size == 0:
+        staged.error = f"The {staged.field} field must not be an empty file."
+    elif sample is not None:
+        try:
+            staged.mime_type = detect_mime_type(sample(), staged.original_name)
+        except UnsupportedFileType as exc:
+            staged.error = (
+                f"The {staged.field} field must be a file of type: "
+                f"{ALLOWED_EXTENSIONS}. {exc.reason}"
+            )
+
+
 class _FilePart:
     """Copies one file part into storage while counting, hashing and sampling it."""
 
@@ -176,21 +197,7 @@ class _FilePart:
         staged = self.staged
         if commit is None:
             commit = self._commit_now
-        if staged.size > self.max_size:
-            staged.error = (
-                f"The {staged.field} field must not be greater than "
-                f"{self.max_size // 1024} kilobytes."
-            )
-        elif staged.size == 0:
-            staged.error = f"The {staged.field} field must not be an empty file."
-        elif self.writer is not None:
-            try:
-                staged.mime_type = detect_mime_type(self.sample.sample(), staged.original_name)
-            except UnsupportedFileType as exc:
-                staged.error = (
-                    f"The {staged.field} field must be a file of type: "
-                    f"{ALLOWED_EXTENSIONS}. {exc.reason}"
-                )
+        check_file(staged, self.sample.sample if self.writer is not None else None, self.max_size)
         if staged.error is None and self.writer is not None:
             staged.sha256 = self.hasher.hexdigest()
             # Handed over: a failed commit aborts its own writer.

@@ -23,6 +23,7 @@ from app.extensions import db
 from app.files.services import retry_pending_deletions
 from app.models import FileRecord, PendingObjectDeletion
 from app.storage import ObjectNotFound, Storage, StorageError, StoredObject
+from app.tus.services import abort_expired, live_keys
 
 BATCH = 500
 
@@ -36,6 +37,8 @@ class ReconcileReport:
     pending_failed: int = 0
     abandoned_removed: int = 0
     orphans_removed: int = 0
+    expired_uploads: int = 0
+    expired_failed: int = 0
 
 
 def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
@@ -62,7 +65,9 @@ def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
     cutoff = datetime.now(UTC) - grace
     if fix:
         report.pending_done, report.pending_failed = retry_pending_deletions(storage)
-        report.abandoned_removed = storage.remove_abandoned_uploads(cutoff)
+        now = datetime.now(UTC)
+        report.expired_uploads, report.expired_failed = abort_expired(storage, now)
+        report.abandoned_removed = storage.remove_abandoned_uploads(cutoff, keep=live_keys())
 
     for batch in _batches(storage.iter_objects("files/")):
         referenced = _referenced([obj.key for obj in batch])
@@ -163,7 +168,11 @@ def reconcile_command(fix: bool, grace_minutes: int) -> None:
             f"{report.pending_failed}; abandoned unfinished uploads removed: "
             f"{report.abandoned_removed}"
         )
-    if report.missing or report.pending_failed:
+        click.echo(
+            f"expired resumable uploads aborted: {report.expired_uploads}, still failing: "
+            f"{report.expired_failed}"
+        )
+    if report.missing or report.pending_failed or report.expired_failed:
         raise SystemExit(1)
 
 

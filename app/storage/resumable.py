@@ -1,0 +1,208 @@
+"""Objects that arrive in pieces over many requests (tus uploads), kept between requests in
+the backend itself, so that an upload goes on after a restart and on any replica.
+
+The caller (app/uploads) keeps the state these functions return in the database, next to the
+offset it belongs to, and serialises the requests of one upload; a piece that was stored but
+whose state was never committed is simply written again by the next request at that offset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .base import MiB, ObjectNotFound, Storage, StorageError, StorageUnavailable
+from .local import LocalStorage
+from .s3 import MIN_PART_SIZE, S3Storage, translate_error
+
+#: Where the pieces of upload ``<id>`` wait: never under ``files/``, which holds only finished
+#: objects, so reconciliation cannot mistake them for orphans.
+PREFIX = "uploads"
+COPY_SIZE = 1 * MiB
+
+State = dict[str, Any]
+
+
+class ResumableStore(ABC):
+    """How one backend keeps the pieces of an unfinished object."""
+
+    @abstractmethod
+    def begin(self, upload_id: str, key: str) -> State:
+        """Prepare an empty upload that will become the object at ``key``."""
+
+    @abstractmethod
+    def append(
+        self, upload_id: str, key: str, state: State, offset: int, body: BinaryIO, final: bool
+    ) -> State:
+        """Add ``body`` (read to its end) at ``offset``; ``final``: nothing follows it."""
+
+    @abstractmethod
+    def complete(self, upload_id: str, key: str, state: State) -> None:
+        """Make everything appended visible as the object at ``key``."""
+
+    @abstractmethod
+    def abort(self, upload_id: str, key: str, state: State) -> None:
+        """Remove every piece; a missing upload is not an error."""
+
+
+class LocalResumable(ResumableStore):
+    """One append file per upload, renamed into place when complete (no copy)."""
+
+    def __init__(self, storage: LocalStorage) -> None:
+        self.storage = storage
+
+    def _path(self, upload_id: str) -> Path:
+        return self.storage.path_for(f"{PREFIX}/{upload_id}/data")
+
+    def begin(self, upload_id: str, key: str) -> State:
+        path = self._path(upload_id)
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path.touch(mode=0o600)
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"local storage could not start upload {upload_id}: {exc}"
+            ) from exc
+        return {}
+
+    def append(
+        self, upload_id: str, key: str, state: State, offset: int, body: BinaryIO, final: bool
+    ) -> State:
+        try:
+            with self._path(upload_id).open("r+b") as file:
+                # One writer per upload at a time, even from two processes.
+                fcntl.flock(file.fileno(), fcntl.LOCK_EX)
+                if os.fstat(file.fileno()).st_size < offset:
+                    raise StorageError(f"upload {upload_id} holds fewer than {offset} bytes")
+                file.truncate(offset)  # bytes of a request whose offset was never committed
+                file.seek(offset)
+                shutil.copyfileobj(body, file, COPY_SIZE)
+                file.flush()
+                os.fsync(file.fileno())
+        except FileNotFoundError as exc:
+            raise ObjectNotFound(f"{PREFIX}/{upload_id}") from exc
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"local storage could not write upload {upload_id}: {exc}"
+            ) from exc
+        return state
+
+    def complete(self, upload_id: str, key: str, state: State) -> None:
+        source = self._path(upload_id)
+        target = self.storage.path_for(key)
+        try:
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.replace(source, target)
+            with contextlib.suppress(OSError):
+                source.parent.rmdir()
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"local storage could not store upload {upload_id}: {exc}"
+            ) from exc
+
+    def abort(self, upload_id: str, key: str, state: State) -> None:
+        path = self._path(upload_id)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()
+
+
+class S3Resumable(ResumableStore):
+    """A multipart upload of the final key. S3 refuses parts under 5 MiB except the last, so a
+    smaller piece waits as a temporary object (``uploads/<id>/tail``, under 5 MiB) until the
+    next piece fills a part with it; on the way it is spooled on local disk, never in memory."""
+
+    def __init__(self, storage: S3Storage) -> None:
+        self.storage = storage
+        self.client = storage.client
+        self.bucket = storage.bucket
+
+    def _tail_key(self, upload_id: str) -> str:
+        return f"{PREFIX}/{upload_id}/tail"
+
+    def _fail(self, exc: Exception, action: str, key: str) -> StorageError:
+        return translate_error(exc, action, self.bucket, key)
+
+    def begin(self, upload_id: str, key: str) -> State:
+        try:
+            response = self.client.create_multipart_upload(Bucket=self.bucket, Key=key)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(exc, "start of upload", key) from exc
+        return {"upload_id": response["UploadId"], "parts": [], "tail": 0}
+
+    def append(
+        self, upload_id: str, key: str, state: State, offset: int, body: BinaryIO, final: bool
+    ) -> State:
+        state = {**state, "parts": list(state["parts"])}
+        tail_key = self._tail_key(upload_id)
+        with tempfile.TemporaryFile(prefix="tus-part-") as spool:
+            if state["tail"]:
+                with self.storage.open(tail_key) as reader:
+                    for chunk in reader:
+                        spool.write(chunk)
+            shutil.copyfileobj(body, spool, COPY_SIZE)
+            size = spool.tell()
+            spool.seek(0)
+            try:
+                if size >= MIN_PART_SIZE or final:
+                    number = len(state["parts"]) + 1
+                    response = self.client.upload_part(
+                        Bucket=self.bucket,
+                        Key=key,
+                        UploadId=state["upload_id"],
+                        PartNumber=number,
+                        Body=spool,
+                        ContentLength=size,
+                    )
+                    state["parts"].append({"PartNumber": number, "ETag": response["ETag"]})
+                    state["tail"] = 0
+                else:
+                    self.client.put_object(
+                        Bucket=self.bucket, Key=tail_key, Body=spool, ContentLength=size
+                    )
+                    state["tail"] = size
+            except (BotoCoreError, ClientError) as exc:
+                raise self._fail(exc, "upload of", key) from exc
+        return state
+
+    def complete(self, upload_id: str, key: str, state: State) -> None:
+        try:
+            self.client.complete_multipart_upload(
+                Bucket=self.bucket,
+                Key=key,
+                UploadId=state["upload_id"],
+                MultipartUpload={"Parts": state["parts"]},
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise self._fail(exc, "upload of", key) from exc
+        self.storage.delete(self._tail_key(upload_id))
+
+    def abort(self, upload_id: str, key: str, state: State) -> None:
+        if state.get("upload_id"):
+            try:
+                self.client.abort_multipart_upload(
+                    Bucket=self.bucket, Key=key, UploadId=state["upload_id"]
+                )
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "NoSuchUpload":
+                    raise self._fail(exc, "abort of upload", key) from exc
+            except BotoCoreError as exc:
+                raise self._fail(exc, "abort of upload", key) from exc
+        self.storage.delete(self._tail_key(upload_id))
+
+
+def resumable_store(storage: Storage) -> ResumableStore:
+    if isinstance(storage, S3Storage):
+        return S3Resumable(storage)
+    if isinstance(storage, LocalStorage):
+        return LocalResumable(storage)
+    raise TypeError(f"{type(storage).__name__} cannot keep resumable uploads")

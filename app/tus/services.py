@@ -1,0 +1,378 @@
+"""Resumable uploads: creation, pieces at an offset, completion into a record, termination.
+
+An upload ends in exactly the pipeline of `POST /api/files`: the same metadata schema and
+messages (checked at creation, before any byte is accepted), the same size limit, the same
+type detection and the same record creation (`app.files.services.create_records`). Its state
+lives in the database (`ResumableUpload`) and in the storage backend
+(`app.storage.resumable`), never only in this process.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, BinaryIO
+
+from sqlalchemy import select
+
+from app.auth.services import Caller
+from app.detection.sample import HEAD_BYTES, TAIL_BYTES, Sample
+from app.exceptions import DomainError, RecordNotFound, ValidationFailed
+from app.extensions import db
+from app.files import services as files
+from app.files.routes import create_schema
+from app.files.uploads import ReceivedUpload, StagedFile, check_file, clean_file_name
+from app.http import validate
+from app.models import FileRecord, ResumableUpload, utcnow
+from app.storage import Storage, StorageError
+from app.storage.resumable import resumable_store
+
+TUS_VERSION = "1.0.0"
+EXTENSIONS = "creation,creation-with-upload,termination,checksum,expiration"
+CHECKSUMS: dict[str, Callable[[], Any]] = {"sha1": hashlib.sha1, "sha256": hashlib.sha256}
+#: The field name of the file in error messages, as for a content replacement.
+FILE_FIELD = "file"
+
+
+class TusError(DomainError):
+    """A request the protocol answers with a status of its own."""
+
+    status = 400
+
+
+class OffsetMismatch(TusError):
+    status = 409
+
+
+class UploadGone(TusError):
+    status = 410
+
+
+class TooLarge(TusError):
+    status = 413
+
+
+class ChecksumMismatch(TusError):
+    status = 460
+
+
+class UnsupportedChecksum(TusError):
+    status = 400
+
+
+class UnsupportedMediaType(TusError):
+    status = 415
+
+
+# --- Upload-Metadata ----------------------------------------------------------------------
+
+
+def parse_metadata(header: str) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """`key base64(value)` pairs, comma-separated; a value that is not UTF-8 is a field error
+    with the message of a form field that is not UTF-8."""
+    fields: dict[str, str] = {}
+    errors: dict[str, list[str]] = {}
+    for pair in filter(None, (p.strip() for p in header.split(","))):
+        key, _, encoded = pair.partition(" ")
+        try:
+            raw = base64.b64decode(encoded.strip(), validate=True)
+        except (binascii.Error, ValueError):
+            raise TusError(f"Upload-Metadata: the value of {key!r} is not base64.") from None
+        try:
+            fields[key] = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            errors[key] = [f"The {key} field must be UTF-8 text."]
+    return fields, errors
+
+
+def file_name(fields: dict[str, str]) -> str:
+    """tus-js-client and Uppy send `filename` (Uppy also `name`)."""
+    return clean_file_name(fields.get("filename") or fields.get("name"))
+
+
+# --- SHA-256 of the whole file, carried along while this process sees every piece ---------
+
+
+class _Digests:
+    """The running SHA-256 of uploads this process has seen every piece of, by upload id and
+    offset. Only a shortcut: when a piece went to another replica or the process restarted,
+    completion reads the stored object once more instead."""
+
+    KEPT = 256
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[uuid.UUID, tuple[int, Any]] = OrderedDict()
+
+    def at(self, upload_id: uuid.UUID, offset: int) -> Any | None:
+        with self._lock:
+            item = self._items.get(upload_id)
+        if offset == 0:
+            return hashlib.sha256()
+        return item[1].copy() if item is not None and item[0] == offset else None
+
+    def keep(self, upload_id: uuid.UUID, offset: int, digest: Any | None) -> None:
+        with self._lock:
+            self._items.pop(upload_id, None)
+            if digest is not None:
+                self._items[upload_id] = (offset, digest)
+                while len(self._items) > self.KEPT:
+                    self._items.popitem(last=False)
+
+
+digests = _Digests()
+
+
+# --- the upload's life --------------------------------------------------------------------
+
+
+def find_upload(user: Caller, upload_id: uuid.UUID, *, lock: bool = False) -> ResumableUpload:
+    """The caller's own upload (administrators too see only their own); an expired one is
+    gone (410) even before `storage reconcile --fix` has removed it."""
+    statement = select(ResumableUpload).where(
+        ResumableUpload.id == upload_id, ResumableUpload.user_id == user.id
+    )
+    if lock:
+        statement = statement.with_for_update()
+    upload = db.session.scalars(statement).first()
+    if upload is None:
+        raise RecordNotFound()
+    if upload.completed_at is None and upload.expires_at <= utcnow():
+        raise UploadGone("This upload has expired.")
+    return upload
+
+
+def create_upload(
+    user: Caller, length: int, metadata_header: str, storage: Storage, config: Any
+) -> ResumableUpload:
+    """Check everything `POST /api/files` checks before the bytes, then start the upload."""
+    max_size = config["MAX_FILE_SIZE"]
+    if length > max_size:
+        raise TooLarge(
+            f"The {FILE_FIELD} field must not be greater than {max_size // 1024} kilobytes."
+        )
+    fields, field_errors = parse_metadata(metadata_header)
+    _metadata, errors = validate(create_schema, fields)
+    errors = field_errors | errors
+    if length == 0:
+        errors = {FILE_FIELD: [f"The {FILE_FIELD} field must not be an empty file."]} | errors
+    if errors:
+        raise ValidationFailed(errors)
+    now = utcnow()
+    record_id, upload_id = uuid.uuid4(), uuid.uuid4()
+    key = files.new_object_key(record_id)
+    # No transaction stays open while the backend is asked.
+    db.session.rollback()
+    store = resumable_store(storage)
+    state = store.begin(str(upload_id), key)
+    upload = ResumableUpload(
+        id=upload_id,
+        user_id=user.id,
+        record_id=record_id,
+        stored_path=key,
+        upload_metadata=metadata_header,
+        length=length,
+        offset=0,
+        storage_state=json.dumps(state),
+        created_at=now,
+        expires_at=now + timedelta(hours=config["UPLOAD_EXPIRY_HOURS"]),
+    )
+    try:
+        db.session.add(upload)
+        db.session.commit()
+    except BaseException:
+        db.session.rollback()
+        store.abort(str(upload_id), key, state)
+        raise
+    return upload
+
+
+@dataclass
+class Piece:
+    """A request body, read to its end into a temporary file before anything is stored."""
+
+    file: BinaryIO
+    size: int
+    digest: Any | None  # the whole file's SHA-256 up to the end of this piece, if known
+
+
+@dataclass
+class Appended:
+    upload: ResumableUpload
+    record: FileRecord | None
+
+
+def read_piece(
+    stream: BinaryIO,
+    upload: ResumableUpload,
+    offset: int,
+    checksum: tuple[str, bytes] | None,
+    spool: BinaryIO,
+) -> Piece:
+    """Copy the body into `spool`, checking that it fits the upload and its checksum."""
+    if offset != upload.offset:
+        raise OffsetMismatch(f"Upload-Offset is {upload.offset}, not {offset}.")
+    room = upload.length - offset
+    digest = digests.at(upload.id, offset)
+    check = CHECKSUMS[checksum[0]]() if checksum else None
+    size = 0
+    while chunk := stream.read(1024 * 1024):
+        size += len(chunk)
+        if size > room:
+            raise TooLarge(f"The upload has room for {room} more bytes.")
+        spool.write(chunk)
+        if digest is not None:
+            digest.update(chunk)
+        if check is not None:
+            check.update(chunk)
+    if checksum and check is not None and check.digest() != checksum[1]:
+        raise ChecksumMismatch("The Upload-Checksum does not match the body.")
+    spool.seek(0)
+    return Piece(spool, size, digest)
+
+
+def append_piece(
+    user: Caller, upload_id: uuid.UUID, offset: int, piece: Piece, storage: Storage, config: Any
+) -> Appended:
+    """Store the piece at `offset` and commit the new offset; the last piece completes the
+    upload into a record. Requests for one upload are serialised by the row lock (PostgreSQL)
+    and by the backend (the local append file's lock)."""
+    upload = find_upload(user, upload_id, lock=True)
+    if upload.completed_at is not None or offset != upload.offset:
+        raise OffsetMismatch(f"Upload-Offset is {upload.offset}, not {offset}.")
+    store = resumable_store(storage)
+    end = offset + piece.size
+    if piece.size:
+        state = store.append(
+            str(upload.id),
+            upload.stored_path,
+            json.loads(upload.storage_state),
+            offset,
+            piece.file,
+            final=end == upload.length,
+        )
+        upload.storage_state = json.dumps(state)
+        upload.offset = end
+        upload.expires_at = utcnow() + timedelta(hours=config["UPLOAD_EXPIRY_HOURS"])
+        db.session.commit()
+        digests.keep(upload.id, end, piece.digest)
+    record = None
+    if upload.offset == upload.length and upload.completed_at is None:
+        record = complete(upload, storage, config)
+    return Appended(upload, record)
+
+
+def _sample(storage: Storage, key: str, size: int) -> Sample:
+    with storage.open(key, 0, HEAD_BYTES - 1) as reader:
+        head = reader.read_all()
+    with storage.open(key, max(0, size - TAIL_BYTES), size - 1) as reader:
+        tail = reader.read_all()
+    return Sample(head=head, tail=tail, size=size)
+
+
+def _sha256(storage: Storage, key: str) -> str:
+    digest = hashlib.sha256()
+    with storage.open(key) as reader:
+        for chunk in reader:
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def complete(upload: ResumableUpload, storage: Storage, config: Any) -> FileRecord:
+    """Hand the finished object to the record pipeline of `POST /api/files`; a rejected file
+    (type, size, metadata) leaves nothing behind, neither object nor upload."""
+    store = resumable_store(storage)
+    store.complete(str(upload.id), upload.stored_path, json.loads(upload.storage_state))
+    digest = digests.at(upload.id, upload.length)
+    digests.keep(upload.id, 0, None)
+    fields, field_errors = parse_metadata(upload.upload_metadata)
+    staged = StagedFile(0, FILE_FIELD, file_name(fields), size=upload.length)
+    staged.key = upload.stored_path
+    received = ReceivedUpload(fields=fields, files=[staged], field_errors=field_errors)
+    try:
+        check_file(
+            staged,
+            lambda: _sample(storage, upload.stored_path, upload.length),
+            config["MAX_FILE_SIZE"],
+        )
+        if staged.error is None:
+            staged.sha256 = (
+                digest.hexdigest() if digest is not None else _sha256(storage, upload.stored_path)
+            )
+    except BaseException:
+        received.discard(storage)
+        raise
+    metadata, errors = validate(create_schema, fields)
+    upload.completed_at = utcnow()
+    try:
+        # The upload is marked complete in the same commit that inserts the record.
+        [record] = files.create_records(
+            upload.user_id,
+            [upload.record_id],
+            received,
+            metadata,
+            field_errors | errors,
+            storage,
+            1,
+        )
+    except ValidationFailed:
+        _forget(upload.id)
+        raise
+    return record
+
+
+def _forget(upload_id: uuid.UUID) -> None:
+    upload = db.session.get(ResumableUpload, upload_id)
+    if upload is not None:
+        db.session.delete(upload)
+        db.session.commit()
+
+
+def terminate(user: Caller, upload_id: uuid.UUID, storage: Storage) -> None:
+    """Remove the upload and its pieces; a finished upload's record stays."""
+    upload = find_upload(user, upload_id, lock=True)
+    if upload.completed_at is None:
+        resumable_store(storage).abort(
+            str(upload.id), upload.stored_path, json.loads(upload.storage_state)
+        )
+    db.session.delete(upload)
+    db.session.commit()
+    digests.keep(upload_id, 0, None)
+
+
+def abort_expired(storage: Storage, now: datetime) -> tuple[int, int]:
+    """Remove uploads past their expiry: the pieces of unfinished ones and the rows of all
+    (finished ones only keep their record id for a late HEAD). Returns (aborted, failed)."""
+    store = resumable_store(storage)
+    expired = db.session.scalars(
+        select(ResumableUpload).where(ResumableUpload.expires_at < now)
+    ).all()
+    aborted = failed = 0
+    for upload in expired:
+        try:
+            if upload.completed_at is None:
+                store.abort(str(upload.id), upload.stored_path, json.loads(upload.storage_state))
+                aborted += 1
+        except StorageError:
+            failed += 1
+            continue
+        db.session.delete(upload)
+        db.session.commit()
+    return aborted, failed
+
+
+def live_keys() -> set[str]:
+    """Object keys of unfinished uploads, whose multipart uploads must be left alone."""
+    return set(
+        db.session.scalars(
+            select(ResumableUpload.stored_path).where(ResumableUpload.completed_at.is_(None))
+        )
+    )
