@@ -13,7 +13,7 @@ import uuid
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from flask import Response, current_app, request, url_for
+from flask import Response, current_app, g, request, url_for
 
 from app.files.services import today_in
 from app.http import external_url
@@ -52,7 +52,10 @@ def absolute_url(path: str) -> str:
 
 
 def _base_url() -> str:
-    return absolute_url(url_for("oai.endpoint"))
+    """Built once per request: every identifier of a page repeats its host."""
+    if "oai_base_url" not in g:
+        g.oai_base_url = absolute_url(url_for("oai.endpoint"))
+    return g.oai_base_url
 
 
 def _host() -> str:

@@ -1,0 +1,282 @@
+"""Search and harvesting at scale on PostgreSQL (issue 13, item 4).
+
+One database grows through the requested sizes (10k and 1M by default; seeded by
+bench/seed.py, whose COPY fills the generated search column too). At each size a freshly
+started ``flask serve`` answers:
+- public two-word searches (``GET /api/public/files?q=...``, relevance order, page 1 with
+  its exact total), round-robin, server time from the app's access log; the plain public
+  list (no ``q``) is measured in the same rounds as the baseline, and the ratio printed;
+- a full OAI-PMH ``ListRecords`` harvest (``oai_dc``), following every resumption token to
+  the end, with the server time of every page; the ratio of each page to the first shows
+  whether deep pages cost more (keyset tokens: they should not).
+
+Queries are of two kinds. *Selective*: two words that pick a few records, as staff look for
+one report (a series and an episode number, a station and a case number). *Broad*: two
+words each in thousands of titles or keywords at 1M ("Klimadaten berlin", "Pendler Lärm"),
+where every match is ranked and counted for the exact total, so the time grows with the
+number of matches.
+
+Targets: selective two-word public search p95 below 50 ms at the largest size and growth
+below 3x from the smallest; every harvest page at most 2x the first page's server time
+(95th percentile of the pages, to keep one scheduling hiccup from deciding it).
+
+    .venv/bin/python -m bench.search                       # 10k and 1M
+    .venv/bin/python -m bench.search --sizes 2000,20000    # a quick trial
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import re
+import time
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+from bench.common import (
+    Postgres,
+    Report,
+    Server,
+    app_env,
+    app_server,
+    log,
+    median,
+    prepare_database,
+    print_table,
+    workspace,
+)
+from bench.seed import Seeder
+
+# Selective queries are taken from the data at each size (see `selective_queries`).
+SELECTIVE = ("title_word_and_case_1", "title_word_and_case_2", "title_word_and_case_3")
+BROAD = {
+    "station_title": "Klimadaten berlin",
+    "two_keywords": "Pendler Lärm",
+}
+SEARCH_TARGET_MS = 50
+GROWTH_TARGET = 3
+HARVEST_RATIO_TARGET = 2
+TOKEN = re.compile(rb"<resumptionToken[^>]*>([^<]+)</resumptionToken>")
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+
+
+class Client:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+
+    def get(self, url: str) -> tuple[str, bytes]:
+        request_id = f"bench-{uuid.uuid4().hex}"
+        self.conn.request("GET", url, headers={"X-Request-ID": request_id})
+        response = self.conn.getresponse()
+        body = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"GET {url} answered {response.status}: {body[:300]!r}")
+        return request_id, body
+
+
+def selective_queries(database_url: str) -> dict[str, str]:
+    """Two terms as staff type them to find one record: the first word of a released
+    record's title and its case number (``Quartalsbericht AKT-2019-0815``), for three
+    records spread over the table."""
+    import psycopg
+
+    with psycopg.connect(database_url) as conn:
+        rows = conn.execute(
+            "SELECT titel, aktiv_id FROM file_records WHERE freigabe AND aktiv_id IS NOT NULL "
+            "AND id > %s ORDER BY id LIMIT 1",
+            [uuid.UUID(int=0)],
+        ).fetchall()
+        for fraction in (0.4, 0.8):
+            rows += conn.execute(
+                "SELECT titel, aktiv_id FROM file_records WHERE freigabe AND aktiv_id IS NOT NULL "
+                "AND id > %s ORDER BY id LIMIT 1",
+                [uuid.UUID(int=int(fraction * 2**128))],
+            ).fetchall()
+    return {
+        name: f"{titel.split()[0]} {aktiv}"
+        for name, (titel, aktiv) in zip(SELECTIVE, rows, strict=True)
+    }
+
+
+def searches(client: Client, requests: int, warmup: int, selective: dict[str, str]) -> dict:
+    kinds = {"baseline_list": "/api/public/files"}
+    queries = {**selective, **BROAD}
+    kinds |= {name: f"/api/public/files?q={quote(q)}" for name, q in queries.items()}
+    ids: dict[str, list[str]] = {kind: [] for kind in kinds}
+    totals: dict[str, int] = {}
+    names = list(kinds)
+    for round_ in range(warmup + requests):
+        shift = round_ % len(names)
+        for kind in names[shift:] + names[:shift]:
+            request_id, body = client.get(kinds[kind])
+            match = re.search(rb'"total":(\d+)', body)
+            totals[kind] = int(match[1]) if match else -1
+            if round_ >= warmup:
+                ids[kind].append(request_id)
+    times = client.server.server_times(rid for rids in ids.values() for rid in rids)
+    results = {}
+    for kind, rids in ids.items():
+        server_ms = [times[rid] for rid in rids if rid in times]
+        results[kind] = {
+            "query": queries.get(kind),
+            "server_ms": server_ms,
+            "median_ms": median(server_ms),
+            "p95_ms": p95(server_ms),
+            "total": totals[kind],
+        }
+    return results
+
+
+def harvest(client: Client, max_pages: int) -> dict[str, Any]:
+    """A full ListRecords harvest (or its first `max_pages` pages)."""
+    request_ids: list[str] = []
+    records = 0
+    began = time.perf_counter()
+    url = "/oai?verb=ListRecords&metadataPrefix=oai_dc"
+    while True:
+        request_id, body = client.get(url)
+        request_ids.append(request_id)
+        records += body.count(b"<record>")
+        token = TOKEN.search(body)
+        if token is None or (max_pages and len(request_ids) >= max_pages):
+            break
+        url = f"/oai?verb=ListRecords&resumptionToken={quote(token[1].decode())}"
+    seconds = time.perf_counter() - began
+    times = client.server.server_times(request_ids, timeout=30)
+    server_ms = [times[rid] for rid in request_ids if rid in times]
+    first = server_ms[0]
+    later = server_ms[1:] or [first]
+    return {
+        "pages": len(request_ids),
+        "records": records,
+        "seconds": seconds,
+        "records_per_s": records / seconds,
+        "first_ms": first,
+        "median_ms": median(later),
+        "p95_ms": p95(later),
+        "max_ms": max(later),
+        "p95_ratio_to_first": p95(later) / first,
+        "last_decile_median_ms": median(later[-max(1, len(later) // 10) :]),
+        "first_decile_median_ms": median(later[: max(1, len(later) // 10)]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Search and OAI-PMH harvesting at scale.")
+    parser.add_argument("--sizes", default="10000,1000000", help="record counts")
+    parser.add_argument("--requests", type=int, default=30, help="timed requests per query [30]")
+    parser.add_argument("--warmup", type=int, default=3, help="unrecorded rounds first [3]")
+    parser.add_argument("--harvest-pages", type=int, default=0, help="0 = the whole list [0]")
+    parser.add_argument("--keep", action="store_true", help="keep the database and work folder")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    report = Report("search", vars(args).copy())
+    levels: dict[str, Any] = {}
+    report.data["levels"] = levels
+    with contextlib.ExitStack() as stack:
+        workdir = stack.enter_context(workspace("search", keep=args.keep))
+        postgres = Postgres()
+        if not args.keep:
+            stack.callback(postgres.drop_all)
+        database_url = postgres.create("bench_search")
+        env = app_env(
+            database_url,
+            {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")},
+            workdir / "app-tmp",
+        )
+        prepare_database(env)
+        seeder = Seeder(database_url)
+        seeder.create_users()
+        for size in sizes:
+            log(f"seeding to {size} records")
+            seeder.grow_to(size)
+            server = app_server(f"app-{size}", env, workdir)
+            try:
+                client = Client(server)
+                log(f"  {args.requests} rounds of public searches")
+                found = searches(
+                    client, args.requests, args.warmup, selective_queries(database_url)
+                )
+                log("  ListRecords harvest")
+                harvested = harvest(client, args.harvest_pages)
+                client.conn.close()
+            finally:
+                server.stop()
+            print_table(
+                ["query", "q", "median ms", "p95 ms", "total"],
+                [
+                    [k, r["query"] or "", r["median_ms"], r["p95_ms"], r["total"]]
+                    for k, r in found.items()
+                ],
+            )
+            print_table(
+                ["harvest", "pages", "records", "rec/s", "first ms", "median", "p95", "max"],
+                [
+                    [
+                        "ListRecords",
+                        harvested["pages"],
+                        harvested["records"],
+                        harvested["records_per_s"],
+                        harvested["first_ms"],
+                        harvested["median_ms"],
+                        harvested["p95_ms"],
+                        harvested["max_ms"],
+                    ]
+                ],
+            )
+            levels[str(size)] = {"searches": found, "harvest": harvested}
+    evaluate(report, sizes, levels)
+    report.save()
+
+
+def evaluate(report: Report, sizes: list[int], levels: dict[str, Any]) -> None:
+    small, large = levels[str(sizes[0])], levels[str(sizes[-1])]
+    n = f"{sizes[-1]:,}"
+    print()
+    print_table(
+        ["query (p95 ms)", *[f"{s:,}" for s in sizes], "growth", "x baseline list"],
+        [
+            [
+                kind,
+                *[levels[str(s)]["searches"][kind]["p95_ms"] for s in sizes],
+                large["searches"][kind]["p95_ms"] / small["searches"][kind]["p95_ms"],
+                large["searches"][kind]["p95_ms"] / large["searches"]["baseline_list"]["p95_ms"],
+            ]
+            for kind in large["searches"]
+        ],
+    )
+    for kind in SELECTIVE:
+        value = large["searches"][kind]["p95_ms"]
+        report.check(f"search {kind} p95 at {n}", value, SEARCH_TARGET_MS, False, " ms")
+        growth = value / small["searches"][kind]["p95_ms"]
+        report.check(f"search {kind} growth {sizes[0]:,} -> {n}", growth, GROWTH_TARGET, False, "x")
+    for kind in BROAD:
+        value = large["searches"][kind]["p95_ms"]
+        report.check(f"broad search {kind} p95 at {n}", value, SEARCH_TARGET_MS, False, " ms")
+    for size in sizes:
+        harvested = levels[str(size)]["harvest"]
+        report.check(
+            f"harvest at {size:,}: p95 page / first page",
+            harvested["p95_ratio_to_first"],
+            HARVEST_RATIO_TARGET,
+            False,
+            "x",
+        )
+        report.check(
+            f"harvest at {size:,}: median of the last tenth of pages / of the first tenth",
+            harvested["last_decile_median_ms"] / harvested["first_decile_median_ms"],
+            HARVEST_RATIO_TARGET,
+            False,
+            "x",
+        )
+
+
+if __name__ == "__main__":
+    main()
