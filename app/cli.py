@@ -23,9 +23,6 @@ def serve_command(host: str | None, port: int | None, threads: int | None) -> No
         host=host or app.config["HOST"],
         port=port or app.config["PORT"],
         threads=threads or app.config["SERVER_THREADS"],
-        # Waitress drops X-Forwarded-* headers unless told otherwise; behind trusted proxies
-        # (PROXY_COUNT) they must reach ProxyFix, which reads only the entries those set.
-        clear_untrusted_proxy_headers=not app.config["PROXY_COUNT"],
     )
     click.echo(f"Serving on http://{server.effective_host}:{server.effective_port}")
     try:

@@ -24,6 +24,7 @@ import sys
 import termios
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask
@@ -289,7 +290,17 @@ def raise_open_file_limit(wanted: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
-def make_server(app: Flask, host: str, port: int, threads: int, **options: Any) -> Any:
+def make_server(
+    app: Flask,
+    host: str,
+    port: int,
+    threads: int,
+    *,
+    may_send_large_body: Callable[[str], bool] | None = None,
+    **options: Any,
+) -> Any:
+    """Waitress for `app`; `may_send_large_body(authorization header)` admits bodies over
+    1 MiB (default: the header carries a live token of this app)."""
     config = app.config
     connection_limit = config["CONNECTION_LIMIT"]
     raise_open_file_limit(connection_limit + 256)
@@ -309,6 +320,9 @@ def make_server(app: Flask, host: str, port: int, threads: int, **options: Any) 
         asyncore_use_poll=True,
         # How often idle, stalled and header-trickling connections are looked for.
         cleanup_interval=1,
+        # Waitress drops X-Forwarded-* headers unless told otherwise; behind trusted proxies
+        # (PROXY_COUNT) they must reach ProxyFix, which reads only the entries those set.
+        clear_untrusted_proxy_headers=not config.get("PROXY_COUNT"),
         ident="file-repository",
         # Large transfers: read the socket in 1 MiB steps (8 KiB by default, which caps the
         # intake of an upload) and let a response buffer a few MiB before spilling to disk.
@@ -318,7 +332,7 @@ def make_server(app: Flask, host: str, port: int, threads: int, **options: Any) 
         **options,
     )
     server.channel_class = channel
-    server.may_send_large_body = _token_check(app)
+    server.may_send_large_body = may_send_large_body or _token_check(app)
     _watch_clients(server, config["HEADER_TIMEOUT_SECONDS"])
     _accept_in_batches(server)
     return server

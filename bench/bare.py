@@ -22,15 +22,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from app.config import MAX_REQUEST_SIZE, MiB
+from app.config import MAX_REQUEST_SIZE, MiB, settings_from_env
 from app.server import make_server
 
 READ_SIZE = MiB  # what the app's multipart reader asks waitress for
 
 
 class BareApp:
-    # make_server reads the body limit from here, as from a Flask app's config.
-    config = {"MAX_CONTENT_LENGTH": MAX_REQUEST_SIZE}
+    # make_server reads its limits from here, as from a Flask app's config: the defaults.
+    config = {
+        **settings_from_env({}, tempfile.gettempdir()),
+        "MAX_CONTENT_LENGTH": MAX_REQUEST_SIZE,
+    }
 
     def __init__(self, target: Path, fsync: bool = True) -> None:
         self.target = target
@@ -105,7 +108,14 @@ def main() -> None:
         options[name] = int(value) if value.isdigit() else value
     args.dir.mkdir(parents=True, exist_ok=True)
     app = BareApp(args.dir, fsync=not args.no_fsync)
-    server = make_server(app, host=args.host, port=args.port, threads=args.threads, **options)  # type: ignore[arg-type]
+    server = make_server(
+        app,  # type: ignore[arg-type]
+        host=args.host,
+        port=args.port,
+        threads=args.threads,
+        may_send_large_body=lambda _authorization: True,  # the same hold-and-admit path
+        **options,
+    )
     print(f"Serving on http://{server.effective_host}:{server.effective_port}", flush=True)
     try:
         server.run()

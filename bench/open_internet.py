@@ -1,0 +1,407 @@
+"""The open-internet scenarios at full size, against `flask serve` on the default stack
+(SQLite, local storage) with production settings except the timeouts, which are shortened so
+that a run takes minutes:
+
+1. Slow and stalled readers: 200 clients download a released 20 MiB file at 50 KB/s each and
+   20 more request it and stop reading. Meanwhile /healthz, a token login and a metadata read
+   are timed (target: p99 under 1 s each); the server's memory over idle is divided by the 220
+   clients (target: at most 1 MiB each); the stalled clients must be disconnected after
+   CLIENT_STALL_SECONDS without progress, the slow ones never.
+2. Connection flood: 1,000 connections trickle a header line every 2 s; a new client is timed
+   (target: p99 under 1 s) and the trickling connections must be closed after
+   HEADER_TIMEOUT_SECONDS.
+3. Spooling: 100 clients announce a 1 GiB body without a token at once; every one gets 401
+   and the server's temporary files stay under 1 MiB per request.
+4. Upload speed: a 200 MiB upload to the service against the bare waitress app
+   (bench/bare.py, the same server settings) in the same run; the ratio is printed.
+
+    .venv/bin/python -m bench.open_internet [--slow 200] [--stalled 20] [--flood 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    Report,
+    Sampler,
+    app_env,
+    app_server,
+    bare_server,
+    curl,
+    log,
+    login,
+    make_user,
+    median,
+    mib_per_s,
+    open_file_usage,
+    prepare_database,
+    proc_status,
+    workspace,
+)
+
+FILE_MIB = 20
+STALL_SECONDS = 10
+HEADER_SECONDS = 5
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+async def slow_reader(port: int, path: str, rate: int, stop: asyncio.Event, stats: dict) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 16)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+    await writer.drain()
+    step = rate // 10
+    received = 0
+    began = time.monotonic()
+    try:
+        while not stop.is_set():
+            data = await reader.read(step)
+            if not data:
+                stats["closed"] += 1
+                break
+            received += len(data)
+            await asyncio.sleep(0.1)
+    finally:
+        stats["bytes"] += received
+        stats["seconds"] += time.monotonic() - began
+        writer.close()
+
+
+def stalled_client(port: int, path: str) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+    return sock
+
+
+async def probe(port: int, method: str, path: str, body: bytes | None, headers: dict) -> float:
+    began = time.monotonic()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = f"{method} {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n"
+    for name, value in headers.items():
+        head += f"{name}: {value}\r\n"
+    if body is not None:
+        head += f"Content-Length: {len(body)}\r\n"
+    writer.write(head.encode() + b"\r\n" + (body or b""))
+    await writer.drain()
+    answer = await reader.read()
+    writer.close()
+    status = int(answer.split(b" ", 2)[1])
+    if status >= 400:
+        raise RuntimeError(f"{path}: {status}")
+    return time.monotonic() - began
+
+
+async def probes(port: int, record_id: str, login_body: bytes, seconds: float) -> dict:
+    timings: dict[str, list[float]] = {"healthz": [], "login": [], "metadata": []}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        timings["healthz"].append(await probe(port, "GET", "/healthz", None, {}))
+        timings["login"].append(
+            await probe(
+                port, "POST", "/api/tokens", login_body, {"Content-Type": "application/json"}
+            )
+        )
+        timings["metadata"].append(
+            await probe(port, "GET", f"/api/public/files/{record_id}", None, {})
+        )
+        await asyncio.sleep(0.2)
+    return timings
+
+
+def socket_closed(sock: socket.socket) -> bool:
+    """Whether the server has closed this connection (reading what is left in its buffer)."""
+    # Only for connections that are not stalled on purpose: this reads.
+    sock.setblocking(False)
+    try:
+        while True:
+            data = sock.recv(1 << 20)
+            if not data:
+                return True
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def drain_until_closed(sock: socket.socket, timeout: float) -> tuple[int, bool]:
+    """Read what the server had sent; (bytes, whether the server had closed the connection)."""
+    sock.settimeout(timeout)
+    received = 0
+    try:
+        while data := sock.recv(1 << 20):
+            received += len(data)
+    except TimeoutError:
+        return received, False
+    except OSError:
+        pass
+    return received, True
+
+
+async def slow_and_stalled(
+    report: Report, server: Any, record_id: str, login_body: bytes, args: Any
+) -> None:
+    port, pid = server.port, server.pid
+    path = f"/api/public/files/{record_id}/download"
+    idle = proc_status(pid)["VmRSS"]
+    stop = asyncio.Event()
+    stats = {"bytes": 0, "seconds": 0.0, "closed": 0}
+    server.access_entries()  # skip what came before
+    readers = [
+        asyncio.create_task(slow_reader(port, path, args.rate, stop, stats))
+        for _ in range(args.slow)
+    ]
+    stalled = [stalled_client(port, path) for _ in range(args.stalled)]
+    stalled_at = time.monotonic()
+    await asyncio.sleep(3)
+    with Sampler(pid, interval=0.1) as steady:
+        await asyncio.sleep(2)
+    with Sampler(pid, interval=0.2) as sampler:
+        timings = await probes(port, record_id, login_body, args.probe_seconds)
+    await asyncio.sleep(max(0.0, stalled_at + STALL_SECONDS + 4 - time.monotonic()))
+    cut_off = [drain_until_closed(sock, 5) for sock in stalled]
+    for sock in stalled:
+        sock.close()
+    stop.set()
+    await asyncio.gather(*readers)
+    stalled_durations = sorted(
+        entry["duration_ms"] / 1000
+        for entry in server.access_entries()
+        if entry["path"] == path and entry["bytes"] < FILE_MIB * 2**20
+    )[: args.stalled]
+    clients = args.slow + args.stalled
+    per_client = (steady.peak_rss - idle) / clients
+    rate = stats["bytes"] / stats["seconds"] if stats["seconds"] else 0.0
+    closed = sum(
+        1 for received, was_closed in cut_off if was_closed and received < FILE_MIB * 2**20
+    )
+    report.data["slow"] = {
+        "slow_clients": args.slow,
+        "stalled_clients": args.stalled,
+        "rate_per_slow_client_bytes_s": rate,
+        "slow_clients_disconnected": stats["closed"],
+        "idle_rss": idle,
+        "steady_rss": steady.peak_rss,
+        "peak_rss_while_probing": sampler.peak_rss,
+        "rss_per_client": per_client,
+        "stalled_cut_off": closed,
+        "stalled_bytes_before_cut": [received for received, _ in cut_off],
+        "stalled_served_seconds": stalled_durations,
+        "probes": {
+            name: {"n": len(v), "p50": median(v), "p99": percentile(v, 99), "max": max(v)}
+            for name, v in timings.items()
+        },
+    }
+    log(f"slow readers got {rate / 1000:.1f} KB/s each; {stats['closed']} were disconnected")
+    log(f"stalled downloads ended by the server after {stalled_durations} s")
+    for name, values in timings.items():
+        report.check(
+            f"{name} p99 with {args.slow} slow + {args.stalled} stalled readers",
+            percentile(values, 99),
+            1.0,
+            higher_is_better=False,
+            unit=" s",
+        )
+    report.check(
+        "memory per slow or stalled client (steady, over idle)",
+        per_client / 2**20,
+        1.0,
+        False,
+        unit=" MiB",
+    )
+    report.check("slow readers disconnected", stats["closed"], 0, False)
+    report.check(
+        f"stalled readers cut off after CLIENT_STALL_SECONDS={STALL_SECONDS}",
+        closed,
+        args.stalled,
+        True,
+    )
+    report.check(
+        "longest a stalled download was kept",
+        max(stalled_durations, default=float("inf")),
+        STALL_SECONDS + 5,
+        False,
+        unit=" s",
+    )
+
+
+async def flood(report: Report, port: int, args: Any) -> None:
+    socks = []
+    for _ in range(args.flood):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(b"GET /healthz HTTP/1.1\r\n")
+        socks.append(sock)
+    began = time.monotonic()
+    latencies: list[float] = []
+    line = 0
+    while time.monotonic() - began < HEADER_SECONDS + 3:
+        if line == 0 or time.monotonic() - began > 2 * line:
+            for sock in socks:
+                try:
+                    sock.sendall(f"X-Trickle-{line}: 1\r\n".encode())
+                except OSError:
+                    pass
+            line += 1
+        latencies.append(await probe(port, "GET", "/healthz", None, {}))
+        await asyncio.sleep(0.05)
+    closed = 0
+    for sock in socks:
+        if socket_closed(sock):
+            closed += 1
+        sock.close()
+    report.data["flood"] = {
+        "connections": args.flood,
+        "probes": len(latencies),
+        "p50": median(latencies),
+        "p99": percentile(latencies, 99),
+        "max": max(latencies),
+        "closed_after_header_timeout": closed,
+    }
+    report.check(
+        f"new client p99 beside {args.flood} trickling connections",
+        percentile(latencies, 99),
+        1.0,
+        False,
+        unit=" s",
+    )
+    report.check(f"trickling connections closed after {HEADER_SECONDS} s", closed, args.flood, True)
+
+
+def huge_bodies(report: Report, port: int, pid: int, tmpdir: Path, count: int) -> None:
+    socks = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(
+            b"POST /api/files HTTP/1.1\r\nHost: bench\r\nContent-Length: 1073741824\r\n"
+            b"Content-Type: multipart/form-data; boundary=x\r\n\r\n" + b"x" * 256 * 1024
+        )
+        socks.append(sock)
+    peak = 0
+    statuses = []
+    for sock in socks:
+        peak = max(peak, sum(open_file_usage(pid, {"tmp": tmpdir}).values()))
+        sock.settimeout(10)
+        try:
+            statuses.append(int(sock.recv(64).split(b" ", 2)[1]))
+        except (OSError, IndexError, ValueError):
+            statuses.append(0)
+        sock.close()
+    report.data["spool"] = {"requests": count, "statuses": statuses, "peak_spooled": peak}
+    report.check(
+        f"{count} unauthenticated 1 GiB bodies answered 401", statuses.count(401), count, True
+    )
+    report.check("spooled per unauthenticated request", peak / count / 2**20, 1.0, False, " MiB")
+
+
+def upload_speed(report: Report, port: int, token: str, workdir: Path, args: Any) -> None:
+    """The same multipart upload to the service and to the bare app, alternating."""
+    source = workdir / "upload.txt"
+    with source.open("wb") as file:
+        for _ in range(args.upload_mib * 1024):
+            file.write(b"0123456789abcdef" * 63 + b"0123456789abcd\n")
+    bare_dir = workdir / "bare-files"
+    bare = bare_server("bare", workdir, bare_dir)
+    answer = workdir / "answer.json"
+    seconds: dict[str, list[float]] = {"service": [], "bare": []}
+    try:
+        for _ in range(args.repeat):
+            for name, url, auth in (
+                (
+                    "service",
+                    f"http://127.0.0.1:{port}/api/files",
+                    ["-H", f"Authorization: Bearer {token}"],
+                ),
+                ("bare", f"{bare.base_url}/upload", []),
+            ):
+                [record] = curl([*auth, "-F", f"files[]=@{source}", "-o", str(answer), url])
+                if record["http_code"] != 201:
+                    raise RuntimeError(f"{name} upload answered {record['http_code']}")
+                seconds[name].append(record["time_total"])
+                for leftover in bare_dir.iterdir():
+                    leftover.unlink()
+    finally:
+        bare.stop()
+    nbytes = source.stat().st_size
+    speeds = {name: mib_per_s(nbytes, median(values)) for name, values in seconds.items()}
+    report.data["upload"] = {"bytes": nbytes, "seconds": seconds, "mib_per_s": speeds}
+    log(
+        f"upload {args.upload_mib} MiB: service {speeds['service']:.0f} MiB/s,"
+        f" bare {speeds['bare']:.0f} MiB/s"
+    )
+    report.check(
+        f"upload {args.upload_mib} MiB to local storage / bare waitress app",
+        speeds["service"] / speeds["bare"],
+        0.8,
+        True,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--slow", type=int, default=200)
+    parser.add_argument("--stalled", type=int, default=20)
+    parser.add_argument("--rate", type=int, default=50_000, help="bytes/s of a slow reader")
+    parser.add_argument("--probe-seconds", type=float, default=20)
+    parser.add_argument("--flood", type=int, default=1000)
+    parser.add_argument("--huge", type=int, default=100)
+    parser.add_argument("--upload-mib", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    report = Report("open_internet", vars(args))
+    with workspace("open-internet", keep=args.keep) as workdir:
+        env = app_env(
+            f"sqlite:///{workdir / 'db.sqlite3'}",
+            {"STORAGE_LOCAL_ROOT": str(workdir / "storage")},
+            workdir / "tmp",
+            CLIENT_STALL_SECONDS=str(STALL_SECONDS),
+            HEADER_TIMEOUT_SECONDS=str(HEADER_SECONDS),
+        )
+        prepare_database(env)
+        make_user(env, "bench@example.org", "bench-password")
+        server = app_server("service", env, workdir)
+        try:
+            token = login(server.port, "bench@example.org", "bench-password")
+            video = workdir / "video.txt"
+            video.write_bytes((b"0123456789abcdef" * 64 + b"\n") * (FILE_MIB * 1024))
+            answer = workdir / "created.json"
+            auth = ["-H", f"Authorization: Bearer {token}"]
+            curl(
+                [
+                    *auth,
+                    "-F",
+                    f"files[]=@{video}",
+                    "-o",
+                    str(answer),
+                    f"{server.base_url}/api/files",
+                ]
+            )
+            record_id = json.loads(answer.read_text())["files"][0]["id"]
+            login_body = json.dumps(
+                {"email": "bench@example.org", "password": "bench-password", "token_name": "b"}
+            ).encode()
+            asyncio.run(slow_and_stalled(report, server, record_id, login_body, args))
+            asyncio.run(flood(report, server.port, args))
+            huge_bodies(report, server.port, server.pid, workdir / "tmp", args.huge)
+            upload_speed(report, server.port, token, workdir, args)
+        finally:
+            server.stop()
+    report.save()
+
+
+if __name__ == "__main__":
+    main()
