@@ -1188,6 +1188,8 @@ def _add_transfer_paths(spec: APISpec, limits: Limits) -> None:
 
 
 def _build(limits: Limits) -> dict[str, Any]:
+    from app.tus.api_doc import TAG as uploads_tag
+
     plugin = _Plugin()
     spec = APISpec(
         title="File repository API",
@@ -1200,10 +1202,7 @@ def _build(limits: Limits) -> dict[str, Any]:
             {"name": "Tokens", "description": "Personal access tokens."},
             {"name": "Files", "description": "Your records (administrators: all records)."},
             {"name": "Public", "description": "Released records, without a token."},
-            {
-                "name": "Uploads",
-                "description": "Resumable uploads with the tus 1.0.0 protocol (https://tus.io).",
-            },
+            {"name": "Uploads", "description": uploads_tag},
             {"name": "Documentation", "description": "This document and its page."},
             {"name": "Harvesting", "description": "OAI-PMH 2.0 for catalogues and aggregators."},
             {"name": "Operations", "description": "Probes for load balancers and orchestrators."},
