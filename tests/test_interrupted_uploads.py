@@ -141,7 +141,13 @@ def test_server_killed_mid_upload_leaves_nothing_after_reconcile(deployment):
         stop(process)
 
     assert rows(tmp_path) == 0
-    assert leftovers(tmp_path) != []  # what the killed process was writing
+    left = leftovers(tmp_path)
+    assert left != []  # what the killed process was writing
+    listed = flask("storage", "reconcile", "--grace-minutes", "0", env=env)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert "abandoned unfinished uploads: 1 (run with --fix to discard)" in listed.stdout
+    assert f"abandoned unfinished upload {Path(left[0]).name} (started " in listed.stdout
+    assert leftovers(tmp_path) == left  # listed, not touched
     result = flask("storage", "reconcile", "--fix", "--grace-minutes", "0", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "abandoned unfinished uploads removed: 1" in result.stdout

@@ -22,7 +22,7 @@ from sqlalchemy import select
 from app.extensions import db
 from app.files.services import retry_pending_deletions
 from app.models import FileRecord, PendingObjectDeletion
-from app.storage import ObjectNotFound, Storage, StorageError, StoredObject
+from app.storage import ObjectNotFound, Storage, StorageError, StoredObject, UnfinishedUpload
 from app.tus.services import abort_expired, live_keys
 
 BATCH = 500
@@ -39,6 +39,7 @@ class ReconcileReport:
     orphans_removed: int = 0
     expired_uploads: int = 0
     expired_failed: int = 0
+    unfinished: list[UnfinishedUpload] = field(default_factory=list)
 
 
 def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
@@ -67,7 +68,11 @@ def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
         report.pending_done, report.pending_failed = retry_pending_deletions(storage)
         now = datetime.now(UTC)
         report.expired_uploads, report.expired_failed = abort_expired(storage, now)
-        report.abandoned_removed = storage.remove_abandoned_uploads(cutoff, keep=live_keys())
+    report.unfinished = list(storage.unfinished_uploads(cutoff, keep=live_keys()))
+    if fix:
+        for upload in report.unfinished:
+            storage.discard_unfinished_upload(upload)
+        report.abandoned_removed = len(report.unfinished)
 
     for batch in _batches(storage.iter_objects("files/")):
         referenced = _referenced([obj.key for obj in batch])
@@ -156,12 +161,22 @@ def reconcile_command(fix: bool, grace_minutes: int) -> None:
         click.echo(f"{action} object {obj.key} ({obj.size} bytes, {obj.modified:%Y-%m-%d %H:%M})")
     for record_id, key in report.missing:
         click.echo(f"record {record_id} has no object ({key})")
+    for upload in report.unfinished:
+        action = "discarded" if fix else "abandoned"
+        click.echo(
+            f"{action} unfinished upload {upload.name} (started {upload.started:%Y-%m-%d %H:%M})"
+        )
     click.echo(
         f"orphaned objects: {len(report.orphaned)}"
         + (f" (removed {report.orphans_removed})" if fix else " (run with --fix to remove)")
         + f"; younger than {grace_minutes} min, left alone: {report.young_orphans}"
     )
     click.echo(f"records without objects: {len(report.missing)}")
+    if not fix:
+        click.echo(
+            f"abandoned unfinished uploads: {len(report.unfinished)}"
+            + (" (run with --fix to discard)" if report.unfinished else "")
+        )
     if fix:
         click.echo(
             f"owed deletions done: {report.pending_done}, still failing: "

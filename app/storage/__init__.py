@@ -10,6 +10,7 @@ from .base import (
     StorageError,
     StorageUnavailable,
     StoredObject,
+    UnfinishedUpload,
     validate_key,
 )
 from .factory import create_storage
@@ -26,6 +27,7 @@ __all__ = [
     "StorageError",
     "StorageUnavailable",
     "StoredObject",
+    "UnfinishedUpload",
     "create_storage",
     "validate_key",
 ]

@@ -205,6 +205,17 @@ class ObjectWriter(ABC):
 
 
 @dataclass(frozen=True)
+class UnfinishedUpload:
+    """A write that never finished: a temporary file, or an S3 multipart upload."""
+
+    name: str
+    """The temporary file's name, or the object key of the multipart upload."""
+    started: datetime
+    handle: str = ""
+    """What the backend needs to remove it (the multipart upload's id)."""
+
+
+@dataclass(frozen=True)
 class StoredObject:
     key: str
     size: int
@@ -267,10 +278,23 @@ class Storage(ABC):
         return (obj.key for obj in self.iter_objects(prefix))
 
     @abstractmethod
+    def unfinished_uploads(
+        self, older_than: datetime, keep: Container[str] = ()
+    ) -> Iterator[UnfinishedUpload]:
+        """Writes that were started before ``older_than`` and never finished (a killed process
+        leaves them: temporary files, incomplete multipart uploads). Writes to a key in
+        ``keep`` are still expected to finish (resumable uploads) and are not listed."""
+
+    @abstractmethod
+    def discard_unfinished_upload(self, upload: UnfinishedUpload) -> None:
+        """Remove what an unfinished write left behind; gone already is not an error."""
+
     def remove_abandoned_uploads(self, older_than: datetime, keep: Container[str] = ()) -> int:
-        """Discard writes that were started before ``older_than`` and never finished (a killed
-        process leaves them: temporary files, incomplete multipart uploads); return how many.
-        Writes to a key in ``keep`` are still expected to finish (resumable uploads)."""
+        """Discard the ``unfinished_uploads``; return how many."""
+        abandoned = list(self.unfinished_uploads(older_than, keep))
+        for upload in abandoned:
+            self.discard_unfinished_upload(upload)
+        return len(abandoned)
 
     @abstractmethod
     def check(self) -> None:

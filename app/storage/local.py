@@ -19,6 +19,7 @@ from .base import (
     StorageError,
     StorageUnavailable,
     StoredObject,
+    UnfinishedUpload,
     check_range,
     resolve_range,
     validate_key,
@@ -229,18 +230,21 @@ class LocalStorage(Storage):
                 modified = datetime.fromtimestamp(stat.st_mtime, UTC)
                 yield StoredObject(key, stat.st_size, modified)
 
-    def remove_abandoned_uploads(self, older_than: datetime, keep: Container[str] = ()) -> int:
-        removed = 0
+    def unfinished_uploads(
+        self, older_than: datetime, keep: Container[str] = ()
+    ) -> Iterator[UnfinishedUpload]:
         if not self.tmp_dir.is_dir():
-            return 0
+            return
         for path in self.tmp_dir.iterdir():
             try:
-                if datetime.fromtimestamp(path.stat().st_mtime, UTC) < older_than:
-                    path.unlink()
-                    removed += 1
+                started = datetime.fromtimestamp(path.stat().st_mtime, UTC)
             except FileNotFoundError:
                 continue
-        return removed
+            if started < older_than:
+                yield UnfinishedUpload(path.name, started)
+
+    def discard_unfinished_upload(self, upload: UnfinishedUpload) -> None:
+        (self.tmp_dir / upload.name).unlink(missing_ok=True)
 
     def ensure_folders(self) -> None:
         """The root and its temporary folder, readable by the service's user only."""

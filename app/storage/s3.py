@@ -38,6 +38,7 @@ from .base import (
     StorageError,
     StorageUnavailable,
     StoredObject,
+    UnfinishedUpload,
     check_range,
     validate_key,
 )
@@ -541,20 +542,30 @@ class S3Storage(Storage):
         except (BotoCoreError, ClientError) as exc:
             raise self._error(exc, "listing of", None) from exc
 
-    def remove_abandoned_uploads(self, older_than: datetime, keep: Container[str] = ()) -> int:
-        removed = 0
+    def unfinished_uploads(
+        self, older_than: datetime, keep: Container[str] = ()
+    ) -> Iterator[UnfinishedUpload]:
         paginator = self.client.get_paginator("list_multipart_uploads")
         try:
             for page in paginator.paginate(Bucket=self.bucket):
                 for upload in page.get("Uploads", ()):
                     if upload["Initiated"] < older_than and upload["Key"] not in keep:
-                        self.client.abort_multipart_upload(
-                            Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                        yield UnfinishedUpload(
+                            upload["Key"], upload["Initiated"], upload["UploadId"]
                         )
-                        removed += 1
         except (BotoCoreError, ClientError) as exc:
-            raise self._error(exc, "clean-up of unfinished uploads in", None) from exc
-        return removed
+            raise self._error(exc, "listing of unfinished uploads in", None) from exc
+
+    def discard_unfinished_upload(self, upload: UnfinishedUpload) -> None:
+        try:
+            self.client.abort_multipart_upload(
+                Bucket=self.bucket, Key=upload.name, UploadId=upload.handle
+            )
+        except ClientError as exc:
+            if _error_code(exc)[0] != "NoSuchUpload":
+                raise self._error(exc, "clean-up of an unfinished upload in", None) from exc
+        except BotoCoreError as exc:
+            raise self._error(exc, "clean-up of an unfinished upload in", None) from exc
 
     def check(self) -> None:
         where = f"S3 bucket {self.bucket!r} at {self.endpoint_url}"

@@ -301,6 +301,12 @@ class AbandonedUploadsContract:
         writer.write(b"x" * (6 * 1024 * 1024))
         writer.write(b"y" * (6 * 1024 * 1024))
         # A killed process never commits nor aborts: the unfinished write just stays.
+        assert list(storage.unfinished_uploads(datetime.now(UTC) - timedelta(hours=1))) == []
+        [listed] = storage.unfinished_uploads(datetime.now(UTC) + timedelta(seconds=5))
+        assert abs((listed.started - datetime.now(UTC)).total_seconds()) < 60
+        assert list(storage.unfinished_uploads(datetime.now(UTC) + timedelta(seconds=5))) == [
+            listed
+        ]  # listing changes nothing
         assert storage.remove_abandoned_uploads(datetime.now(UTC) - timedelta(hours=1)) == 0
         assert storage.remove_abandoned_uploads(datetime.now(UTC) + timedelta(seconds=5)) == 1
         assert storage.remove_abandoned_uploads(datetime.now(UTC) + timedelta(seconds=5)) == 0
