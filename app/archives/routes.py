@@ -3,6 +3,7 @@ from __future__ import annotations
 from flask import Response, current_app, request
 from marshmallow import EXCLUDE, Schema
 
+from app import streaming
 from app.archives import bp, services
 from app.auth.guard import current_user
 from app.downloads import content_disposition
@@ -48,8 +49,11 @@ def _archive_response(user, cache_control: str) -> Response:
     archive = services.folder_archive(
         entries, services.manifest(entries, dump), current_app.extensions["storage"]
     )
-    response = Response(archive, mimetype="application/zip", direct_passthrough=True)
-    response.content_length = len(archive)
+    length = len(archive)
+    # Sent by the server's event loop like downloads: a long archive holds no request thread.
+    body = streaming.event_loop_body(request.environ, iter(archive), length)
+    response = Response(body, mimetype="application/zip", direct_passthrough=True)
+    response.content_length = length
     response.headers["Content-Disposition"] = content_disposition(services.archive_file_name(path))
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Cache-Control"] = cache_control

@@ -1,4 +1,4 @@
-"""A real server (`flask serve`, waitress) per test, on either stack, for real tus clients."""
+"""A real server (`flask serve`, waitress) per stack, for real clients (tus, HTTP downloads)."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ with app.app_context():
 
 
 @pytest.fixture(
-    scope="module",
+    scope="package",
     params=[
         "sqlite-local",
         pytest.param("postgres-s3", marks=[pytest.mark.postgres, pytest.mark.s3server]),
@@ -136,7 +136,7 @@ with app.app_context():
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Deployment]:
-    """One deployment per stack for the module (its setup costs seconds); every test gets
+    """One deployment per stack for the package (its setup costs seconds); every test gets
     accounts of its own (the `deployment` fixture)."""
     tmp_path = tmp_path_factory.mktemp("tus")
     if request.param == "sqlite-local":
