@@ -230,10 +230,12 @@ async def slow_and_stalled(
         args.stalled,
         True,
     )
+    # Counted from the request: a stalled client still takes what fits into the socket
+    # buffers for its first seconds, and the idle check runs once a second.
     report.check(
-        "longest a stalled download was kept",
+        "longest a stalled download was kept, from its request",
         max(stalled_durations, default=float("inf")),
-        STALL_SECONDS + 5,
+        STALL_SECONDS + 8,
         False,
         unit=" s",
     )
