@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 FLASK  := $(BIN)/flask --app wsgi
 
-.PHONY: run test install install-test browser unpackers nginx migrate lint format bench clean
+.PHONY: run test install install-test browser unpackers nginx migrate lint format bench mutate clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -79,5 +79,12 @@ bench: install-test
 	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null; }
 	$(BIN)/python -m bench.all
 
+# Mutation testing of the access rules, token checks, list totals and download ranges with the
+# tests that cover them (docs/mutation.md); not part of `make test`. Prints the score and the
+# survivors; fails when a survivor is not accepted in docs/mutation.md.
+mutate: install-test
+	$(BIN)/pip install --quiet -e '.[test,mutate]'
+	$(BIN)/python -m tests.support.mutation
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache mutants

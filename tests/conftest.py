@@ -109,7 +109,14 @@ def postgres_url(make_postgres_database: Any, tmp_path_factory: pytest.TempPathF
 
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One migrated database file, copied for every test (much faster than migrating)."""
+    """One migrated database file, copied for every test (much faster than migrating).
+
+    `make mutate` runs the tests once per mutant: it migrates one file for all of its runs
+    and names it in TEST_SQLITE_TEMPLATE.
+    """
+    given = os.environ.get("TEST_SQLITE_TEMPLATE")
+    if given:
+        return Path(given)
     folder = tmp_path_factory.mktemp("sqlite-template")
     path = folder / "template.sqlite3"
     migrate_database(f"sqlite:///{path}", folder)

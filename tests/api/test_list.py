@@ -40,9 +40,16 @@ def insert_rows(api: Api, owner: Account, rows: list[dict[str, Any]]) -> list[st
 
 
 def seed(api: Api, owner: Account, count: int, start: datetime, **columns) -> list[str]:
-    """`count` records a second apart from `start`, with the same other columns."""
+    """`count` records a second apart from `start`, with the same other columns. They were
+    changed a day later in the opposite order, so that ordering or filtering by `updated_at`
+    instead of `created_at` shows."""
     rows = [
-        {"created_at": start + timedelta(seconds=i), "original_name": f"seed-{i}.txt", **columns}
+        {
+            "created_at": start + timedelta(seconds=i),
+            "updated_at": start + timedelta(days=1, seconds=count - i),
+            "original_name": f"seed-{i}.txt",
+            **columns,
+        }
         for i in range(count)
     ]
     return insert_rows(api, owner, rows)
@@ -222,6 +229,7 @@ def follow_cursors(api: Api, account: Account, **params) -> list[list[str]]:
     while cursor is not None:
         body = listing(api, account, cursor=cursor, **params)
         assert set(body) == {"data", "path", "per_page", "next_cursor", "next_page_url"}
+        assert body["path"] == "http://localhost/api/files" and body["per_page"] == 100
         pages.append([r["id"] for r in body["data"]])
         cursor = body["next_cursor"]
         assert (body["next_page_url"] is None) == (cursor is None)
