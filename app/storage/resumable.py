@@ -11,24 +11,33 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
 import tempfile
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .base import MiB, ObjectNotFound, Storage, StorageError, StorageUnavailable
+from .base import ObjectNotFound, Storage, StorageError, StorageUnavailable
 from .local import LocalStorage
 from .s3 import MIN_PART_SIZE, S3Storage, translate_error
 
 #: Where the pieces of upload ``<id>`` wait: never under ``files/``, which holds only finished
 #: objects, so reconciliation cannot mistake them for orphans.
 PREFIX = "uploads"
-COPY_SIZE = 1 * MiB
 
 State = dict[str, Any]
+
+
+class Piece(Protocol):
+    """The bytes of one request (app/tus/services.py), read once by the backend."""
+
+    size: int
+
+    def chunks(self) -> Iterator[bytes]: ...
+
+    def verify(self) -> None: ...
 
 
 class ResumableStore(ABC):
@@ -40,9 +49,10 @@ class ResumableStore(ABC):
 
     @abstractmethod
     def append(
-        self, upload_id: str, key: str, state: State, offset: int, body: BinaryIO, final: bool
+        self, upload_id: str, key: str, state: State, offset: int, piece: Piece, length: int
     ) -> State:
-        """Add ``body`` (read to its end) at ``offset``; ``final``: nothing follows it."""
+        """Add the piece's bytes at ``offset`` of an object of ``length`` bytes. Nothing is
+        kept when reading or verifying the piece fails."""
 
     @abstractmethod
     def complete(self, upload_id: str, key: str, state: State) -> None:
@@ -74,7 +84,7 @@ class LocalResumable(ResumableStore):
         return {}
 
     def append(
-        self, upload_id: str, key: str, state: State, offset: int, body: BinaryIO, final: bool
+        self, upload_id: str, key: str, state: State, offset: int, piece: Piece, length: int
     ) -> State:
         try:
             with self._path(upload_id).open("r+b") as file:
@@ -84,7 +94,13 @@ class LocalResumable(ResumableStore):
                     raise StorageError(f"upload {upload_id} holds fewer than {offset} bytes")
                 file.truncate(offset)  # bytes of a request whose offset was never committed
                 file.seek(offset)
-                shutil.copyfileobj(body, file, COPY_SIZE)
+                try:
+                    for chunk in piece.chunks():
+                        file.write(chunk)
+                    piece.verify()
+                except BaseException:
+                    file.truncate(offset)
+                    raise
                 file.flush()
                 os.fsync(file.fileno())
         except FileNotFoundError as exc:
@@ -140,7 +156,7 @@ class S3Resumable(ResumableStore):
         return {"upload_id": response["UploadId"], "parts": [], "tail": 0}
 
     def append(
-        self, upload_id: str, key: str, state: State, offset: int, body: BinaryIO, final: bool
+        self, upload_id: str, key: str, state: State, offset: int, piece: Piece, length: int
     ) -> State:
         state = {**state, "parts": list(state["parts"])}
         tail_key = self._tail_key(upload_id)
@@ -149,7 +165,12 @@ class S3Resumable(ResumableStore):
                 with self.storage.open(tail_key) as reader:
                     for chunk in reader:
                         spool.write(chunk)
-            shutil.copyfileobj(body, spool, COPY_SIZE)
+            for chunk in piece.chunks():
+                spool.write(chunk)
+            piece.verify()
+            if not piece.size:
+                return state
+            final = offset + piece.size == length
             size = spool.tell()
             spool.seek(0)
             try:

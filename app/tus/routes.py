@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import tempfile
 import uuid
 from email.utils import format_datetime
 
@@ -10,15 +9,12 @@ from flask import Response, current_app, request
 
 from app.auth.guard import current_user, user_rate_key
 from app.errors import error_response
-from app.extensions import db, limiter
+from app.extensions import limiter
 from app.models import ResumableUpload
 from app.storage import Storage
 from app.tus import bp, services
 
 OFFSET_TYPE = "application/offset+octet-stream"
-#: Request bodies are copied to a temporary file before anything is stored; this much of
-#: each stays in memory.
-SPOOL_IN_MEMORY = 1024 * 1024
 
 
 def _storage() -> Storage:
@@ -86,16 +82,11 @@ def _state_headers(upload: ResumableUpload) -> dict[str, str]:
 
 
 def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
-    """Read the body to its end, then store it; the connection is free meanwhile."""
     user = current_user()
     if request.mimetype != OFFSET_TYPE:
         raise services.UnsupportedMediaType(f"Send the bytes as {OFFSET_TYPE}.")
-    checksum = _checksum()
-    upload = services.find_upload(user, upload_id)
-    db.session.rollback()
-    with tempfile.SpooledTemporaryFile(SPOOL_IN_MEMORY, prefix="tus-") as spool:
-        piece = services.read_piece(request.stream, upload, offset, checksum, spool)
-        return services.append_piece(user, upload_id, offset, piece, _storage(), current_app.config)
+    piece = services.Piece(request.stream, upload_id, _checksum())
+    return services.append_piece(user, upload_id, offset, piece, _storage(), current_app.config)
 
 
 @bp.route("", methods=["OPTIONS"], provide_automatic_options=False)

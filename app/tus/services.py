@@ -16,7 +16,8 @@ import json
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, BinaryIO
@@ -195,48 +196,79 @@ def create_upload(
     return upload
 
 
-@dataclass
 class Piece:
-    """A request body, read to its end into a temporary file before anything is stored."""
+    """A request body on its way into storage: read once, counted, checked against the room
+    left in the upload, hashed for `Upload-Checksum` and for the file's SHA-256.
 
-    file: BinaryIO
-    size: int
-    digest: Any | None  # the whole file's SHA-256 up to the end of this piece, if known
+    The backend consumes `chunks()` and calls `verify()` before it keeps anything, so a body
+    that breaks a rule leaves the upload as it was."""
+
+    READ_SIZE = 1024 * 1024
+
+    def __init__(
+        self, stream: BinaryIO, upload_id: uuid.UUID, checksum: tuple[str, bytes] | None
+    ) -> None:
+        self.stream = stream
+        self.upload_id = upload_id
+        self.checksum = checksum
+        self.size = 0
+        self.room = 0
+        self.digest: Any | None = None
+        self._check: Any | None = None
+        self._hashing: Future[None] | None = None
+
+    def start(self, upload: ResumableUpload) -> None:
+        self.room = upload.length - upload.offset
+        self.digest = digests.at(upload.id, upload.offset)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The body in chunks; each is hashed in a thread of its own while the backend stores
+        it (hashlib lets go of the GIL), which `verify` waits for."""
+        self._check = CHECKSUMS[self.checksum[0]]() if self.checksum else None
+        hashes = [h for h in (self.digest, self._check) if h is not None]
+        while chunk := self.stream.read(self.READ_SIZE):
+            self.size += len(chunk)
+            if self.size > self.room:
+                self._settle()
+                raise TooLarge(f"The upload has room for {self.room} more bytes.")
+            self._settle()
+            if hashes:
+                self._hashing = _hash_pool().submit(_update, hashes, chunk)
+            yield chunk
+        self._settle()
+
+    def _settle(self) -> None:
+        if self._hashing is not None:
+            hashing, self._hashing = self._hashing, None
+            hashing.result()
+
+    def verify(self) -> None:
+        self._settle()
+        if self._check is not None and self._check.digest() != self.checksum[1]:  # type: ignore[index]
+            raise ChecksumMismatch("The Upload-Checksum does not match the body.")
+
+
+def _update(hashes: list[Any], chunk: bytes) -> None:
+    for h in hashes:
+        h.update(chunk)
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _hash_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(8, thread_name_prefix="tus-hash")
+        return _pool
 
 
 @dataclass
 class Appended:
     upload: ResumableUpload
     record: FileRecord | None
-
-
-def read_piece(
-    stream: BinaryIO,
-    upload: ResumableUpload,
-    offset: int,
-    checksum: tuple[str, bytes] | None,
-    spool: BinaryIO,
-) -> Piece:
-    """Copy the body into `spool`, checking that it fits the upload and its checksum."""
-    if offset != upload.offset:
-        raise OffsetMismatch(f"Upload-Offset is {upload.offset}, not {offset}.")
-    room = upload.length - offset
-    digest = digests.at(upload.id, offset)
-    check = CHECKSUMS[checksum[0]]() if checksum else None
-    size = 0
-    while chunk := stream.read(1024 * 1024):
-        size += len(chunk)
-        if size > room:
-            raise TooLarge(f"The upload has room for {room} more bytes.")
-        spool.write(chunk)
-        if digest is not None:
-            digest.update(chunk)
-        if check is not None:
-            check.update(chunk)
-    if checksum and check is not None and check.digest() != checksum[1]:
-        raise ChecksumMismatch("The Upload-Checksum does not match the body.")
-    spool.seek(0)
-    return Piece(spool, size, digest)
 
 
 def append_piece(
@@ -248,22 +280,21 @@ def append_piece(
     upload = find_upload(user, upload_id, lock=True)
     if upload.completed_at is not None or offset != upload.offset:
         raise OffsetMismatch(f"Upload-Offset is {upload.offset}, not {offset}.")
-    store = resumable_store(storage)
-    end = offset + piece.size
+    piece.start(upload)
+    state = resumable_store(storage).append(
+        str(upload.id),
+        upload.stored_path,
+        json.loads(upload.storage_state),
+        offset,
+        piece,
+        upload.length,
+    )
     if piece.size:
-        state = store.append(
-            str(upload.id),
-            upload.stored_path,
-            json.loads(upload.storage_state),
-            offset,
-            piece.file,
-            final=end == upload.length,
-        )
         upload.storage_state = json.dumps(state)
-        upload.offset = end
+        upload.offset = offset + piece.size
         upload.expires_at = utcnow() + timedelta(hours=config["UPLOAD_EXPIRY_HOURS"])
         db.session.commit()
-        digests.keep(upload.id, end, piece.digest)
+        digests.keep(upload.id, upload.offset, piece.digest)
     record = None
     if upload.offset == upload.length and upload.completed_at is None:
         record = complete(upload, storage, config)
