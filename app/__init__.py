@@ -166,6 +166,9 @@ def _register_blueprints(app: Flask) -> None:
         # Also for errors and unmatched ids under the public prefix.
         if request.path.startswith("/api/public/"):
             response.headers["Cache-Control"] = "public, max-age=0, must-revalidate"
+        if response.status_code == 204:
+            # No content, so no type of it (Flask would label the empty body text/html).
+            response.headers.pop("Content-Type", None)
         return response
 
 

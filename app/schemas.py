@@ -12,7 +12,15 @@ import uuid
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
-from marshmallow import EXCLUDE, Schema, ValidationError, fields, pre_load, validates_schema
+from marshmallow import (
+    EXCLUDE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    pre_load,
+    validates_schema,
+)
 from sqlalchemy import Row
 
 STRING_MAX = 255
@@ -338,6 +346,10 @@ class ReleaseFilter(fields.Field):
         raise ValidationError("The freigabe field must be 0 or 1.")
 
 
+#: Names older clients send for a field, accepted on input only.
+INPUT_ALIASES = {"iab_themen": "org_themen"}
+
+
 class MetadataSchema(Schema):
     """The business metadata a client may set on create and update."""
 
@@ -354,6 +366,28 @@ class MetadataSchema(Schema):
     freigabe = Flag(metadata=about("freigabe"))
     erstellt_von = Text(metadata=about("erstellt_von"))
     freigegeben_von = Text(metadata=about("freigegeben_von"))
+    # The original service's name of org_themen, which existing clients still send.
+    iab_themen = Text(
+        load_only=True,
+        metadata={
+            "description": "The original service's name of org_themen, accepted on input; "
+            "when both are sent they must be equal. Answers name the field org_themen.",
+            "deprecated": True,
+        },
+    )
+
+    @post_load
+    def merge_iab_themen(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        if "iab_themen" not in data:
+            return data
+        alias = data.pop("iab_themen")
+        if "org_themen" in data and data["org_themen"] != alias:
+            raise ValidationError(
+                ["The iab_themen field must equal org_themen when both are given."],
+                "iab_themen",
+            )
+        data["org_themen"] = alias
+        return data
 
 
 class CreateMetadataSchema(MetadataSchema):

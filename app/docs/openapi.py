@@ -426,7 +426,9 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
         )
         components.schemas[name]["properties"]["mime_type"]["enum"] = mime_types
 
-    metadata_fields = tuple(schemas.MetadataSchema().fields)
+    metadata_fields = tuple(
+        name for name, field in schemas.MetadataSchema().fields.items() if not field.load_only
+    )
     update_result_schema = schemas.FileRecordSchema(only=("id", *metadata_fields, "updated_at"))
     components.schema(
         "FileUpdateResult",

@@ -16,6 +16,7 @@ from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
 from app.http import json_body, load, validate
 from app.pagination import list_response
 from app.schemas import (
+    INPUT_ALIASES,
     CreateMetadataSchema,
     UpdateSchema,
     created_record_schema,
@@ -120,7 +121,8 @@ def update_file(record_id: uuid.UUID):
     changes = load(update_schema, body)
     record = services.find_record(services.visible_to(current_user()), record_id, lock=True)
     record = services.update_metadata(record, changes)
-    return dump_update_result(record, [name for name in body if name in changes])
+    sent = dict.fromkeys(INPUT_ALIASES.get(name, name) for name in body)
+    return dump_update_result(record, [name for name in sent if name in changes])
 
 
 @bp.post("/<uuid:record_id>/content")

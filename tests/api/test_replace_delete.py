@@ -89,6 +89,7 @@ def test_delete_removes_row_and_object(api: Api, alice: Account):
     response = api.delete(record["id"], alice)
     assert response.status_code == 204
     assert response.data == b""
+    assert "Content-Type" not in response.headers
     assert api.get(f"/api/files/{record['id']}", alice).status_code == 404
     assert api.get(f"/api/files/{record['id']}/download", alice).status_code == 404
     assert api.delete(record["id"], alice).status_code == 404

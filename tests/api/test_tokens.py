@@ -96,6 +96,7 @@ def test_revoke_current_token(api: Api, alice: Account):
     response = api.client.delete("/api/tokens/current", headers=alice.auth)
     assert response.status_code == 204
     assert response.data == b""
+    assert "Content-Type" not in response.headers
     again = api.client.get("/api/files", headers=alice.auth)
     assert again.status_code == 401
 
