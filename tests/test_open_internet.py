@@ -176,6 +176,7 @@ def test_a_slow_reader_that_keeps_reading_gets_the_whole_file(server: Server):
 
 
 def test_trickled_headers_lock_nobody_out_and_are_closed(server: Server):
+    idle = [server.connect() for _ in range(500)]  # connected, never a byte
     trickling = []
     for _ in range(1000):
         sock = server.connect()
@@ -199,6 +200,8 @@ def test_trickled_headers_lock_nobody_out_and_are_closed(server: Server):
             pass
         sock.close()
     assert closed == len(trickling)
+    for sock in idle:
+        sock.close()
 
 
 def raw_answer(sock: socket.socket, timeout: float = 5) -> tuple[int, dict[str, str], bytes]:
