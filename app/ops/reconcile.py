@@ -23,7 +23,7 @@ from app.extensions import db
 from app.files.services import retry_pending_deletions
 from app.models import FileRecord, PendingObjectDeletion
 from app.storage import ObjectNotFound, Storage, StorageError, StoredObject, UnfinishedUpload
-from app.tus.services import abort_expired, live_keys
+from app.tus.services import abort_expired, live_keys, remove_orphaned_pieces
 
 BATCH = 500
 
@@ -39,6 +39,7 @@ class ReconcileReport:
     orphans_removed: int = 0
     expired_uploads: int = 0
     expired_failed: int = 0
+    orphaned_pieces: int = 0
     unfinished: list[UnfinishedUpload] = field(default_factory=list)
 
 
@@ -68,6 +69,7 @@ def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
         report.pending_done, report.pending_failed = retry_pending_deletions(storage)
         now = datetime.now(UTC)
         report.expired_uploads, report.expired_failed = abort_expired(storage, now)
+        report.orphaned_pieces = remove_orphaned_pieces(storage, cutoff)
     report.unfinished = list(storage.unfinished_uploads(cutoff, keep=live_keys()))
     if fix:
         for upload in report.unfinished:
@@ -185,7 +187,8 @@ def reconcile_command(fix: bool, grace_minutes: int) -> None:
         )
         click.echo(
             f"expired resumable uploads aborted: {report.expired_uploads}, still failing: "
-            f"{report.expired_failed}"
+            f"{report.expired_failed}; pieces without an upload removed: "
+            f"{report.orphaned_pieces}"
         )
     if report.missing or report.pending_failed or report.expired_failed:
         raise SystemExit(1)

@@ -34,6 +34,7 @@ from app.files.uploads import ReceivedUpload, StagedFile, check_file, clean_file
 from app.http import validate
 from app.models import FileRecord, ResumableUpload, utcnow
 from app.storage import Storage, StorageError
+from app.storage.resumable import PREFIX as PIECES_PREFIX
 from app.storage.resumable import resumable_store
 
 TUS_VERSION = "1.0.0"
@@ -398,6 +399,26 @@ def abort_expired(storage: Storage, now: datetime) -> tuple[int, int]:
         db.session.delete(upload)
         db.session.commit()
     return aborted, failed
+
+
+def remove_orphaned_pieces(storage: Storage, older_than: datetime) -> int:
+    """Remove pieces (`uploads/<id>/...`) whose upload row is gone, e.g. with its user's
+    account; the multipart uploads of such rows are left to `remove_abandoned_uploads`."""
+    removed = 0
+    for obj in list(storage.iter_objects(f"{PIECES_PREFIX}/")):
+        name = obj.key.split("/")[1]
+        try:
+            upload_id = uuid.UUID(name)
+        except ValueError:
+            upload_id = None
+        if obj.modified >= older_than:
+            continue
+        if upload_id is not None and db.session.get(ResumableUpload, upload_id) is not None:
+            continue
+        storage.delete(obj.key)
+        removed += 1
+    db.session.rollback()
+    return removed
 
 
 def live_keys() -> set[str]:

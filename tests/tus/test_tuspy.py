@@ -241,12 +241,16 @@ def test_expired_uploads_are_aborted_by_reconcile(deployment: Deployment):
     live.upload(stop_at=6 * MiB)
     old = uploader(deployment, text_content(8 * MiB, seed="old"), 6 * MiB)
     old.upload(stop_at=6 * MiB)
-    upload_id = old.url.rsplit("/", 1)[1]
-    _expire(deployment, upload_id)
+    _sql(deployment, "UPDATE resumable_uploads SET expires_at = :past", old.url)
     assert head(deployment, old.url).status_code == 410
+    # An upload whose row went (with its account, say) leaves pieces without an owner.
+    lost = uploader(deployment, text_content(3 * MiB, seed="lost"), 2 * MiB)
+    lost.upload(stop_at=2 * MiB)
+    _sql(deployment, "DELETE FROM resumable_uploads", lost.url)
     result = deployment.flask("storage", "reconcile", "--fix", "--grace-minutes", "0")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "expired resumable uploads aborted: 1" in result.stdout
+    assert "pieces without an upload removed: 1" in result.stdout
     assert head(deployment, old.url).status_code == 404
     # The live upload lost nothing, although its multipart upload is older than the grace.
     live.upload()
@@ -255,13 +259,15 @@ def test_expired_uploads_are_aborted_by_reconcile(deployment: Deployment):
     assert leftovers(deployment) == []
 
 
-def _expire(deployment: Deployment, upload_id: str) -> None:
+def _sql(deployment: Deployment, statement: str, url: str) -> None:
+    """`statement` on the row of the upload at `url` (whichever way the database keeps UUIDs)."""
     import sqlalchemy as sa
 
+    upload_id = url.rsplit("/", 1)[1]
     engine = sa.create_engine(deployment.env["DATABASE_URL"])
     with engine.begin() as conn:
         conn.execute(
-            sa.text("UPDATE resumable_uploads SET expires_at = :past WHERE id = :id OR id = :hex"),
+            sa.text(f"{statement} WHERE id = :id OR id = :hex"),
             {"past": "2000-01-01 00:00:00", "id": upload_id, "hex": upload_id.replace("-", "")},
         )
     engine.dispose()
