@@ -110,14 +110,17 @@ class FileRecord(db.Model):
         Index("ix_file_records_user_checksum", "user_id", "checksum_sha256"),
         # One record per object; reconciliation looks records up by their object key.
         Index("ix_file_records_stored_path", "stored_path", unique=True),
-        # OAI-PMH harvests released records in datestamp order (app/oai).
+        # OAI-PMH harvests released records in datestamp order (app/oai). The condition is
+        # written as `released()` compiles it, so that the planners match it.
         Index(
             "ix_file_records_released_updated",
             "updated_at",
             "id",
-            postgresql_where=text("freigabe"),
-            sqlite_where=text("freigabe"),
+            postgresql_where=text("freigabe IS true"),
+            sqlite_where=text("freigabe IS 1"),
         ),
+        # Feeds list the embargoes that ended most recently (app/feeds).
+        Index("ix_file_records_sperrfrist", "sperrfrist"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)

@@ -19,11 +19,13 @@ FULL = {
     "transfer": [],
     "metadata": [],
     "lists": [],
+    "search": [],
 }
 TRIAL = {
     "transfer": ["--big-mib", "20", "--small-mib", "1", "--slices", "16"],
     "metadata": ["--duration", "3"],
     "lists": ["--sizes", "1000,10000,100000", "--requests", "15", "--walk-pages", "20"],
+    "search": ["--sizes", "2000,20000", "--requests", "10"],
 }
 
 
@@ -31,7 +33,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trial", action="store_true", help="small sizes (marked as trial)")
     parser.add_argument(
-        "--only", default="transfer,metadata,lists", help="comma-separated subset to run"
+        "--only", default="transfer,metadata,lists,search", help="comma-separated subset to run"
     )
     parser.add_argument("--no-report", action="store_true", help="leave BENCHMARKS.md alone")
     args = parser.parse_args()

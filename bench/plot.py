@@ -35,7 +35,7 @@ def is_trial(document: dict[str, Any]) -> bool:
     params = document["params"]
     if document["name"] == "transfer":
         return (params["big_mib"], params["small_mib"], params["small_count"]) != (200, 8, 25)
-    if document["name"] == "lists":
+    if document["name"] in ("lists", "search"):
         return max(int(s) for s in str(params["sizes"]).split(",")) < 1_000_000
     if document["name"] == "metadata":
         return params["duration"] < 10

@@ -449,7 +449,8 @@ def _notes() -> str:
 
 
 def build() -> str:
-    documents = [d for d in (load("transfer"), load("metadata"), load("lists")) if d]
+    names = ("transfer", "metadata", "lists", "search")
+    documents = [d for d in map(load, names) if d]
     if not documents:
         raise SystemExit("no results in bench/results: run a benchmark first")
     trial = [d["name"] for d in documents if is_trial(d)]
@@ -517,6 +518,16 @@ def build() -> str:
             "",
             _started(by_name["lists"]),
             lists_section(by_name["lists"]),
+        ]
+    if "search" in by_name:
+        from bench.search import section as search_section
+
+        parts += [
+            "",
+            "## Search and harvesting (issue 13)",
+            "",
+            _started(by_name["search"]),
+            search_section(by_name["search"]),
         ]
     return "\n".join(parts).rstrip() + "\n"
 

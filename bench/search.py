@@ -280,3 +280,72 @@ def evaluate(report: Report, sizes: list[int], levels: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def section(document: dict[str, Any]) -> str:
+    """The BENCHMARKS.md section of a run (bench/report.py)."""
+    from bench.report import _table
+
+    levels = document["data"]["levels"]
+    sizes = sorted(int(size) for size in levels)
+    first, last = levels[str(sizes[0])], levels[str(sizes[-1])]
+    kinds = list(last["searches"])
+    parts = [
+        f"Server time (`duration_ms` of the access log) of {document['params']['requests']} "
+        "rounds of public searches, queries interleaved with the plain public list (the "
+        "baseline, same server, same rounds); page 1 in relevance order with its exact "
+        "total. Selective queries are the first title word and the case number of three "
+        "released records at each size; broad ones match thousands of records at 1M.",
+        "",
+        _table(
+            ["query", *[f"{s:,}: q / total / p95 ms" for s in sizes], "p95 growth", "x list"],
+            [
+                [
+                    kind,
+                    *[
+                        f"{levels[str(s)]['searches'][kind]['query'] or '(no q)'} / "
+                        f"{levels[str(s)]['searches'][kind]['total']:,} / "
+                        f"{levels[str(s)]['searches'][kind]['p95_ms']:.1f}"
+                        for s in sizes
+                    ],
+                    last["searches"][kind]["p95_ms"] / first["searches"][kind]["p95_ms"],
+                    last["searches"][kind]["p95_ms"] / last["searches"]["baseline_list"]["p95_ms"],
+                ]
+                for kind in kinds
+            ],
+        ),
+        "",
+        "Full OAI-PMH `ListRecords` harvest (`oai_dc`, 200 records a page, every resumption "
+        "token followed); server time per page, the first page includes the count behind "
+        "`completeListSize`:",
+        "",
+        _table(
+            [
+                "records",
+                "pages",
+                "records/s",
+                "first ms",
+                "median ms",
+                "p95 ms",
+                "max ms",
+                "first tenth median",
+                "last tenth median",
+            ],
+            [
+                [
+                    f"{s:,}",
+                    h["pages"],
+                    h["records_per_s"],
+                    h["first_ms"],
+                    h["median_ms"],
+                    h["p95_ms"],
+                    h["max_ms"],
+                    h["first_decile_median_ms"],
+                    h["last_decile_median_ms"],
+                ]
+                for s in sizes
+                for h in [levels[str(s)]["harvest"]]
+            ],
+        ),
+    ]
+    return "\n".join(parts) + "\n"

@@ -58,6 +58,13 @@ def _base_url() -> str:
     return g.oai_base_url
 
 
+def _public_files_url() -> str:
+    """Where the public record URLs start (`/api/public/files`), once per request."""
+    if "oai_public_files_url" not in g:
+        g.oai_public_files_url = absolute_url(url_for("public.list_released"))
+    return g.oai_public_files_url
+
+
 def _host() -> str:
     return _base_url().split("://", 1)[1].split("/", 1)[0].split(":", 1)[0]
 
@@ -213,11 +220,8 @@ def _write_item(parent: Any, item: harvest.Item, *, with_metadata: bool, today: 
     record = oai_xml.sub(parent, f"{{{oai_xml.OAI}}}record")
     oai_xml.header(record, identifier, item.position[0], set_specs, item.deleted)
     if not item.deleted:
-        record_id = item.position[1]
-        urls = {
-            "record": absolute_url(url_for("public.read_released", record_id=record_id)),
-            "download": absolute_url(url_for("public.download_released", record_id=record_id)),
-        }
+        record_url = f"{_public_files_url()}/{item.position[1]}"
+        urls = {"record": record_url, "download": f"{record_url}/download"}
         oai_xml.oai_dc(record, item.record, urls, today)
 
 

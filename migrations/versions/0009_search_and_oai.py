@@ -7,7 +7,8 @@ in front of the stemmer where that extension can be installed), the stored gener
 (app/search/index.py) and here from the records that exist.
 
 Both: `oai_tombstones` (released records that were deleted or unreleased, for the OAI-PMH
-`deleted` headers) and a partial index of released records in datestamp order for harvesting.
+`deleted` headers), a partial index of released records in datestamp order for harvesting and
+an index on `sperrfrist` for the feeds (the embargoes that ended most recently).
 
 Revision ID: 0009
 Revises: 0008
@@ -101,12 +102,16 @@ def upgrade():
         "ix_file_records_released_updated",
         "file_records",
         ["updated_at", "id"],
-        postgresql_where=sa.text("freigabe"),
-        sqlite_where=sa.text("freigabe"),
+        # As `released()` writes the condition: PostgreSQL does not match `freigabe IS true`
+        # to an index on `WHERE freigabe`.
+        postgresql_where=sa.text("freigabe IS true"),
+        sqlite_where=sa.text("freigabe IS 1"),
     )
+    op.create_index("ix_file_records_sperrfrist", "file_records", ["sperrfrist"])
 
 
 def downgrade():
+    op.drop_index("ix_file_records_sperrfrist", table_name="file_records")
     op.drop_index("ix_file_records_released_updated", table_name="file_records")
     op.drop_index("ix_oai_tombstones_deleted", table_name="oai_tombstones")
     op.drop_table("oai_tombstones")
