@@ -81,6 +81,14 @@ def _errors(*statuses: int) -> dict[str, Any]:
     return {str(status): known[status] for status in statuses}
 
 
+def _without_body(responses: dict[str, Any]) -> dict[str, Any]:
+    """Answers to HEAD: the same statuses and headers, never a body."""
+    return {
+        status: {k: v for k, v in response.items() if k != "content"}
+        for status, response in responses.items()
+    }
+
+
 def _with_always(response: dict[str, Any]) -> dict[str, Any]:
     response = {**response}
     response["headers"] = {**response.get("headers", {}), **ALWAYS}
@@ -231,7 +239,7 @@ def add_upload_paths(spec: APISpec, max_file_size: int) -> None:
                             "Upload-Metadata": _h("As sent at creation.", required=False),
                         },
                     },
-                    **_errors(401, 404, 410, 412, 500, 503),
+                    **_without_body(_errors(401, 404, 410, 412, 500, 503)),
                 },
             },
             "patch": {

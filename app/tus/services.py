@@ -13,6 +13,7 @@ import base64
 import binascii
 import hashlib
 import json
+import logging
 import threading
 import uuid
 from collections import OrderedDict
@@ -22,7 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, BinaryIO
 
+from sqlalchemy import delete as sa_delete
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.auth.services import Caller
 from app.detection.sample import HEAD_BYTES, TAIL_BYTES, Sample
@@ -36,6 +39,8 @@ from app.models import FileRecord, ResumableUpload, utcnow
 from app.storage import Storage, StorageError
 from app.storage.resumable import PREFIX as PIECES_PREFIX
 from app.storage.resumable import resumable_store
+
+log = logging.getLogger(__name__)
 
 TUS_VERSION = "1.0.0"
 EXTENSIONS = "creation,creation-with-upload,termination,checksum,expiration"
@@ -319,12 +324,14 @@ def _sha256(storage: Storage, key: str) -> str:
 
 
 def complete(upload: ResumableUpload, storage: Storage, config: Any) -> FileRecord:
-    """Hand the finished object to the record pipeline of `POST /api/files`; a rejected file
-    (type, size, metadata) leaves nothing behind, neither object nor upload."""
+    """Hand the finished object to the record pipeline of `POST /api/files`. Whatever fails
+    from here on (a refused type or metadata, storage or database gone) leaves nothing
+    behind: no object, no upload; the client starts again."""
+    upload_id = upload.id
     store = resumable_store(storage)
-    store.complete(str(upload.id), upload.stored_path, json.loads(upload.storage_state))
-    digest = digests.at(upload.id, upload.length)
-    digests.keep(upload.id, 0, None)
+    store.complete(str(upload_id), upload.stored_path, json.loads(upload.storage_state))
+    digest = digests.at(upload_id, upload.length)
+    digests.keep(upload_id, 0, None)
     fields, field_errors = parse_metadata(upload.upload_metadata)
     staged = StagedFile(0, FILE_FIELD, file_name(fields), size=upload.length)
     staged.key = upload.stored_path
@@ -339,13 +346,9 @@ def complete(upload: ResumableUpload, storage: Storage, config: Any) -> FileReco
             staged.sha256 = (
                 digest.hexdigest() if digest is not None else _sha256(storage, upload.stored_path)
             )
-    except BaseException:
-        received.discard(storage)
-        raise
-    metadata, errors = validate(create_schema, fields)
-    upload.completed_at = utcnow()
-    try:
+        metadata, errors = validate(create_schema, fields)
         # The upload is marked complete in the same commit that inserts the record.
+        upload.completed_at = utcnow()
         [record] = files.create_records(
             upload.user_id,
             [upload.record_id],
@@ -355,17 +358,23 @@ def complete(upload: ResumableUpload, storage: Storage, config: Any) -> FileReco
             storage,
             1,
         )
-    except ValidationFailed:
-        _forget(upload.id)
+    except BaseException:
+        db.session.rollback()
+        received.discard(storage)
+        _forget(upload_id)
         raise
     return record
 
 
 def _forget(upload_id: uuid.UUID) -> None:
-    upload = db.session.get(ResumableUpload, upload_id)
-    if upload is not None:
-        db.session.delete(upload)
+    """Remove the row of an upload whose object is gone; if that fails too, reconciliation
+    removes it once it expires."""
+    try:
+        db.session.execute(sa_delete(ResumableUpload).where(ResumableUpload.id == upload_id))
         db.session.commit()
+    except SQLAlchemyError:
+        db.session.rollback()
+        log.warning("could not remove the row of failed upload %s", upload_id)
 
 
 def terminate(user: Caller, upload_id: uuid.UUID, storage: Storage) -> None:

@@ -1,0 +1,136 @@
+"""The tus endpoints through the test client, every answer checked against the OpenAPI
+document: the protocol's refusals, and failures while an upload completes."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
+
+from app.extensions import db
+from app.files import services as files
+from app.models import ResumableUpload
+from tests.support.api import Account, Api
+
+TUS = {"Tus-Resumable": "1.0.0"}
+OFFSET_TYPE = "application/offset+octet-stream"
+TEXT = b"Ein Bericht, Zeile fuer Zeile.\n" * 1000
+
+
+def _b64(value: str) -> str:
+    return base64.b64encode(value.encode()).decode()
+
+
+def create(api: Api, account: Account, length: int = len(TEXT), **metadata: str):
+    pairs = {"filename": "bericht.txt", **metadata}
+    return api.client.post(
+        "/api/uploads",
+        headers={
+            **TUS,
+            **account.auth,
+            "Upload-Length": str(length),
+            "Upload-Metadata": ",".join(f"{k} {_b64(v)}" for k, v in pairs.items()),
+        },
+    )
+
+
+def patch(api: Api, account: Account, url: str, body: bytes, offset: int = 0, **headers):
+    return api.client.patch(
+        url,
+        data=body,
+        headers={**TUS, **account.auth, "Upload-Offset": str(offset), **headers},
+        content_type=OFFSET_TYPE,
+    )
+
+
+def uploads(api: Api) -> int:
+    with api.app.app_context():
+        return db.session.scalar(select(func.count()).select_from(ResumableUpload))
+
+
+def test_the_protocol_refusals(api: Api, alice: Account, bob: Account):
+    created = create(api, alice)
+    assert created.status_code == 201
+    url = created.headers["Location"]
+    assert created.headers["Upload-Offset"] == "0" and "Upload-Expires" in created.headers
+    assert patch(api, alice, url, TEXT[:10], offset=5).status_code == 409
+    wrong_type = api.client.patch(
+        url,
+        data=TEXT,
+        headers={**TUS, **alice.auth, "Upload-Offset": "0"},
+        content_type="application/octet-stream",
+    )
+    assert wrong_type.status_code == 415
+    assert patch(api, alice, url, TEXT + b"more").status_code == 413
+    bad_sum = patch(api, alice, url, TEXT, **{"Upload-Checksum": "crc32 AAAA"})
+    assert bad_sum.status_code == 400
+    assert api.client.head(url, headers={**alice.auth}).status_code == 412
+    assert api.client.head(url, headers={**TUS, **bob.auth}).status_code == 404
+    assert api.client.head(url, headers=TUS).status_code == 401
+    # Nothing of the refused bodies was kept.
+    state = api.client.head(url, headers={**TUS, **alice.auth})
+    assert state.status_code == 200 and state.headers["Upload-Offset"] == "0"
+    checksum = base64.b64encode(hashlib.sha1(TEXT).digest()).decode()
+    done = patch(api, alice, url, TEXT, **{"Upload-Checksum": f"sha1 {checksum}"})
+    assert done.status_code == 204
+    record_id = done.headers["Upload-Record-Id"]
+    assert done.headers["Location"] == f"/api/files/{record_id}"
+    download = api.get(f"/api/files/{record_id}/download", alice)
+    assert download.data == TEXT
+    assert patch(api, alice, url, b"x", offset=len(TEXT)).status_code in (409, 413)
+
+
+def test_metadata_is_refused_like_post_before_any_byte(api: Api, alice: Account):
+    response = create(api, alice, sperrfrist="2026-02-30", titel="x" * 256)
+    assert response.status_code == 422
+    post = api.upload(alice, [("bericht.txt", TEXT)], sperrfrist="2026-02-30", titel="x" * 256)
+    assert response.get_json() == post.get_json()
+    assert create(api, alice, length=0).get_json()["errors"] == {
+        "file": ["The file field must not be an empty file."]
+    }
+    assert create(api, alice, length=200 * 1024 * 1024 + 1).status_code == 413
+    assert uploads(api) == 0 and api.objects() == set()
+
+
+def test_an_expired_upload_is_gone(api: Api, alice: Account):
+    url = create(api, alice).headers["Location"]
+    with api.app.app_context():
+        upload = db.session.scalars(select(ResumableUpload)).one()
+        upload.expires_at = upload.created_at.replace(year=2000)
+        db.session.commit()
+    assert api.client.head(url, headers={**TUS, **alice.auth}).status_code == 410
+    assert patch(api, alice, url, TEXT).status_code == 410
+
+
+@pytest.mark.parametrize("fail_at", ["record", "sample"])
+def test_a_failure_while_completing_leaves_nothing(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch, fail_at: str
+):
+    url = create(api, alice).headers["Location"]
+    assert patch(api, alice, url, TEXT[:1000]).status_code == 204
+
+    def database_gone(*args, **kwargs):
+        raise OperationalError("INSERT", {}, Exception("connection refused"))
+
+    if fail_at == "record":
+        monkeypatch.setattr(files, "create_records", database_gone)
+    else:
+        monkeypatch.setattr("app.tus.services._sample", database_gone)
+    response = patch(api, alice, url, TEXT[1000:], offset=1000)
+    assert response.status_code == 503
+    assert api.rows() == [] and uploads(api) == 0
+    assert api.objects() == set()  # neither the object nor any piece
+    assert api.client.head(url, headers={**TUS, **alice.auth}).status_code == 404
+
+
+def test_termination(api: Api, alice: Account):
+    url = create(api, alice).headers["Location"]
+    assert patch(api, alice, url, TEXT[:100]).status_code == 204
+    assert api.objects() != set() or api.app.config["STORAGE_BACKEND"] == "s3"
+    response = api.client.delete(url, headers={**TUS, **alice.auth})
+    assert response.status_code == 204
+    assert uploads(api) == 0 and api.objects() == set()
+    assert api.client.delete(url, headers={**TUS, **alice.auth}).status_code == 404
