@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import Row
 from zipstream import ZIP_STORED, ZipStream
 
+from app import streaming
 from app.auth.services import Caller
 from app.exceptions import DownloadBlocked, ValidationFailed
 from app.extensions import db
@@ -135,8 +136,9 @@ def manifest(entries: list[Entry], dump: FastDump) -> bytes:
 
 
 def _content(storage: Storage, key: str) -> Iterator[bytes]:
-    """One entry's bytes, opened only when the archive reaches it and closed right after."""
-    with storage.open(key) as reader:
+    """One entry's bytes, opened only when the archive reaches it and closed right after, in
+    the chunks downloads read (which the server's read-ahead is sized for)."""
+    with storage.open(key, chunk_size=streaming.READ_BYTES) as reader:
         yield from reader
 
 

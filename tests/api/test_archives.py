@@ -167,7 +167,7 @@ class _Zeros:
     def __init__(self, size: int) -> None:
         self.size = size
 
-    def open(self, key: str) -> ObjectReader:
+    def open(self, key: str, chunk_size: int | None = None) -> ObjectReader:
         full, rest = divmod(self.size, len(self.CHUNK))
         chunks = [self.CHUNK] * full + [self.CHUNK[:rest]]
         return ObjectReader(iter(chunks), self.size, lambda: None)
