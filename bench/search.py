@@ -6,6 +6,7 @@ started ``flask serve`` answers:
 - public two-word searches (``GET /api/public/files?q=...``, relevance order, page 1 with
   its exact total), round-robin, server time from the app's access log; the plain public
   list (no ``q``) is measured in the same rounds as the baseline, and the ratio printed;
+- the Atom and podcast feeds (no target of their own; they ride along in the same rounds);
 - a full OAI-PMH ``ListRecords`` harvest (``oai_dc``), following every resumption token to
   the end, with the server time of every page; the ratio of each page to the first shows
   whether deep pages cost more (keyset tokens: they should not).
@@ -109,6 +110,8 @@ def searches(client: Client, requests: int, warmup: int, selective: dict[str, st
     kinds = {"baseline_list": "/api/public/files"}
     queries = {**selective, **BROAD}
     kinds |= {name: f"/api/public/files?q={quote(q)}" for name, q in queries.items()}
+    # The feeds read the newest releases and the latest ended embargoes: measured alongside.
+    kinds |= {"feed_atom": "/api/public/feed.atom", "feed_podcast": "/api/public/podcast.rss"}
     ids: dict[str, list[str]] = {kind: [] for kind in kinds}
     totals: dict[str, int] = {}
     names = list(kinds)
@@ -304,7 +307,7 @@ def section(document: dict[str, Any]) -> str:
                     kind,
                     *[
                         f"{levels[str(s)]['searches'][kind]['query'] or '(no q)'} / "
-                        f"{levels[str(s)]['searches'][kind]['total']:,} / "
+                        f"{max(0, levels[str(s)]['searches'][kind]['total']):,} / "
                         f"{levels[str(s)]['searches'][kind]['p95_ms']:.1f}"
                         for s in sizes
                     ],

@@ -47,7 +47,7 @@ def entries(path: str | None, today: date, timezone: str, *, media_only: bool) -
     columns = FileRecord.__table__.columns
     newest = query.with_only_columns(*columns).order_by(FileRecord.created_at.desc())
     ended = (
-        query.where(FileRecord.sperrfrist.is_not(None))
+        query.where(FileRecord.sperrfrist <= today)  # a range the index can start from
         .with_only_columns(*columns)
         .order_by(FileRecord.sperrfrist.desc())
     )
