@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
+from app import create_app
 from app.extensions import db
 from app.files import services as files
 from app.models import ResumableUpload
@@ -134,3 +135,21 @@ def test_termination(api: Api, alice: Account):
     assert response.status_code == 204
     assert uploads(api) == 0 and api.objects() == set()
     assert api.client.delete(url, headers={**TUS, **alice.auth}).status_code == 404
+
+
+def test_creating_uploads_is_rate_limited_per_user_and_pieces_are_not(
+    api: Api, alice: Account, bob: Account, stack_config: dict
+):
+    app = create_app({**stack_config, "RATELIMIT_ENABLED": True, "RATELIMIT_UPLOADS": "2/minute"})
+    limited = Api(app, app.test_client())
+    first, second = create(limited, alice), create(limited, alice)
+    assert [first.status_code, second.status_code] == [201, 201]
+    refused = create(limited, alice)
+    assert refused.status_code == 429 and "Retry-After" in refused.headers
+    assert create(limited, bob).status_code == 201
+    url = first.headers["Location"]
+    for offset in range(0, len(TEXT), len(TEXT) // 4):
+        piece = TEXT[offset : offset + len(TEXT) // 4]
+        assert patch(limited, alice, url, piece, offset=offset).status_code == 204
+    with app.app_context():
+        db.engine.dispose()
