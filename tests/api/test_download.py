@@ -101,6 +101,14 @@ def test_unsatisfiable_range_is_416(api: Api, alice: Account):
     assert "message" in response.get_json()
 
 
+def test_ranges_in_other_units_get_the_whole_file(api: Api, alice: Account):
+    data = samples.pdf_bytes()
+    record = api.create(alice, data=data)
+    response = download(api, record["id"], alice, Range="items=0-3")
+    assert response.status_code == 200 and response.data == data
+    assert "Content-Range" not in response.headers
+
+
 def test_multiple_ranges_get_the_whole_file(api: Api, alice: Account):
     data = samples.pdf_bytes()
     record = api.create(alice, data=data)
