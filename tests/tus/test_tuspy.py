@@ -327,3 +327,37 @@ def test_200_mib_in_8_mib_chunks_ends_byte_identical(deployment: Deployment):
     downloaded = deployment.download(record_id)
     assert hashlib.sha256(downloaded).digest() == hashlib.sha256(data).digest()
     assert leftovers(deployment) == []
+
+
+@pytest.mark.parametrize(
+    "server",
+    [pytest.param("postgres-s3", marks=[pytest.mark.postgres, pytest.mark.s3server])],
+    indirect=True,
+)
+def test_pieces_may_go_to_any_replica(deployment: Deployment):
+    """Two servers on one database and bucket (replicas behind a load balancer): every other
+    piece goes to the other one, so neither sees the whole file pass by."""
+    other = Deployment(deployment.env, deployment.tmp_path, deployment.stack)
+    other.names, other.tokens = deployment.names, deployment.tokens
+    other.start()
+    try:
+        data = text_content(17 * MiB + 3, seed="replicas")
+        chunk = 3 * MiB
+        up = uploader(deployment, data, chunk, titel="Zwei Server")
+        up.upload(stop_at=chunk)
+        path = up.url.split(str(deployment.port), 1)[1]
+        servers = [other, deployment]
+        turn = 0
+        while up.offset < len(data):
+            base = servers[turn % 2].base
+            up = uploader(deployment, data, chunk, url=base + path, titel="Zwei Server")
+            up.upload_chunk()
+            turn += 1
+        record_id = up.request.response_headers["upload-record-id"]
+        assert deployment.download(record_id) == data
+        assert other.record(record_id)["titel"] == "Zwei Server"
+        verify = deployment.flask("storage", "verify", "--record", record_id)
+        assert verify.returncode == 0, verify.stdout
+        assert leftovers(deployment) == []
+    finally:
+        other.stop()
