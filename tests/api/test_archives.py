@@ -175,12 +175,10 @@ class _Zeros:
 
 @pytest.mark.slow
 def test_zip64_archive_over_4_gib_is_read_by_every_unpacker(tmp_path):
+    """An entry beyond 4 GiB of zero bytes, streamed into a sparse file (no 4 GiB on disk)."""
     size = 4 * 1024**3 + 12345
     record = SimpleNamespace(stored_path="files/x/y", size=size, checksum_sha256="")
-    entries = [archives.Entry("big.bin", record), archives.Entry("small.bin", record)]
-    entries[1] = archives.Entry("small.bin", SimpleNamespace(**{**vars(record), "size": 10}))
-    storage = _Zeros(size)
-    archive = archives.folder_archive(entries[:1], b"{}", storage)
+    archive = archives.folder_archive([archives.Entry("big.bin", record)], b"{}", _Zeros(size))
     expected = len(archive)
     path = tmp_path / "big.zip"
     written = 0
@@ -195,5 +193,9 @@ def test_zip64_archive_over_4_gib_is_read_by_every_unpacker(tmp_path):
     with zipfile.ZipFile(path) as unpacked:
         info = unpacked.getinfo("big.bin")
         assert info.file_size == size
-        assert unpacked.testzip() is None
-    _check_with_unpackers(path)
+        assert unpacked.testzip() is None  # every byte read back, CRC-32 checked
+    # The other unpackers read the ZIP64 records (a full test of 4 GiB each adds a minute).
+    for command in (["unzip", "-Z", "-l"], ["7z", "l", "-slt"]):
+        listing = subprocess.run([*command, str(path)], capture_output=True, text=True)
+        assert listing.returncode == 0, listing.stdout + listing.stderr
+        assert str(size) in listing.stdout, listing.stdout
