@@ -355,3 +355,45 @@ def test_control_characters_never_break_the_xml(api: Api, alice: Account):
     assert root.findtext(".//dc:title", namespaces=NS) == "EinsZwei"
     bad = oai(api, verb="GetRecord", identifier="\x01", metadataPrefix="oai_dc")
     assert error_code(bad) == "idDoesNotExist"
+
+
+def test_a_change_that_fails_to_commit_leaves_no_tombstone_and_the_index_as_it_was(
+    api: Api, alice: Account
+):
+    """Tombstones and the SQLite search rows are written by the flush of the change itself:
+    a commit that fails after that flush takes them back with the change."""
+    from sqlalchemy import event
+    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.orm import Session
+
+    record = api.create(alice, "a.pdf", titel="Eindeutig")
+
+    def fail(_session, _context):
+        raise OperationalError("COMMIT", {}, Exception("server closed the connection"))
+
+    event.listen(Session, "after_flush_postexec", fail)
+    try:
+        changed = api.patch(record["id"], alice, {"freigabe": False, "titel": "Anders"})
+        deleted = api.delete(record["id"], alice)
+    finally:
+        event.remove(Session, "after_flush_postexec", fail)
+    assert changed.status_code == 503 and deleted.status_code == 503
+    with api.app.app_context():
+        from app.extensions import db
+
+        assert db.session.get(OaiTombstone, uuid.UUID(record["id"])) is None
+    found = api.client.get("/api/public/files", query_string={"q": "eindeutig"}).get_json()
+    assert [r["id"] for r in found["data"]] == [record["id"]]
+    assert (
+        api.client.get("/api/public/files", query_string={"q": "anders"}).get_json()["data"] == []
+    )
+    assert not harvest_ids(api, deleted=True)
+
+
+def harvest_ids(api: Api, *, deleted: bool) -> list[str]:
+    root = oai(api, verb="ListIdentifiers", metadataPrefix="oai_dc")
+    return [
+        header.findtext("oai:identifier", namespaces=NS)
+        for header in root.iterfind(".//oai:header", NS)
+        if (header.get("status") == "deleted") == deleted
+    ]
