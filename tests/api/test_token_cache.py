@@ -19,7 +19,7 @@ import app.auth.services as auth_services
 import app.cache as token_cache
 from app.cache import TOKENS
 from app.extensions import db
-from app.models import ApiToken, utcnow
+from app.models import ApiToken, User, utcnow
 from tests.support.api import Account
 from tests.support.replicas import Replicas, wait_for
 
@@ -145,6 +145,64 @@ def test_changes_to_an_account_count_on_the_next_request_without_the_notificatio
     assert status(replicas.b, bob) == 401
     assert cli.invoke(args=["users", "activate", bob.email]).exit_code == 0
     assert status(replicas.b, bob) == 200
+
+
+def orm_change(change: str, alice: Account, bob: Account) -> None:
+    """One change to alice's token or account through the ORM (what the CLI and services do)."""
+    token = db.session.get(ApiToken, alice.token_id)
+    if change == "delete the token":
+        db.session.delete(token)
+    elif change == "delete the account":
+        db.session.delete(db.session.get(User, alice.id))
+    elif change == "expire the token":
+        token.expires_at = utcnow() - timedelta(seconds=1)
+    elif change == "give the token to bob":
+        token.user_id = bob.id
+    elif change == "demote":
+        db.session.get(User, alice.id).is_admin = False
+    db.session.commit()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "delete the token",
+        "delete the account",
+        "expire the token",
+        "give the token to bob",
+        "demote",
+    ],
+)
+def test_orm_changes_count_on_the_next_request_without_the_notification(
+    replicas: Replicas, change: str
+):
+    alice = replicas.api.account("alice@example.org", admin=True)
+    bob = replicas.api.account("bob@example.org")
+    if change == "give the token to bob":
+        replicas.api.create(alice)  # seen by alice as an administrator, not by bob
+    bobs = replicas.api.create(bob)["id"]
+    path = f"/api/files/{bobs}"
+    assert status(replicas.b, alice, path) == 200  # an administrator's, cached
+    hold_back_notifications(replicas)
+    with replicas.b.app_context():
+        orm_change(change, alice, bob)
+    expected = {"give the token to bob": 200, "demote": 404}.get(change, 401)
+    assert status(replicas.b, alice, path) == expected
+    if change == "give the token to bob":  # now bob's token: his records only
+        listed = replicas.b.test_client().get("/api/files", headers=alice.auth).get_json()
+        assert [r["id"] for r in listed["data"]] == [bobs]
+
+
+def test_changes_to_unchecked_columns_keep_the_cached_token(replicas: Replicas):
+    alice = replicas.api.account("alice@example.org")
+    assert status(replicas.b, alice) == 200
+    with replicas.b.app_context():
+        db.session.get(ApiToken, alice.token_id).name = "renamed"
+        db.session.get(User, alice.id).name = "Alice"
+        db.session.commit()
+    queries = token_queries(replicas.b)
+    assert status(replicas.b, alice) == 200
+    assert queries == []
 
 
 def revoke_in_a(replicas: Replicas, alice: Account) -> None:

@@ -6,7 +6,8 @@ them. A mutant no test notices has survived: either a test is missing, or the ch
 matter. The second kind is listed with its reason in docs/mutation.md; this script prints the
 score and every survivor, saying which of them are accepted there and which are new.
 
-Run from the project root: `python -m tests.support.mutation` (what `make mutate` does).
+Run from the project root: `python -m tests.support.mutation` (what `make mutate` does), or
+with mutant name patterns to run part of SCOPE (`... app.pagination.*`).
 """
 
 from __future__ import annotations
@@ -78,18 +79,23 @@ def accepted_survivors() -> dict[str, str]:
     return dict(rows)
 
 
-def results() -> dict[str, str]:
-    """Mutant name -> status, for the mutants in SCOPE."""
+def results(scope: list[str]) -> dict[str, str]:
+    """Mutant name -> status, for the mutants in `scope`."""
     listed = mutmut("results", "--all", "true", capture=True).stdout
     statuses = dict(re.findall(r"^\s+(\S+): (.+)$", listed, re.MULTILINE))
     return {
         name: status
         for name, status in statuses.items()
-        if any(fnmatch.fnmatch(name, pattern) for pattern in SCOPE)
+        if any(fnmatch.fnmatch(name, pattern) for pattern in scope)
     }
 
 
-def main() -> int:
+def main(patterns: list[str]) -> int:
+    scope = [p for p in SCOPE if any(fnmatch.fnmatch(p, q) or p.startswith(q) for q in patterns)]
+    scope = scope if patterns else SCOPE
+    if not scope:
+        print(f"no function of SCOPE matches {patterns}", file=sys.stderr)
+        return 2
     shutil.rmtree("mutants", ignore_errors=True)  # stale copies would be tested otherwise
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as folder:
@@ -99,11 +105,11 @@ def main() -> int:
         template = Path(folder) / "template.sqlite3"
         migrate_database(f"sqlite:///{template}", Path(folder))
         os.environ["TEST_SQLITE_TEMPLATE"] = str(template)
-        run = mutmut("run", "--max-children", str(os.cpu_count() or 2), *SCOPE)
+        run = mutmut("run", "--max-children", str(os.cpu_count() or 2), *scope)
     minutes = (time.monotonic() - start) / 60
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_minutes = (cpu.ru_utime + cpu.ru_stime) / 60
-    statuses = results()
+    statuses = results(scope)
     if run.returncode != 0 or not statuses:
         print(f"mutmut run failed (exit {run.returncode})", file=sys.stderr)
         return 1
@@ -134,4 +140,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
