@@ -29,6 +29,8 @@ EVENT_LOOP_WAKE = "file_repository.wake_event_loop"
 BUFFER_BYTES = 256 * 1024
 #: Storage reads for pumped bodies are this large at most, so that read-ahead stays bounded.
 READ_BYTES = 256 * 1024
+#: Bodies up to this size are written by the request thread without waiting for the client.
+SMALL_BODY_BYTES = 1024 * 1024
 
 
 class BodyFailed(OSError):
@@ -196,9 +198,12 @@ class PumpedBody(io.RawIOBase):
 
 def event_loop_body(environ: dict[str, Any], reader: Any, length: int) -> Any:
     """The body to hand to the WSGI server for `reader` (an iterable of chunks with `close`):
-    pumped into the event loop under `flask serve`, the reader itself elsewhere."""
+    pumped into the event loop under `flask serve`, the reader itself elsewhere and for
+    small bodies, which waitress takes into its output buffer at once (its high watermark
+    is larger), so that they never hold a request thread either and skip the pump's
+    thread start."""
     wake = environ.get(EVENT_LOOP_WAKE)
     file_wrapper = environ.get("wsgi.file_wrapper")
-    if wake is None or file_wrapper is None:
+    if wake is None or file_wrapper is None or length <= SMALL_BODY_BYTES:
         return reader
     return file_wrapper(PumpedBody(reader, length, wake))
