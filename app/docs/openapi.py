@@ -1179,7 +1179,6 @@ def _add_health_paths(spec: APISpec) -> None:
     )
 
 
-@lru_cache(maxsize=8)
 def _add_transfer_paths(spec: APISpec, limits: Limits) -> None:
     """Folder archives and resumable uploads, declared beside their endpoints."""
     from app.archives.api_doc import add_archive_paths
@@ -1189,6 +1188,7 @@ def _add_transfer_paths(spec: APISpec, limits: Limits) -> None:
     add_upload_paths(spec, limits.max_file_size)
 
 
+@lru_cache(maxsize=8)
 def _build(limits: Limits) -> dict[str, Any]:
     from app.tus.api_doc import TAG as uploads_tag
 
