@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from app import create_app
+from app import create_app, downloads
 from app.downloads import content_disposition
 from app.extensions import db
 from tests.support import samples
@@ -148,8 +148,38 @@ def test_unreleased_file_is_403_for_its_owner_and_fine_for_admin(
     record = api.create(alice, freigabe="false")
     blocked = download(api, record["id"], alice)
     assert blocked.status_code == 403
-    assert "message" in blocked.get_json()
+    assert blocked.get_json() == {"message": "This file is not released for download."}
     assert download(api, record["id"], admin).status_code == 200
+
+
+@pytest.mark.parametrize("races", [1, downloads.MAX_REREADS])
+def test_a_download_that_loses_races_with_replaces_gets_the_newest_content(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch, races: int
+):
+    """The record is read, then replaced (its old object removed) before the object is
+    opened, `races` times in a row: the download follows it to the newest content."""
+    record = api.create(alice, "v0.txt", b"version 0\n")
+    storage_class = type(api.app.extensions["storage"])
+    real_open = storage_class.open
+    replaced: list[int] = []
+
+    def open_after_a_replace(self, key, *args, **kwargs):
+        if len(replaced) < races:
+            replaced.append(len(replaced) + 1)
+            content = f"version {len(replaced)}\n".encode()
+            answer = api.replace(alice, record["id"], f"v{len(replaced)}.txt", content)
+            assert answer.status_code == 200
+        return real_open(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(storage_class, "open", open_after_a_replace)
+    response = download(api, record["id"], alice)
+    assert response.status_code == 200
+    assert response.data == f"version {races}\n".encode()
+    assert response.headers["Content-Disposition"].startswith(
+        f'attachment; filename="v{races}.txt"'
+    )
+    assert response.headers["Cache-Control"] == "private, no-store"
+    assert response.headers["ETag"] == f'"{hashlib.sha256(response.data).hexdigest()}"'
 
 
 def test_embargo_blocks_until_the_day_itself(api: Api, alice: Account, admin: Account):

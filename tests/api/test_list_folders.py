@@ -195,3 +195,17 @@ def test_a_prefix_counts_only_the_records_it_lists(api: Api, alice: Account, adm
         assert read(path="reports")["total"] == len(expected) + len(beside), name
         walked = read(path="reports/", cursor="")
         assert {r["id"] for r in walked["data"]} == set(expected), name
+
+
+def test_a_prefix_with_like_wildcards_counts_them_literally(
+    api: Api, alice: Account, admin: Account
+):
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    [literal] = insert(api, alice, [(start, "pct_%/a", True)])
+    insert(api, alice, [(start, "pctXY/a", True), (start, "pct_XY/a", True)])
+    for body in (
+        api.client.get("/api/public/files", query_string={"path": "pct_%"}).get_json(),
+        listing(api, admin, path="pct_%"),
+    ):
+        assert [r["id"] for r in body["data"]] == [literal]
+        assert body["total"] == 1
