@@ -152,6 +152,9 @@ def test_path_filter_is_a_literal_prefix(api: Api, alice: Account):
     assert {r["id"] for r in listing(api, alice, path="reports/2025/")["data"]} == set(a)
     assert {r["id"] for r in listing(api, alice, path="reports/2025")["data"]} == set(a + b)
     assert {r["id"] for r in listing(api, alice, path="pct_%")["data"]} == set(c)
+    assert {r["id"] for r in listing(api, alice, path="pct_")["data"]} == set(c)
+    assert listing(api, alice, path="pct%")["data"] == []
+    assert listing(api, alice, path="pct\\X")["data"] == []  # a backslash is literal too
 
 
 def test_exact_filters_and_their_combination(api: Api, alice: Account):
@@ -241,6 +244,13 @@ def test_keyset_pagination_walks_every_record_once_in_order(api: Api, alice: Acc
     pages = follow_cursors(api, alice)
     assert [len(p) for p in pages] == [100, 100, 5]
     assert [i for page in pages for i in page] == list(reversed(ids))
+
+
+def test_keyset_pages_end_where_the_records_end(api: Api, alice: Account):
+    ids = list(reversed(seed(api, alice, 200, datetime(2026, 1, 1, tzinfo=UTC))))
+    pages = follow_cursors(api, alice)
+    assert pages == [ids[:100], ids[100:]]  # no empty third page
+    assert listing(api, alice, page=2)["next_cursor"] is None
 
 
 def test_keyset_pagination_with_equal_timestamps_and_filters(api: Api, alice: Account):
