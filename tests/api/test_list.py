@@ -103,6 +103,10 @@ def test_pages_of_one_hundred_newest_first(api: Api, alice: Account):
     assert page1["prev_page_url"] is None
     assert page1["next_page_url"] == "http://localhost/api/files?page=2"
 
+    page2 = listing(api, alice, page=2)
+    assert page2["prev_page_url"] == "http://localhost/api/files?page=1"
+    assert page2["next_page_url"] == "http://localhost/api/files?page=3"
+
     page3 = listing(api, alice, page=3)
     assert [r["id"] for r in page3["data"]] == newest_first[200:]
     assert (page3["from"], page3["to"], page3["next_page_url"]) == (201, 205, None)
