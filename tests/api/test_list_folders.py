@@ -209,3 +209,45 @@ def test_a_prefix_with_like_wildcards_counts_them_literally(
     ):
         assert [r["id"] for r in body["data"]] == [literal]
         assert body["total"] == 1
+
+
+def counting_statements(api: Api) -> list[str]:
+    """Collects the statements that count file_records rows one by one."""
+    seen: list[str] = []
+    with api.app.app_context():
+        engine = db.engine
+
+    @sa.event.listens_for(engine, "before_cursor_execute")
+    def record(_conn, _cursor, statement, *_args) -> None:
+        if "count(" in statement.lower() and "FROM file_records" in statement:
+            seen.append(statement)
+
+    return seen
+
+
+def test_totals_are_read_from_the_counts_not_counted(api: Api, alice: Account, admin: Account):
+    """What `services.paginate` promises: where the folder or owner counts describe a list,
+    its total is read from them (a few rows), not counted over every matching record."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    insert(api, alice, [(start, "reports/a", True), (start, "reports/a", False)])
+    insert(api, alice, [(start, "other", True)])
+    counted = counting_statements(api)
+
+    def public(**params):
+        return api.client.get("/api/public/files", query_string=params).get_json()
+
+    read_from_counts = [
+        (lambda: listing(api, admin), 3),
+        (lambda: listing(api, admin, path="reports/"), 2),
+        (lambda: listing(api, admin, path="reports/", freigabe="1"), 1),
+        (lambda: listing(api, admin, freigabe="0"), 1),
+        (lambda: public(), 2),
+        (lambda: public(path="reports/"), 1),
+        (lambda: listing(api, alice), 3),
+    ]
+    for n, (read, total) in enumerate(read_from_counts):
+        assert read()["total"] == total, n
+        assert counted == [], n
+    # Other filters, and own lists with filters, are counted (and seen counted here).
+    assert listing(api, admin, aktiv_id="X")["total"] == 0 and len(counted) == 1
+    assert listing(api, alice, path="reports/")["total"] == 2 and len(counted) == 2
