@@ -10,6 +10,7 @@ import pytest
 from app.extensions import db
 from app.models import FileRecord
 from tests.support.api import RECORD_FIELDS, Account, Api
+from tests.support.openapi_client import OpenAPIValidatingClient
 
 
 def insert_rows(api: Api, owner: Account, rows: list[dict[str, Any]]) -> list[str]:
@@ -114,6 +115,19 @@ def test_pages_of_one_hundred_newest_first(api: Api, alice: Account):
 
     beyond = listing(api, alice, page=4)
     assert beyond["data"] == [] and beyond["from"] is None and beyond["total"] == 205
+
+
+def test_pages_follow_the_configured_page_size(make_sqlite_app):
+    """Every other test lists 100 a page, the default: here the setting must be what counts."""
+    app = make_sqlite_app(PAGE_SIZE=3)
+    app.test_client_class = OpenAPIValidatingClient  # pages must add up (check_page_envelope)
+    small = Api(app, app.test_client())
+    owner = small.account("owner@example.org")
+    ids = list(reversed(seed(small, owner, 7, datetime(2026, 1, 1, tzinfo=UTC))))
+    pages = [listing(small, owner, page=n) for n in (1, 2, 3)]
+    assert [[r["id"] for r in p["data"]] for p in pages] == [ids[:3], ids[3:6], ids[6:]]
+    assert {(p["per_page"], p["total"], p["last_page"]) for p in pages} == {(3, 7, 3)}
+    assert [r["id"] for r in listing(small, owner, cursor="")["data"]] == ids[:3]
 
 
 def test_equal_timestamps_are_ordered_by_id_descending(api: Api, alice: Account):
