@@ -111,14 +111,18 @@ _TOKEN_CHECK = (
 )
 
 
-# ASCII digits only: str.isdigit() also takes "²", which int() refuses.
-_TOKEN_ID = re.compile(r"[0-9]{1,18}")
+# ASCII digits only: str.isdigit() also takes "²", which int() refuses. Ids are 32-bit
+# integers (api_tokens.id); a larger one names no token and must not reach the query.
+_TOKEN_ID = re.compile(r"[0-9]{1,10}")
+_MAX_TOKEN_ID = 2**31 - 1
 
 
 def resolve_token(plain: str) -> Caller | None:
     """The caller of a live token for a bearer value, or None; never says which part was wrong."""
     token_id_text, sep, secret = plain.partition("|")
     if not sep or not secret or not _TOKEN_ID.fullmatch(token_id_text):
+        return None
+    if int(token_id_text) > _MAX_TOKEN_ID:
         return None
     token_id, digest, now = int(token_id_text), _digest(secret), utcnow()
     cache = cache_for(TOKENS)

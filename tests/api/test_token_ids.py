@@ -19,17 +19,7 @@ INT32_MAX = 2**31 - 1
         "9" * 40,
     ],
 )
-def test_a_token_id_beyond_any_token_is_401(
-    api: Api, alice: Account, token_id: str, request: pytest.FixtureRequest
-):
-    if "postgres" in request.node.name and INT32_MAX < int(token_id) < 10**18:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="known bug, left to issue 11: api_tokens.id is a 32-bit integer on "
-                "PostgreSQL and longer ids reach the query (500 instead of 401)",
-            )
-        )
+def test_a_token_id_beyond_any_token_is_401(api: Api, alice: Account, token_id: str):
     secret = alice.token.partition("|")[2]
     headers = {"Authorization": f"Bearer {token_id}|{secret}"}
     response = api.client.get("/api/files", headers=headers)
