@@ -299,6 +299,29 @@ def test_a_cached_token_still_expires(replicas: Replicas, monkeypatch: pytest.Mo
     assert len(queries) == 1  # the expiry was read from the cache
 
 
+def test_a_token_ends_at_the_instant_it_expires(
+    replicas: Replicas, monkeypatch: pytest.MonkeyPatch
+):
+    app = replicas.app(TOKEN_TTL_MINUTES=5)
+    alice = replicas.api.account("alice@example.org")
+    token = (
+        app.test_client()
+        .post(
+            "/api/tokens",
+            json={"email": alice.email, "password": alice.password, "token_name": "short"},
+        )
+        .get_json()["token"]
+    )
+    short = Account(alice.id, alice.email, alice.password, token)
+    with app.app_context():
+        expires_at = db.session.get(ApiToken, short.token_id).expires_at
+        db.session.remove()
+    monkeypatch.setattr(auth_services, "utcnow", lambda: expires_at - timedelta(microseconds=1))
+    assert status(app, short) == 200  # read, then cached
+    monkeypatch.setattr(auth_services, "utcnow", lambda: expires_at)
+    assert status(app, short) == 401
+
+
 def test_without_a_listening_connection_the_cache_is_not_used(replicas: Replicas):
     alice = replicas.api.account("alice@example.org")
     assert status(replicas.b, alice) == 200
