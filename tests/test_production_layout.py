@@ -14,17 +14,15 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.api import encode_multipart
-from tests.support.server import clean_env, free_port
+from tests.support.server import clean_env, free_port, wait_for_port
 from tests.test_deployment_files import DOCKERFILE, ROOT, stages
 
 VENV_IN_IMAGE = "/opt/file-repository"
@@ -146,18 +144,6 @@ def image_env(root: Path, port: int) -> dict[str, str]:
     return env
 
 
-def wait_for(port: int, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"the image's CMD did not serve: {log.read_text()}") from None
-            time.sleep(0.1)
-
-
 def test_the_wheel_serves_with_the_image_cmd_and_writes_only_its_volumes(layout: Path):
     runtime = stages(DOCKERFILE)["runtime"]
     workdir = layout / instruction(runtime, "WORKDIR").split()[1].lstrip("/")
@@ -189,7 +175,7 @@ def test_the_wheel_serves_with_the_image_cmd_and_writes_only_its_volumes(layout:
             cmd, cwd=workdir, env=env, stdout=output, stderr=subprocess.STDOUT
         )
     try:
-        wait_for(port, process, log)
+        wait_for_port(port, process, log, "the image's CMD", timeout=60)
         health = instruction(runtime, "HEALTHCHECK")
         probe = json.loads(health[health.index(" CMD ") + len(" CMD ") :])
         probe = [part.replace(":8000/", f":{port}/") for part in probe]

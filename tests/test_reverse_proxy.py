@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ import pytest
 import urllib3
 
 from tests.support.api import encode_multipart
-from tests.support.server import clean_env, flask, free_port, running_server
+from tests.support.server import clean_env, flask, free_port, running_server, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "nginx.conf"
@@ -42,18 +41,6 @@ def find_nginx() -> str:
             pytest.fail(f"REQUIRE_NGINX=1 but {reason}", pytrace=False)
         pytest.skip(reason)
     return found
-
-
-def wait_for_port(port: int, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"nginx did not start: {log.read_text()}") from None
-            time.sleep(0.05)
 
 
 def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
@@ -173,7 +160,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> It
             [*command, "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
         )
         try:
-            wait_for_port(https_port, process, folder / "error.log")
+            wait_for_port(https_port, process, folder / "error.log", "nginx", timeout=20)
             yield Stack(https_port, http_port, app_log, cert, env)
         finally:
             process.send_signal(signal.SIGQUIT)

@@ -40,6 +40,22 @@ def flask(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
+def wait_for_port(
+    port: int, process: subprocess.Popen, log_path: Path, what: str, timeout: float = 30
+) -> None:
+    """Until `process` accepts connections on `port`; fails with its log if it ends or the
+    time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"{what} did not start: {log_path.read_text()}") from None
+            time.sleep(0.05)
+
+
 @contextmanager
 def running_server(env: dict[str, str], log_path: Path) -> Iterator[int]:
     """`flask serve` on a free loopback port until the block ends; its output goes to a file."""
@@ -62,17 +78,7 @@ def serving_process(
             stderr=subprocess.STDOUT,
         )
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        raise AssertionError(
-                            f"server did not start: {log_path.read_text()}"
-                        ) from None
-                    time.sleep(0.1)
+            wait_for_port(port, process, log_path, "server", timeout=30)
             yield port, process
         finally:
             process.terminate()
