@@ -179,13 +179,20 @@ def _register_error_handlers(app: Flask) -> None:
 
 
 def _register_cli(app: Flask) -> None:
-    from app.auth.cli import create_user_command, provision_admin_command
+    from app.auth.cli import (
+        create_user_command,
+        provision_admin_command,
+        tokens_group,
+        users_group,
+    )
     from app.cli import serve_command
     from app.ops import register_cli
     from app.search.cli import search_cli
 
     app.cli.add_command(create_user_command)
     app.cli.add_command(provision_admin_command)
+    app.cli.add_command(users_group)
+    app.cli.add_command(tokens_group)
     app.cli.add_command(serve_command)
     app.cli.add_command(search_cli)
     register_cli(app)

@@ -1,4 +1,5 @@
-"""Operator commands beyond accounts: storage checks, user and token maintenance, bulk import."""
+"""Operator commands beyond accounts (those are in app/auth/cli.py): storage checks and repair,
+bulk import."""
 
 from flask import Flask
 
@@ -8,11 +9,8 @@ def register_cli(app: Flask) -> None:
     from app.ops.importer import import_command
     from app.ops.reconcile import reconcile_command, verify_command
     from app.ops.storage_check import storage_group
-    from app.ops.users import tokens_group, users_group
 
     storage_group.add_command(reconcile_command)
     storage_group.add_command(verify_command)
     app.cli.add_command(storage_group)
-    app.cli.add_command(users_group)
-    app.cli.add_command(tokens_group)
     app.cli.add_command(import_command)
