@@ -7,7 +7,23 @@ bytes from memory in chunks of C (what waitress alone can send). The server is b
 app's own ``app.server.make_server``, so it has exactly the waitress settings of ``flask serve``;
 ``--adj name=value`` adds a waitress setting, for experiments (e.g. ``recv_bytes=1048576``).
 
+With ``--s3`` it is also the bare forwarder, the ceiling the service's S3 transfers are
+measured against (issue 12): the S3 backend is built from the app's own settings in the
+environment (``STORAGE_BACKEND=s3``, ``S3_BUCKET``, ``S3_ENDPOINT_URL``... through
+``app.storage.create_storage``, so the same boto3 client configuration), and
+
+- ``GET /s3?key=K`` is ``get_object`` of K (with the request's ``Range`` header passed on:
+  206 with ``Content-Range``) whose body is passed on as it arrives (``read1`` of up to
+  ``--read-bytes``, the service's storage read size), a plain WSGI iterable;
+- ``POST /s3?key=K`` hands the request body, read in 1 MiB steps as the app's multipart
+  reader reads it, to the app's S3 writer (``storage.writer(K)``, ``write``, ``commit``: the
+  same multipart upload, part sizes and parts in flight) and answers ``{"size": n}``; the
+  body is stored as it comes (a multipart form stays one object with its framing): no
+  parsing, no hashing, no type check, no database.
+
     python -m bench.bare --port 8001 --dir /tmp/bare
+    STORAGE_BACKEND=s3 S3_BUCKET=b S3_ENDPOINT_URL=http://... python -m bench.bare --port 8001 \
+        --dir /tmp/bare --s3
 """
 
 from __future__ import annotations
@@ -26,6 +42,7 @@ from app.config import MAX_REQUEST_SIZE, MiB, settings_from_env
 from app.server import make_server
 
 READ_SIZE = MiB  # what the app's multipart reader asks waitress for
+FORWARD_READ_BYTES = 256 * 1024  # what the service asks S3 for per read (app/streaming.py)
 
 
 class BareApp:
@@ -35,9 +52,17 @@ class BareApp:
         "MAX_CONTENT_LENGTH": MAX_REQUEST_SIZE,
     }
 
-    def __init__(self, target: Path, fsync: bool = True) -> None:
+    def __init__(
+        self,
+        target: Path,
+        fsync: bool = True,
+        storage: Any = None,
+        read_bytes: int = FORWARD_READ_BYTES,
+    ) -> None:
         self.target = target
         self.fsync = fsync
+        self.storage = storage  # an S3Storage for the forwarder's /s3, else None
+        self.read_bytes = read_bytes
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -51,6 +76,13 @@ class BareApp:
         if path == "/upload" and method in ("POST", "PUT"):
             size = self._store(environ["wsgi.input"])
             return self._answer(start_response, "201 Created", {"size": size})
+        if path == "/s3" and self.storage is not None:
+            key = dict(parse_qsl(environ.get("QUERY_STRING", ""))).get("key", "")
+            if method == "GET":
+                return self._forward_download(environ, start_response, key)
+            if method in ("POST", "PUT"):
+                size = self._forward_upload(environ["wsgi.input"], key)
+                return self._answer(start_response, "201 Created", {"size": size, "key": key})
         return self._answer(start_response, "404 Not Found", {"message": "Not found."})
 
     def _store(self, stream: Any) -> int:
@@ -65,6 +97,55 @@ class BareApp:
                 os.fsync(file.fileno())
         os.replace(tmp_name, self.target / uuid.uuid4().hex)
         return size
+
+    def _forward_download(
+        self, environ: dict[str, Any], start_response: Callable[..., Any], key: str
+    ) -> Iterable[bytes]:
+        """``get_object`` and its body passed on with ``read1``: no Flask, no database."""
+        kwargs = {"Bucket": self.storage.bucket, "Key": key}
+        range_header = environ.get("HTTP_RANGE")
+        if range_header:
+            kwargs["Range"] = range_header
+        response = self.storage.client.get_object(**kwargs)
+        length = int(response["ContentLength"])
+        headers = [
+            ("Content-Type", "application/octet-stream"),
+            ("Content-Length", str(length)),
+            ("Accept-Ranges", "bytes"),
+        ]
+        status = "200 OK"
+        if response.get("ContentRange"):
+            status = "206 Partial Content"
+            headers.append(("Content-Range", response["ContentRange"]))
+        start_response(status, headers)
+        raw = response["Body"]._raw_stream  # urllib3's response, which has read1
+        read_bytes = self.read_bytes
+
+        def chunks() -> Iterable[bytes]:
+            left = length
+            try:
+                while left:
+                    chunk = raw.read1(min(read_bytes, left))
+                    if not chunk:
+                        raise OSError(f"S3 body ended {left} bytes early")
+                    left -= len(chunk)
+                    yield chunk
+            finally:
+                raw.close()
+
+        return chunks()
+
+    def _forward_upload(self, stream: Any, key: str) -> int:
+        """The request body, as waitress hands it over, to the app's own S3 writer."""
+        writer = self.storage.writer(key)
+        try:
+            while chunk := stream.read(READ_SIZE):
+                writer.write(chunk)
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+        return writer.size
 
     @staticmethod
     def _blob(start_response: Callable[..., Any], size: int, chunk: int) -> Iterable[bytes]:
@@ -99,6 +180,17 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, required=True, help="where uploads are written")
     parser.add_argument("--no-fsync", action="store_true", help="skip the fsync before rename")
     parser.add_argument(
+        "--s3",
+        action="store_true",
+        help="serve /s3 (the forwarder) with the S3 backend of the app's settings in the env",
+    )
+    parser.add_argument(
+        "--read-bytes",
+        type=int,
+        default=FORWARD_READ_BYTES,
+        help=f"largest read1 of a forwarded S3 body [{FORWARD_READ_BYTES}]",
+    )
+    parser.add_argument(
         "--adj", action="append", default=[], help="extra waitress setting name=value"
     )
     args = parser.parse_args()
@@ -107,7 +199,12 @@ def main() -> None:
         name, _, value = item.partition("=")
         options[name] = int(value) if value.isdigit() else value
     args.dir.mkdir(parents=True, exist_ok=True)
-    app = BareApp(args.dir, fsync=not args.no_fsync)
+    storage = None
+    if args.s3:
+        from app.storage import create_storage
+
+        storage = create_storage(os.environ)
+    app = BareApp(args.dir, fsync=not args.no_fsync, storage=storage, read_bytes=args.read_bytes)
     server = make_server(
         app,  # type: ignore[arg-type]
         host=args.host,
@@ -123,6 +220,8 @@ def main() -> None:
         pass
     finally:
         server.close()
+        if storage is not None:
+            storage.close()
 
 
 if __name__ == "__main__":

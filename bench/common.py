@@ -284,6 +284,22 @@ def bare_server(name: str, workdir: Path, target_dir: Path) -> Server:
     return Server(name, command, env, workdir / f"{name}.log", port).start()
 
 
+def forwarder_server(
+    name: str, workdir: Path, storage: dict[str, str], read_bytes: int | None = None
+) -> Server:
+    """bench/bare.py with ``--s3``: the bare S3 forwarder (issue 12), its S3 backend built
+    from ``storage`` (the app's settings, e.g. ``s3_settings(...)``), same waitress settings."""
+    port = free_port()
+    target_dir = workdir / f"{name}-target"
+    target_dir.mkdir(parents=True, exist_ok=True)
+    command = [PYTHON, "-m", "bench.bare", "--port", str(port), "--dir", str(target_dir), "--s3"]
+    if read_bytes:
+        command += ["--read-bytes", str(read_bytes)]
+    env = clean_env(TMPDIR=str(workdir / f"{name}-tmp"), **storage)
+    Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+    return Server(name, command, env, workdir / f"{name}.log", port).start()
+
+
 def request(
     port: int,
     method: str,

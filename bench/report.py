@@ -111,6 +111,17 @@ def checks_section(documents: list[dict[str, Any]]) -> str:
                     _verdict(check["pass"]),
                 ]
             )
+        # Ratios shown beside the targets (e.g. service/direct S3 since issue 12): no verdict.
+        for info in document.get("data", {}).get("informational", []):
+            rows.append(
+                [
+                    document["name"],
+                    info["target"],
+                    f"{info['value']:.3f}{info['unit']}",
+                    "(information)",
+                    "–",
+                ]
+            )
     return _table(["benchmark", "target", "measured", "required", ""], rows)
 
 
@@ -122,10 +133,24 @@ def transfer_section(document: dict[str, Any]) -> str:
         "",
         f"Files: 1 x {params['big_mib']} MiB and {params['small_count']} x "
         f"{params['small_mib']} MiB (MP4 around random bytes), {params['reps']} repetitions "
-        f"after {params.get('warmup', 0)} warm-up run(s), variants alternating; medians.",
+        f"after {params.get('warmup', 0)} warm-up run(s), variants alternating; medians. "
+        "S3 transfers are measured against the bare forwarder of `bench/bare.py --s3` (the "
+        "target, issue 12) and direct S3 (boto3 `upload_file`, curl on a presigned URL) in the "
+        "same run; the ratios to direct S3 are for information.",
         "",
         _table(
-            ["scenario", "baseline", "baseline MiB/s", "service MiB/s", "ratio", "target", ""],
+            [
+                "scenario",
+                "baseline",
+                "baseline MiB/s",
+                "service MiB/s",
+                "ratio",
+                "target",
+                "",
+                "direct S3 MiB/s",
+                "service/direct",
+                "forwarder/direct",
+            ],
             [
                 [
                     s["label"],
@@ -135,6 +160,9 @@ def transfer_section(document: dict[str, Any]) -> str:
                     f"{s['ratio']:.3f}",
                     f">= {s['target']}",
                     _verdict(s["ratio"] >= s["target"]),
+                    s.get("reference_mib_s"),
+                    f"{s['ratio_to_reference']:.3f}" if "reference" in s else None,
+                    f"{s['baseline_to_reference']:.3f}" if "reference" in s else None,
                 ]
                 for s in data["summary"]
             ],
@@ -143,12 +171,13 @@ def transfer_section(document: dict[str, Any]) -> str:
         "Every run (MiB/s):",
         "",
         _table(
-            ["scenario", "baseline runs", "service runs"],
+            ["scenario", "baseline runs", "service runs", "direct S3 runs"],
             [
                 [
                     s["label"],
                     ", ".join(f"{v:.1f}" for v in s["baseline_runs_mib_s"]),
                     ", ".join(f"{v:.1f}" for v in s["service_runs_mib_s"]),
+                    ", ".join(f"{v:.1f}" for v in s.get("reference_runs_mib_s", [])) or None,
                 ]
                 for s in data["summary"]
             ],

@@ -1,13 +1,18 @@
-"""Transfers: uploads and downloads through the service against direct baselines.
+"""Transfers: uploads and downloads through the service against the bare forwarder and
+direct S3.
 
-Targets (issue items 2-4):
-- upload of one 200 MiB file to the S3 backend >= 0.85 of a direct boto3 ``upload_file``;
-  25 files of 8 MiB in one request >= 0.8 of 25 direct ``upload_file`` calls (one after the
-  other);
+Targets (issue items 2-4, measured against the ceiling of the architecture since issue 12):
+- S3 transfers >= 0.9 of the bare forwarder of bench/bare.py (``--s3``: a bare WSGI app under
+  the same waitress settings, no Flask, no database), measured in the same run: upload of one
+  200 MiB file (the request body handed to the app's S3 writer), download of 200 MiB
+  (authenticated and public: ``get_object`` passed on with ``read1``) and 64 Range requests of
+  1 MiB (``get_object`` with the Range). The ratios to direct S3 (boto3 ``upload_file``;
+  ``curl`` on a presigned URL of the same object straight from SeaweedFS) are shown beside
+  them, for information, as is the forwarder's own ratio to direct S3;
+- 25 files of 8 MiB in one request to S3 >= 0.8 of 25 direct ``upload_file`` calls (one after
+  the other);
 - upload to the local backend >= 0.8 of the same request copied to disk by a bare waitress
   endpoint (bench/bare.py, same waitress settings, fsync + rename like the app);
-- download of 200 MiB (authenticated and public) >= 0.85 of ``curl`` on a presigned URL of the
-  same object straight from SeaweedFS; 1 MiB Range slices >= 0.7 of the same slices direct;
 - the server's peak RSS while three clients upload 25 x 8 MiB, upload 200 MiB and download
   200 MiB at once stays within 64 MiB of its idle RSS (VmRSS/VmHWM from /proc); an upload's
   temporary disk use is at most one copy of the request.
@@ -36,6 +41,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from bench.common import (
     MiB,
@@ -48,6 +54,7 @@ from bench.common import (
     app_server,
     bare_server,
     curl,
+    forwarder_server,
     log,
     login,
     make_user,
@@ -66,6 +73,11 @@ from bench.common import (
 
 EMAIL, PASSWORD = "bench-user@example.org", "bench password 1234"
 PARTS = ("s3-uploads", "downloads", "memory", "local-uploads")
+#: The target of the S3 transfers: service / bare forwarder (issue 12).
+FORWARDER_TARGET = 0.9
+DIRECT_UPLOAD = "boto3 upload_file"
+DIRECT_DOWNLOAD = "curl presigned S3"
+FORWARDER = "bare forwarder"
 
 
 # --- test files -------------------------------------------------------------------------
@@ -174,7 +186,11 @@ def summarize(
     baseline: str,
     service: str,
     target: float,
+    reference: str | None = None,
 ) -> None:
+    """Medians, the target ratio service/``baseline`` and, with ``reference`` (direct S3
+    beside the forwarder), the informational ratios service/reference and
+    baseline/reference."""
     for variant in runs.values():
         for run in variant:
             run["mib_s"] = mib_per_s(nbytes, run["seconds"])
@@ -182,21 +198,31 @@ def summarize(
     serv = median(r["mib_s"] for r in runs[service])
     ratio = serv / base
     report.data.setdefault("runs", {})[key] = runs
-    report.data.setdefault("summary", []).append(
-        {
-            "key": key,
-            "label": label,
-            "bytes": nbytes,
-            "baseline": baseline,
-            "service": service,
-            "baseline_mib_s": base,
-            "service_mib_s": serv,
-            "ratio": ratio,
-            "target": target,
-            "baseline_runs_mib_s": [r["mib_s"] for r in runs[baseline]],
-            "service_runs_mib_s": [r["mib_s"] for r in runs[service]],
-        }
-    )
+    entry = {
+        "key": key,
+        "label": label,
+        "bytes": nbytes,
+        "baseline": baseline,
+        "service": service,
+        "baseline_mib_s": base,
+        "service_mib_s": serv,
+        "ratio": ratio,
+        "target": target,
+        "baseline_runs_mib_s": [r["mib_s"] for r in runs[baseline]],
+        "service_runs_mib_s": [r["mib_s"] for r in runs[service]],
+    }
+    if reference is not None:
+        ref = median(r["mib_s"] for r in runs[reference])
+        entry.update(
+            {
+                "reference": reference,
+                "reference_mib_s": ref,
+                "reference_runs_mib_s": [r["mib_s"] for r in runs[reference]],
+                "ratio_to_reference": serv / ref,
+                "baseline_to_reference": base / ref,
+            }
+        )
+    report.data.setdefault("summary", []).append(entry)
     print_table(
         ["variant", *[f"rep{i + 1} MiB/s" for i in range(len(runs[baseline]))], "median MiB/s"],
         [
@@ -204,14 +230,49 @@ def summarize(
             for name, variant in runs.items()
         ],
     )
-    report.check(f"{label}: service/baseline throughput", ratio, target, True)
+    what = "service/forwarder" if baseline == FORWARDER else "service/baseline"
+    report.check(f"{label}: {what} throughput", ratio, target, True)
+    if reference is not None:
+        for name, value in (
+            ("service/direct S3", entry["ratio_to_reference"]),
+            ("forwarder/direct S3", entry["baseline_to_reference"]),
+        ):
+            print(f"info  {label}: {name} throughput: {value:.3f}", flush=True)
+            report.data.setdefault("informational", []).append(
+                {"target": f"{label}: {name} throughput", "value": value, "unit": ""}
+            )
 
 
 def s3_uploads(
-    report: Report, args: argparse.Namespace, service: Service, s3: Any, bucket: str, files: dict
+    report: Report,
+    args: argparse.Namespace,
+    service: Service,
+    forwarder: Server,
+    s3: Any,
+    bucket: str,
+    files: dict,
 ) -> None:
     client = s3_client(s3)
     categories = {"spool": Path(service.server.env["TMPDIR"])}
+
+    def forwarded(paths: list[Path]) -> dict[str, Any]:
+        """The same request (curl, the same multipart form) to the bare forwarder."""
+        key = f"bench/forwarder/{uuid.uuid4()}"
+        out = forwarder.log_path.with_suffix(".answer.json")
+        [record] = curl(
+            [
+                *file_args(paths),
+                "-F",
+                "path=bench/transfer",
+                "-o",
+                str(out),
+                f"{forwarder.base_url}/s3?key={quote(key)}",
+            ]
+        )
+        if record["http_code"] != 201:
+            raise RuntimeError(f"forwarder upload answered {record['http_code']}")
+        client.delete_object(Bucket=bucket, Key=key)
+        return {"seconds": record["time_total"], "bytes_sent": record["size_upload"]}
 
     def direct(paths: list[Path]) -> dict[str, Any]:
         keys = [f"bench/direct/{uuid.uuid4()}" for _ in paths]
@@ -223,32 +284,43 @@ def s3_uploads(
             client.delete_object(Bucket=bucket, Key=key)
         return {"seconds": seconds}
 
-    for key, label, paths, target in (
-        ("upload_s3_single", f"upload 1 x {args.big_mib} MiB to S3", [files["big"]], 0.85),
+    # The single upload is measured against the forwarder (target) and direct S3 (for
+    # information); 25 files in one request against 25 direct uploads, as before.
+    for key, label, paths, with_forwarder in (
+        ("upload_s3_single", f"upload 1 x {args.big_mib} MiB to S3", [files["big"]], True),
         (
             "upload_s3_many",
             f"upload {args.small_count} x {args.small_mib} MiB to S3",
             files["small"],
-            0.8,
+            False,
         ),
     ):
         log(label)
         nbytes = sum(p.stat().st_size for p in paths)
-        runs = alternate(
-            args.reps,
-            [
-                ("boto3 upload_file", lambda rep, p=paths: direct(p)),
-                (
-                    "service POST /api/files",
-                    lambda rep, p=paths: timed_upload(service, p, categories),
-                ),
-            ],
-            warmup=args.warmup,
+        variants = [(DIRECT_UPLOAD, lambda rep, p=paths: direct(p))]
+        if with_forwarder:
+            variants.append((FORWARDER, lambda rep, p=paths: forwarded(p)))
+        variants.append(
+            ("service POST /api/files", lambda rep, p=paths: timed_upload(service, p, categories))
         )
+        runs = alternate(args.reps, variants, warmup=args.warmup)
         explain_upload(runs["service POST /api/files"], nbytes)
-        summarize(
-            report, key, label, runs, nbytes, "boto3 upload_file", "service POST /api/files", target
-        )
+        if with_forwarder:
+            summarize(
+                report,
+                key,
+                label,
+                runs,
+                nbytes,
+                FORWARDER,
+                "service POST /api/files",
+                FORWARDER_TARGET,
+                reference=DIRECT_UPLOAD,
+            )
+        else:
+            summarize(
+                report, key, label, runs, nbytes, DIRECT_UPLOAD, "service POST /api/files", 0.8
+            )
         if key == "upload_s3_single":
             check_temp(report, "S3 upload", runs["service POST /api/files"])
     client.close()
@@ -300,7 +372,13 @@ def check_temp(report: Report, label: str, runs: list[dict]) -> None:
 
 
 def downloads(
-    report: Report, args: argparse.Namespace, service: Service, s3: Any, bucket: str, big: Path
+    report: Report,
+    args: argparse.Namespace,
+    service: Service,
+    forwarder: Server,
+    s3: Any,
+    bucket: str,
+    big: Path,
 ) -> str:
     """Returns the id of the uploaded record (reused by the memory scenario)."""
     upload = service.upload([big])
@@ -318,7 +396,8 @@ def downloads(
     client.close()
     size = big.stat().st_size
     urls = {
-        "curl presigned S3": (presigned, []),
+        DIRECT_DOWNLOAD: (presigned, []),
+        FORWARDER: (f"{forwarder.base_url}/s3?key={quote(key)}", []),
         "service download": (
             f"{service.server.base_url}/api/files/{record_id}/download",
             service.auth,
@@ -351,26 +430,25 @@ def downloads(
             f"  {name}: response spool peak "
             f"{max(r['temp_peak'].get('spool', 0) for r in runs[name]) / MiB:.1f} MiB"
         )
-    summarize(
-        report,
-        "download_s3",
-        f"download 1 x {args.big_mib} MiB (token)",
-        {k: runs[k] for k in ("curl presigned S3", "service download")},
-        size,
-        "curl presigned S3",
-        "service download",
-        0.85,
-    )
-    summarize(
-        report,
-        "download_s3_public",
-        f"public download 1 x {args.big_mib} MiB",
-        {k: runs[k] for k in ("curl presigned S3", "service public download")},
-        size,
-        "curl presigned S3",
-        "service public download",
-        0.85,
-    )
+    for key_, label, name in (
+        ("download_s3", f"download 1 x {args.big_mib} MiB (token)", "service download"),
+        (
+            "download_s3_public",
+            f"public download 1 x {args.big_mib} MiB",
+            "service public download",
+        ),
+    ):
+        summarize(
+            report,
+            key_,
+            label,
+            {k: runs[k] for k in (DIRECT_DOWNLOAD, FORWARDER, name)},
+            size,
+            FORWARDER,
+            name,
+            FORWARDER_TARGET,
+            reference=DIRECT_DOWNLOAD,
+        )
 
     rng = random.Random(42)
     offsets = [rng.randrange(0, size - MiB) for _ in range(args.slices)]
@@ -391,7 +469,7 @@ def downloads(
         times = [r["time_total"] for r in records]
         server = (
             [t for t in service.server_ms(request_ids) if t is not None]
-            if name != "curl presigned S3"
+            if name.startswith("service")
             else []
         )
         return {
@@ -405,7 +483,7 @@ def downloads(
         args.reps,
         [
             (name, lambda rep, n=name: slices(n))
-            for name in ("curl presigned S3", "service download")
+            for name in (DIRECT_DOWNLOAD, FORWARDER, "service download")
         ],
         warmup=args.warmup,
     )
@@ -420,9 +498,10 @@ def downloads(
         f"Range {args.slices} x 1 MiB",
         runs,
         args.slices * MiB,
-        "curl presigned S3",
+        FORWARDER,
         "service download",
-        0.7,
+        FORWARDER_TARGET,
+        reference=DIRECT_DOWNLOAD,
     )
     return record_id
 
@@ -605,6 +684,12 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the work folder and logs")
     parser.add_argument(
+        "--forward-read-bytes",
+        type=int,
+        default=None,
+        help="largest read1 of the bare forwarder's S3 reads [the service's, 262144]",
+    )
+    parser.add_argument(
         "--app-env",
         action="append",
         default=[],
@@ -645,13 +730,21 @@ def main() -> None:
         service = Service(server, token, workdir)
 
         parts = set(args.only.split(","))
+        forwarder = None
+        if parts & {"s3-uploads", "downloads"}:
+            forwarder = forwarder_server(
+                "forwarder", workdir, s3_settings(s3, bucket), args.forward_read_bytes
+            )
+            stack.callback(forwarder.stop)
         if "s3-uploads" in parts:
-            s3_uploads(report, args, service, s3, bucket, files)
+            s3_uploads(report, args, service, forwarder, s3, bucket, files)
         if "downloads" in parts:
-            record_id = downloads(report, args, service, s3, bucket, files["big"])
+            record_id = downloads(report, args, service, forwarder, s3, bucket, files["big"])
         else:
             [record_id] = service.upload([files["big"]])["ids"]
         server.stop()
+        if forwarder is not None:
+            forwarder.stop()
         if "memory" in parts:
             log("memory: 3 clients at once (upload many, upload one, download one)")
             memory(report, args, env, workdir, files, record_id, token)
@@ -666,7 +759,17 @@ def main() -> None:
 def print_summary(report: Report) -> None:
     print()
     print_table(
-        ["scenario", "baseline", "baseline MiB/s", "service MiB/s", "ratio", "target"],
+        [
+            "scenario",
+            "baseline",
+            "baseline MiB/s",
+            "service MiB/s",
+            "ratio",
+            "target",
+            "direct MiB/s",
+            "service/direct",
+            "forwarder/direct",
+        ],
         [
             [
                 s["label"],
@@ -675,6 +778,9 @@ def print_summary(report: Report) -> None:
                 s["service_mib_s"],
                 s["ratio"],
                 s["target"],
+                s.get("reference_mib_s", "-"),
+                s.get("ratio_to_reference", "-"),
+                s.get("baseline_to_reference", "-"),
             ]
             for s in report.data.get("summary", [])
         ],
