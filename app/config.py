@@ -33,11 +33,35 @@ def _int(environ: Mapping[str, str], name: str, default: int | None) -> int | No
         raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
 
 
+def _float(environ: Mapping[str, str], name: str, default: float) -> float:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+
+
 def _list(value: str | None) -> list[str] | None:
     """A comma-separated setting; unset is None (Flask then trusts any Host)."""
     if value is None:
         return None
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+#: Defaults of the S3 transfer and client settings; `app.storage.create_storage` falls back to
+#: them for a mapping without the setting and checks the values.
+S3_DEFAULTS: dict[str, Any] = {
+    # Multipart part size (S3's minimum is 5 MiB); each part in flight holds one in memory.
+    "S3_PART_SIZE": 5 * MiB,
+    "S3_PARTS_IN_FLIGHT": 2,
+    "S3_CONNECT_TIMEOUT": 5.0,
+    "S3_READ_TIMEOUT": 60.0,
+    # Counts the first try: 3 means two retries of a transient failure.
+    "S3_MAX_ATTEMPTS": 3,
+    "S3_MAX_POOL_CONNECTIONS": 20,
+}
 
 
 def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[str, Any]:
@@ -55,7 +79,11 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "S3_BUCKET": get("S3_BUCKET"),
         "S3_ENDPOINT_URL": get("S3_ENDPOINT_URL"),
         "S3_REGION": get("S3_REGION", "us-east-1"),
-        "S3_PARTS_IN_FLIGHT": _int(environ, "S3_PARTS_IN_FLIGHT", None),
+        "S3_ADDRESSING_STYLE": get("S3_ADDRESSING_STYLE"),
+        **{
+            name: (_float if isinstance(default, float) else _int)(environ, name, default)
+            for name, default in S3_DEFAULTS.items()
+        },
         "ADMIN_EMAIL": get("ADMIN_EMAIL"),
         "ADMIN_PASSWORD": get("ADMIN_PASSWORD"),
         "ADMIN_NAME": get("ADMIN_NAME", "Administrator"),
@@ -85,6 +113,9 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
     }
 
 
+#: Fixed values, not settings: the contract's limits (200 MiB a file, 25 files a request, 100
+#: records a page) and internals that only the tests change. Every value an operator sets comes
+#: from `settings_from_env` and is in the README's settings table (tests/test_config.py checks).
 DEFAULTS: dict[str, Any] = {
     # Statement parameters never reach error messages or logs.
     "SQLALCHEMY_ENGINE_OPTIONS": {"hide_parameters": True},

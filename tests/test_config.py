@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app import create_app
-from app.config import ConfigError
+from app.config import DEFAULTS, ConfigError, settings_from_env
 from tests.conftest import base_config
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,3 +93,131 @@ def test_environment_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     assert app.config["PORT"] == 9000
     assert app.config["S3_PARTS_IN_FLIGHT"] == 2
     assert app.config["TOKEN_CACHE_SECONDS"] == 15
+
+
+# One home for the settings: what the code reads is declared in app/config.py and listed, with
+# its default, in the README's settings table.
+
+APP_SOURCES = sorted([*(ROOT / "app").rglob("*.py"), ROOT / "wsgi.py"])
+#: Read by boto3's credential chain, not by the app; listed in the table all the same.
+READ_BY_BOTO3 = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
+CONFIG_READ = re.compile(
+    r"""config(?:\[|\.get\()\s*["']([A-Z][A-Z0-9_]+)["']"""
+    r"""|_(?:setting|number)\(\s*config,\s*["']([A-Z][A-Z0-9_]+)["']"""
+)
+
+
+class RecordingEnviron(dict):
+    """An environment that remembers which variables were asked for."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.asked: set[str] = set()
+
+    def get(self, key: str, default: object = None) -> object:
+        self.asked.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> object:
+        self.asked.add(key)
+        return super().__getitem__(key)
+
+
+def environment_settings() -> set[str]:
+    environ = RecordingEnviron()
+    settings_from_env(environ, "instance")
+    return environ.asked
+
+
+def readme_settings() -> dict[str, str]:
+    """Variable -> its Default cell, from the README's settings table."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, str] = {}
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        names_cell, default_cell = (cell.strip() for cell in line.strip("|").split(" | ")[:2])
+        names = re.findall(r"`([A-Z][A-Z0-9_]+)`", names_cell)
+        defaults = default_cell.split(", ") if len(names) > 1 else [default_cell]
+        if len(defaults) != len(names):
+            defaults = [default_cell] * len(names)
+        for name, default in zip(names, defaults, strict=True):
+            assert name not in table, f"{name} is in the README's settings table twice"
+            table[name] = default
+    return table
+
+
+def config_keys_read_by_the_code() -> dict[str, set[str]]:
+    """Config key -> the files that read it."""
+    found: dict[str, set[str]] = {}
+    for path in APP_SOURCES:
+        for match in CONFIG_READ.finditer(path.read_text(encoding="utf-8")):
+            key = match.group(1) or match.group(2)
+            found.setdefault(key, set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_environment_setting_is_in_the_readme_table():
+    documented = set(readme_settings())
+    read = environment_settings()
+    assert read - documented == set(), "settings missing from the README's settings table"
+    assert documented - read - READ_BY_BOTO3 == set(), (
+        "README settings that app/config.py's settings_from_env does not read"
+    )
+
+
+def test_every_config_key_the_code_reads_is_declared_in_app_config():
+    declared = set(settings_from_env({}, "instance")) | set(DEFAULTS)
+    read = config_keys_read_by_the_code()
+    assert {"S3_PART_SIZE", "PORT", "APP_TIMEZONE"} <= set(read)  # the scan finds reads
+    hidden = {key: sorted(files) for key, files in read.items() if key not in declared}
+    assert hidden == {}, "read by the code but declared in neither settings_from_env nor DEFAULTS"
+
+
+def test_only_app_config_reads_the_environment():
+    """No knob is read from the environment behind app/config.py's back."""
+    for path in APP_SOURCES:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if re.search(r"\bos\.environ\b|\bgetenv\(", line):
+                assert "settings_from_env(os.environ" in line, f"{path}: {line.strip()}"
+
+
+def _config_key_of(name: str) -> str:
+    """The config key an environment variable sets (DATABASE_URL -> SQLALCHEMY_DATABASE_URI)."""
+    default = settings_from_env({}, "instance")
+    changed = settings_from_env({name: "7"}, "instance")
+    [key] = [key for key in default if changed[key] != default[key]]
+    return key
+
+
+def test_the_readme_table_gives_the_config_defaults():
+    defaults = settings_from_env({}, "instance")
+    table = readme_settings()
+    for name in environment_settings():
+        cell, value = table[name], defaults[_config_key_of(name)]
+        literal = re.fullmatch(r"`([^`]+)`", cell)
+        if cell.startswith(("–", "none")):
+            assert value is None, f"{name}: README says unset, app/config.py has {value!r}"
+        elif literal and literal.group(1) in table:
+            # Falls back to another setting (OAI_ADMIN_EMAIL -> ADMIN_EMAIL).
+            assert value is None, f"{name}: README names a fallback, app/config.py has {value!r}"
+        elif literal and isinstance(value, int | float):
+            assert float(literal.group(1)) == value, f"{name}: README {cell}, config {value!r}"
+        elif literal:
+            assert literal.group(1) == str(value), f"{name}: README {cell}, config {value!r}"
+        else:  # described in words, e.g. "SQLite file instance/files.sqlite3 of the checkout"
+            assert value is not None, f"{name}: README describes a default, app/config.py has none"
+
+
+def test_s3_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("S3_PART_SIZE", str(16 * 1024 * 1024))
+    monkeypatch.setenv("S3_READ_TIMEOUT", "2.5")
+    monkeypatch.setenv("S3_ADDRESSING_STYLE", "virtual")
+    settings = settings_from_env(os.environ, "instance")
+    assert settings["S3_PART_SIZE"] == 16 * 1024 * 1024
+    assert settings["S3_READ_TIMEOUT"] == 2.5
+    assert settings["S3_ADDRESSING_STYLE"] == "virtual"
+    monkeypatch.setenv("S3_READ_TIMEOUT", "a minute")
+    with pytest.raises(ConfigError, match="S3_READ_TIMEOUT"):
+        settings_from_env(os.environ, "instance")

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import DEFAULT_CHUNK_SIZE, Storage
+from app.config import S3_DEFAULTS
+
+from .base import Storage
 
 BACKENDS = ("local", "s3")
 
@@ -16,8 +18,9 @@ def _setting(config: Mapping[str, Any], name: str, default: Any = None) -> Any:
     return default if value is None or value == "" else value
 
 
-def _number(config: Mapping[str, Any], name: str, default: float, kind: type = int) -> Any:
-    value = _setting(config, name, default)
+def _number(config: Mapping[str, Any], name: str, kind: type = int) -> Any:
+    """An S3 setting (declared with its default in app/config.py), checked."""
+    value = _setting(config, name, S3_DEFAULTS[name])
     try:
         number = kind(value)
     except (TypeError, ValueError):
@@ -34,27 +37,20 @@ def create_storage(config: Mapping[str, Any]) -> Storage:
     start-up can stop with one clear line. Reachability is ``Storage.check()``'s job.
     """
     backend = str(_setting(config, "STORAGE_BACKEND", "local")).strip().lower()
-    chunk_size = _number(config, "STORAGE_CHUNK_SIZE", DEFAULT_CHUNK_SIZE)
     if backend == "local":
         from .local import LocalStorage
 
         root = _setting(config, "STORAGE_LOCAL_ROOT")
         if root is None:
             raise ValueError("STORAGE_LOCAL_ROOT must be set when STORAGE_BACKEND is 'local'")
-        return LocalStorage(root, chunk_size=chunk_size)
+        return LocalStorage(root)
     if backend == "s3":
-        from .s3 import (
-            DEFAULT_PART_SIZE,
-            DEFAULT_PARTS_IN_FLIGHT,
-            MIN_PART_SIZE,
-            S3Storage,
-            build_s3_client,
-        )
+        from .s3 import MIN_PART_SIZE, S3Storage, build_s3_client
 
         bucket = _setting(config, "S3_BUCKET")
         if bucket is None:
             raise ValueError("S3_BUCKET must be set when STORAGE_BACKEND is 's3'")
-        part_size = _number(config, "S3_PART_SIZE", DEFAULT_PART_SIZE)
+        part_size = _number(config, "S3_PART_SIZE")
         if part_size < MIN_PART_SIZE:
             raise ValueError(f"S3_PART_SIZE must be at least {MIN_PART_SIZE} bytes (S3's minimum)")
         addressing_style = _setting(config, "S3_ADDRESSING_STYLE")
@@ -66,19 +62,18 @@ def create_storage(config: Mapping[str, Any]) -> Storage:
             endpoint_url=_setting(config, "S3_ENDPOINT_URL"),
             region=_setting(config, "S3_REGION"),
             addressing_style=addressing_style,
-            connect_timeout=_number(config, "S3_CONNECT_TIMEOUT", 5.0, float),
-            read_timeout=_number(config, "S3_READ_TIMEOUT", 60.0, float),
-            max_attempts=_number(config, "S3_MAX_ATTEMPTS", 3),
-            max_pool_connections=_number(config, "S3_MAX_POOL_CONNECTIONS", 20),
+            connect_timeout=_number(config, "S3_CONNECT_TIMEOUT", float),
+            read_timeout=_number(config, "S3_READ_TIMEOUT", float),
+            max_attempts=_number(config, "S3_MAX_ATTEMPTS"),
+            max_pool_connections=_number(config, "S3_MAX_POOL_CONNECTIONS"),
         )
-        parts_in_flight = _number(config, "S3_PARTS_IN_FLIGHT", DEFAULT_PARTS_IN_FLIGHT)
+        parts_in_flight = _number(config, "S3_PARTS_IN_FLIGHT")
         if parts_in_flight < 1:
             raise ValueError(f"S3_PARTS_IN_FLIGHT must be at least 1, got {parts_in_flight}")
         return S3Storage(
             client,
             str(bucket),
             part_size=part_size,
-            chunk_size=chunk_size,
             parts_in_flight=parts_in_flight,
         )
     raise ValueError(f"STORAGE_BACKEND must be one of {', '.join(BACKENDS)}, got {backend!r}")
