@@ -1,0 +1,104 @@
+"""Bench-only: takes performance machinery out of a server started by bench/ablation.py.
+
+bench/ablation.py puts this folder on the PYTHONPATH of the server child it starts with
+``BENCH_ABLATE=name[,name...]``; Python imports ``sitecustomize`` at start-up, before
+``flask serve`` builds the app, so the patches below are in place for the whole process.
+Without ``BENCH_ABLATE`` it does nothing. Nothing in the app reads this variable.
+
+- ``presigned``: S3 reads use ``get_object`` (passing on what has arrived with ``read1``,
+  as the presigned path does) instead of a presigned GET;
+- ``commits``: local files are committed (fsync, rename) before the next file is parsed;
+- ``hashing``: SHA-256 of an upload computed inline instead of in a thread of its own;
+- ``glibc``: no ``mallopt`` tuning (glibc's default mmap threshold and arenas).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_KNOWN = ("presigned", "commits", "hashing", "glibc")
+
+
+def _without_presigned() -> None:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from app.storage.base import ObjectReader, StorageError
+    from app.storage.s3 import S3Storage
+
+    def open_with_get_object(self, key, range_header, start, chunk_size):  # type: ignore[no-untyped-def]
+        kwargs = {"Bucket": self.bucket, "Key": key}
+        if range_header:
+            kwargs["Range"] = range_header
+        try:
+            response = self.client.get_object(**kwargs)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._error(exc, "download of", key) from exc
+        body = response["Body"]
+        length = int(response["ContentLength"])
+        size = length
+        content_range = response.get("ContentRange")
+        if content_range:
+            size = int(content_range.rpartition("/")[2])
+        elif range_header:
+            body.close()
+            raise StorageError(f"S3 ignored the range of s3://{self.bucket}/{key}")
+        chunks = self._read1_chunks(body._raw_stream, length, key, chunk_size)
+        return ObjectReader(chunks, length, body.close, start=start, size=size)
+
+    S3Storage._open_presigned = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
+    S3Storage._open_with_get_object = open_with_get_object  # type: ignore[method-assign]
+
+
+def _without_commits() -> None:
+    from app.storage.local import LocalStorage
+
+    LocalStorage.commits_in_background = 0
+
+
+def _without_hashing() -> None:
+    import hashlib
+
+    from app.files import uploads
+
+    class HashInline:
+        def __init__(self) -> None:
+            self._hasher = hashlib.sha256()
+
+        def update(self, chunk: bytes) -> None:
+            self._hasher.update(chunk)
+
+        def hexdigest(self) -> str:
+            return self._hasher.hexdigest()
+
+        def close(self) -> None:
+            pass
+
+    if not hasattr(uploads, "_HashInBackground"):
+        raise RuntimeError("app.files.uploads has no _HashInBackground to replace")
+    uploads._HashInBackground = HashInline  # type: ignore[attr-defined,misc]
+
+
+def _without_glibc() -> None:
+    import app.server
+
+    app.server.release_freed_memory_to_the_system = lambda: None  # type: ignore[assignment]
+
+
+def _apply() -> None:
+    wanted = [name for name in os.environ.get("BENCH_ABLATE", "").split(",") if name]
+    if not wanted:
+        return
+    unknown = set(wanted) - set(_KNOWN)
+    if unknown:
+        raise SystemExit(f"BENCH_ABLATE: unknown {sorted(unknown)}; known {_KNOWN}")
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:
+        sys.path.insert(0, root)  # the app's package, before `-m flask` adds the cwd
+    for name in wanted:
+        globals()[f"_without_{name}"]()
+    print(f"ablation shim: without {','.join(wanted)}", file=sys.stderr, flush=True)
+
+
+_apply()
