@@ -8,6 +8,7 @@ from flask import Blueprint, current_app
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.docs.openapi import NO_TOKEN, json_content, openapi
 from app.extensions import db
 from app.storage import StorageError
 
@@ -15,15 +16,74 @@ bp = Blueprint("health", __name__)
 log = logging.getLogger(__name__)
 
 NO_STORE = {"Cache-Control": "no-store"}
+TAGS = ["Operations"]
+CHECKS = {
+    "type": "object",
+    "properties": {
+        "database": {"type": "string", "enum": ["ok", "fail"]},
+        "storage": {"type": "string", "enum": ["ok", "fail"]},
+    },
+    "required": ["database", "storage"],
+}
 
 
 @bp.get("/healthz")
+@openapi(
+    tags=TAGS,
+    operationId="getHealth",
+    summary="Liveness: the process answers (dependencies are not checked)",
+    security=NO_TOKEN,
+    responses={
+        "200": {
+            "description": "Alive.",
+            "content": json_content(
+                {
+                    "type": "object",
+                    "properties": {"status": {"const": "ok"}},
+                    "required": ["status"],
+                }
+            ),
+        }
+    },
+)
 def healthz():
     """The process answers; says nothing about its dependencies."""
     return {"status": "ok"}, 200, NO_STORE
 
 
 @bp.get("/readyz")
+@openapi(
+    tags=TAGS,
+    operationId="getReadiness",
+    summary="Readiness: the database and the bucket answer",
+    security=NO_TOKEN,
+    responses={
+        "200": {
+            "description": "Ready.",
+            "content": json_content(
+                {
+                    "type": "object",
+                    "properties": {"status": {"const": "ok"}, "checks": CHECKS},
+                    "required": ["status", "checks"],
+                }
+            ),
+        },
+        "503": {
+            "description": "A dependency does not answer; `checks` says which.",
+            "content": json_content(
+                {
+                    "type": "object",
+                    "properties": {
+                        "message": {"type": "string"},
+                        "status": {"const": "unavailable"},
+                        "checks": CHECKS,
+                    },
+                    "required": ["message", "status", "checks"],
+                }
+            ),
+        },
+    },
+)
 def readyz():
     """Ready when the database and the bucket both answer; 503 names what does not."""
     checks = {"database": _check_database(), "storage": _check_storage()}

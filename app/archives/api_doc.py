@@ -6,12 +6,12 @@ from typing import Any
 
 from apispec import APISpec
 
-from app.archives.routes import archive_query_schema
+from app.archives.routes import PRIVATE_CACHE, PUBLIC_CACHE, archive_query_schema
 from app.archives.services import MANIFEST_NAME
 from app.docs import openapi as doc
 
 
-def _archive_ok(cache: str) -> dict[str, Any]:
+def _archive_ok(cache: dict[str, Any]) -> dict[str, Any]:
     return {
         "description": (
             "A ZIP of stored (uncompressed) entries, ZIP64 where sizes need it, streamed: "
@@ -21,18 +21,18 @@ def _archive_ok(cache: str) -> dict[str, Any]:
             "A folder without such files gives an archive with only the manifest."
         ),
         "headers": {
-            "Content-Length": doc._header(
+            "Content-Length": doc.header(
                 "The archive's exact size, known before it streams.",
                 {"type": "integer", "minimum": 0},
             ),
-            "Content-Disposition": doc._header(
+            "Content-Disposition": doc.header(
                 "`attachment`, named after the last segment of `path`.",
                 {"type": "string", "pattern": '^attachment; filename="[^"]*\\.zip"'},
             ),
-            "X-Content-Type-Options": doc._header(
+            "X-Content-Type-Options": doc.header(
                 "Browsers must not sniff.", {"type": "string", "const": "nosniff"}
             ),
-            "Cache-Control": doc.CACHE_HEADERS[cache],
+            "Cache-Control": cache,
         },
         "content": {"application/zip": {}},
     }
@@ -61,8 +61,8 @@ def add_archive_paths(spec: APISpec, max_files: int, max_mb: int) -> None:
                 ),
                 "parameters": parameters,
                 "responses": {
-                    "200": _archive_ok("private"),
-                    **doc._errors(
+                    "200": _archive_ok(doc.private_cache(PRIVATE_CACHE)),
+                    **doc.errors(
                         "Unauthenticated", "ValidationFailed", "ServerError", "ServiceUnavailable"
                     ),
                 },
@@ -83,9 +83,12 @@ def add_archive_paths(spec: APISpec, max_files: int, max_mb: int) -> None:
                 "security": doc.NO_TOKEN,
                 "parameters": parameters,
                 "responses": {
-                    "200": _archive_ok("public"),
-                    **doc._errors(
-                        "ValidationFailed", "ServerError", "ServiceUnavailable", public=True
+                    "200": _archive_ok(doc.public_cache(PUBLIC_CACHE)),
+                    **doc.errors(
+                        "ValidationFailed",
+                        "ServerError",
+                        "ServiceUnavailable",
+                        cache=doc.public_cache(PUBLIC_CACHE),
                     ),
                 },
             }

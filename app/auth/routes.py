@@ -5,6 +5,7 @@ from flask import current_app, request
 from app.auth import bp
 from app.auth.guard import current_user
 from app.auth.services import authenticate, issue_token, revoke_token
+from app.docs.openapi import NO_TOKEN, RATE_LIMIT_HEADERS, errors, json_content, openapi, ref
 from app.extensions import limiter
 from app.http import json_body, load
 from app.schemas import TokenRequestSchema
@@ -22,6 +23,38 @@ def _login_rate_key() -> str:
 
 @bp.post("/api/tokens")
 @limiter.limit(lambda: current_app.config["RATELIMIT_TOKENS"], key_func=_login_rate_key)
+@openapi(
+    tags=["Tokens"],
+    operationId="createToken",
+    summary="Create a personal access token",
+    description=(
+        "Wrong email or password answer the same 422 (`errors.email`). Rate limited "
+        "per client address and email."
+    ),
+    security=NO_TOKEN,
+    requestBody={
+        "required": True,
+        "content": {
+            "application/json": {"schema": ref("schemas", "TokenRequest")},
+            "application/x-www-form-urlencoded": {"schema": ref("schemas", "TokenRequest")},
+        },
+    },
+    responses={
+        "201": {
+            "description": "The new token.",
+            "headers": RATE_LIMIT_HEADERS,
+            "content": json_content(ref("schemas", "Token")),
+        },
+        **errors(
+            "BadRequest",
+            "PayloadTooLarge",
+            "ValidationFailed",
+            "TooManyRequests",
+            "ServerError",
+            "ServiceUnavailable",
+        ),
+    },
+)
 def create_token():
     data = load(token_request_schema, json_body())
     user = authenticate(data["email"], data["password"])
@@ -29,6 +62,16 @@ def create_token():
 
 
 @bp.delete("/api/tokens/current")
+@openapi(
+    tags=["Tokens"],
+    operationId="revokeCurrentToken",
+    summary="Revoke the token of this request",
+    description="The revoked token answers 401 from then on.",
+    responses={
+        "204": {"description": "Revoked; no body."},
+        **errors("Unauthenticated", "ServerError", "ServiceUnavailable"),
+    },
+)
 def delete_current_token():
     revoke_token(current_user().token_id)
     return "", 204

@@ -1,16 +1,22 @@
 """The OpenAPI 3.1 document, generated with apispec from the marshmallow schemas that validate
 the requests and shape the responses, so that the document cannot drift from the code.
 
-The limits it states come from the application's configuration; the document is built once
-per set of limits and shared (treat it as read-only).
+Each operation is declared beside its view with `@openapi(...)`; this module holds what the
+whole document shares (description, security scheme, error responses, headers, the component
+schemas) and collects the operations by walking the application's routes. The limits it states
+come from the application's configuration (`Configured` text); the document is built once per
+set of limits and routes, and shared (treat it as read-only).
 """
 
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
@@ -19,13 +25,7 @@ from flask import Flask
 from marshmallow import fields
 
 from app import schemas
-from app.auth.routes import token_request_schema
 from app.detection.mime import ALLOWED_MIME_TYPES
-from app.docs.assets import ASSET_TYPES
-from app.feeds.routes import feed_query_schema
-from app.files.routes import PRIVATE_CACHE, create_schema, list_query_schema, update_schema
-from app.public.routes import PUBLIC_CACHE
-from app.public.routes import list_query_schema as public_list_query_schema
 from app.schemas import created_record_schema, public_record_schema, record_schema
 
 OPENAPI_VERSION = "3.1.0"
@@ -59,17 +59,131 @@ class Limits(NamedTuple):
 def openapi_document(app: Flask) -> dict[str, Any]:
     """The document for this application (built on first use, then shared)."""
     config = app.config
-    return _build(
-        Limits(
-            max_files=config["MAX_FILES_PER_REQUEST"],
-            max_file_size=config["MAX_FILE_SIZE"],
-            page_size=config["PAGE_SIZE"],
-            max_json_body=config["MAX_JSON_BODY"],
-            max_request_size=config.get("MAX_CONTENT_LENGTH"),
-            zip_max_files=config["ZIP_MAX_FILES"],
-            zip_max_mb=config["ZIP_MAX_MB"],
-        )
+    limits = Limits(
+        max_files=config["MAX_FILES_PER_REQUEST"],
+        max_file_size=config["MAX_FILE_SIZE"],
+        page_size=config["PAGE_SIZE"],
+        max_json_body=config["MAX_JSON_BODY"],
+        max_request_size=config.get("MAX_CONTENT_LENGTH"),
+        zip_max_files=config["ZIP_MAX_FILES"],
+        zip_max_mb=config["ZIP_MAX_MB"],
     )
+    routes = tuple(
+        Route(rule.rule, _own_methods(rule), app.view_functions[rule.endpoint])
+        for rule in app.url_map.iter_rules()
+        if hasattr(app.view_functions[rule.endpoint], _DECLARATIONS)
+    )
+    return _build(limits, routes)
+
+
+# --- declaring operations beside their views --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Configured:
+    """Text that states configured limits: `str.format`ted with the fields of `Limits` when
+    the document is built, e.g. `Configured("At most {max_file_size:,} bytes.")`."""
+
+    template: str
+
+    def render(self, limits: Limits) -> str:
+        return self.template.format_map(limits._asdict())
+
+
+View = TypeVar("View", bound=Callable[..., Any])
+_DECLARATIONS = "__openapi__"
+
+
+def openapi(
+    *,
+    method: str | None = None,
+    path_parameters: Mapping[str, dict[str, Any]] | None = None,
+    **operation: Any,
+) -> Callable[[View], View]:
+    """Declares the OpenAPI operation of the view below; the keywords are the fields of an
+    OpenAPI operation object (`tags`, `operationId`, `summary`, `parameters`, `responses`, ...).
+
+    `path_parameters` maps each variable of the route (`record_id` of `/<uuid:record_id>`) to
+    its parameter in the document, whose name is the one the document's path uses; they are
+    stated once for the whole path. A view that answers several methods declares one operation
+    per `method`. `Configured` text anywhere in the operation is formatted with the limits.
+    """
+
+    def declare(view: View) -> View:
+        declarations = view.__dict__.setdefault(_DECLARATIONS, {})
+        key = method.upper() if method else None
+        if key in declarations:
+            raise ValueError(f"{view.__qualname__}: the operation of {key or 'its method'} twice")
+        declarations[key] = (dict(path_parameters or {}), operation)
+        return view
+
+    return declare
+
+
+class Route(NamedTuple):
+    rule: str
+    methods: tuple[str, ...]
+    view: Callable[..., Any]
+
+
+_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+
+
+def _own_methods(rule: Any) -> tuple[str, ...]:
+    """The methods of the view itself: not the HEAD that Flask adds to GET, nor its OPTIONS."""
+    methods = rule.methods or set()
+    return tuple(
+        method
+        for method in ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
+        if method in methods
+        and not (method == "HEAD" and "GET" in methods)
+        and not (method == "OPTIONS" and getattr(rule, "provide_automatic_options", True))
+    )
+
+
+def _rendered(value: Any, limits: Limits) -> Any:
+    """A copy of the declaration with its `Configured` text formatted (never shared: apispec
+    rewrites what it is given)."""
+    if isinstance(value, Configured):
+        return value.render(limits)
+    if isinstance(value, dict):
+        return {key: _rendered(item, limits) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rendered(item, limits) for item in value]
+    return value
+
+
+def _document_path(
+    rule: str, path_parameters: Mapping[str, dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]]]:
+    """The document's path of a route (`/<uuid:record_id>` becomes `/{id}`) and its parameters."""
+    variables = _VARIABLE.findall(rule)
+    if sorted(variables) != sorted(path_parameters):
+        raise ValueError(f"{rule}: declare the path parameters {variables}, no others")
+    path = _VARIABLE.sub(lambda match: "{" + path_parameters[match[1]]["name"] + "}", rule)
+    return path, [path_parameters[name] for name in variables]
+
+
+def _add_paths(spec: APISpec, routes: Iterable[Route], limits: Limits) -> None:
+    """One path item per documented path, in the order of the routes."""
+    paths: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
+    for route in routes:
+        declarations = getattr(route.view, _DECLARATIONS)
+        for method in route.methods:
+            if method in declarations:
+                path_parameters, operation = declarations[method]
+            elif None in declarations and len(route.methods) == 1:
+                path_parameters, operation = declarations[None]
+            else:
+                raise ValueError(f"{route.rule}: no OpenAPI operation declared for {method}")
+            path, parameters = _document_path(route.rule, path_parameters)
+            parameters = _rendered(parameters, limits)
+            known, operations = paths.setdefault(path, (parameters, {}))
+            if known != parameters:
+                raise ValueError(f"{path}: the operations state different path parameters")
+            operations[method.lower()] = _rendered(operation, limits)
+    for path, (parameters, operations) in paths.items():
+        spec.path(path, parameters=parameters or None, operations=operations)
 
 
 # --- marshmallow fields of this service -------------------------------------------------
@@ -127,47 +241,52 @@ class _Plugin(MarshmallowPlugin):
 # --- reusable pieces --------------------------------------------------------------------
 
 
-def _ref(kind: str, name: str) -> dict[str, str]:
+def ref(kind: str, name: str) -> dict[str, str]:
     return {"$ref": f"#/components/{kind}/{name}"}
 
 
-def _json(schema: Any) -> dict[str, Any]:
+def json_content(schema: Any) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
 
-def _header(description: str, schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
+def header(description: str, schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
     return {"description": description, "required": required, "schema": schema}
 
 
-CACHE_HEADERS = {
-    "public": _header(
+def public_cache(value: str) -> dict[str, Any]:
+    """The Cache-Control header of public answers (`value`: the one the views send)."""
+    return header(
         "Public responses may be cached but must be revalidated.",
-        {"type": "string", "const": PUBLIC_CACHE},
-    ),
-    "private": _header(
-        "Authenticated downloads are never stored by caches.",
-        {"type": "string", "const": PRIVATE_CACHE},
-    ),
-}
-ETAG = _header("SHA-256 of the content, a strong entity tag.", {"type": "string"})
-REVALIDATION_ETAG = _header("Entity tag for revalidation with If-None-Match.", {"type": "string"})
+        {"type": "string", "const": value},
+    )
+
+
+def private_cache(value: str) -> dict[str, Any]:
+    """The Cache-Control header of authenticated downloads."""
+    return header(
+        "Authenticated downloads are never stored by caches.", {"type": "string", "const": value}
+    )
+
+
+ETAG = header("SHA-256 of the content, a strong entity tag.", {"type": "string"})
+REVALIDATION_ETAG = header("Entity tag for revalidation with If-None-Match.", {"type": "string"})
 RATE_LIMIT_HEADERS = {
-    "X-RateLimit-Limit": _header(
+    "X-RateLimit-Limit": header(
         "Requests allowed in the current window.", {"type": "integer"}, required=False
     ),
-    "X-RateLimit-Remaining": _header(
+    "X-RateLimit-Remaining": header(
         "Requests left in the current window.", {"type": "integer"}, required=False
     ),
-    "X-RateLimit-Reset": _header(
+    "X-RateLimit-Reset": header(
         "When the window resets (Unix time).", {"type": "integer"}, required=False
     ),
 }
 
 
-def _error(description: str, **headers: dict[str, Any]) -> dict[str, Any]:
+def error(description: str, **headers: dict[str, Any]) -> dict[str, Any]:
     response: dict[str, Any] = {
         "description": description,
-        "content": _json(_ref("schemas", "Error")),
+        "content": json_content(ref("schemas", "Error")),
     }
     if headers:
         response["headers"] = headers
@@ -177,14 +296,14 @@ def _error(description: str, **headers: dict[str, Any]) -> dict[str, Any]:
 ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     "BadRequest": (
         400,
-        _error("The request body cannot be parsed at all, e.g. a malformed multipart body."),
+        error("The request body cannot be parsed at all, e.g. a malformed multipart body."),
     ),
     "Unauthenticated": (
         401,
-        _error(
+        error(
             "No valid bearer token: missing, malformed, unknown, expired or revoked.",
             **{
-                "WWW-Authenticate": _header(
+                "WWW-Authenticate": header(
                     "The authentication scheme to use.", {"type": "string", "const": "Bearer"}
                 )
             },
@@ -192,7 +311,7 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     ),
     "Forbidden": (
         403,
-        _error(
+        error(
             "The record is visible but its content is blocked for this caller: it is not "
             "released (freigabe false) or under embargo (sperrfrist in the future). "
             "Administrators may always download."
@@ -200,63 +319,58 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     ),
     "NotFound": (
         404,
-        _error(
+        error(
             "No such record for this caller: unknown, another user's, or an id that is not a UUID."
         ),
     ),
     "MethodNotAllowed": (
         405,
-        _error(
+        error(
             "The path does not offer this method.",
-            Allow=_header("The methods the path offers.", {"type": "string"}),
+            Allow=header("The methods the path offers.", {"type": "string"}),
         ),
     ),
-    "PayloadTooLarge": (413, _error("The request body is larger than allowed.")),
+    "PayloadTooLarge": (413, error("The request body is larger than allowed.")),
     "ValidationFailed": (
         422,
         {
             "description": "The input broke a rule; `errors` names each field with its messages.",
-            "content": _json(_ref("schemas", "ValidationError")),
+            "content": json_content(ref("schemas", "ValidationError")),
         },
     ),
     "TooManyRequests": (
         429,
-        _error(
+        error(
             "Rate limit exceeded.",
             **{
-                "Retry-After": _header(
+                "Retry-After": header(
                     "Seconds to wait before trying again.", {"type": "integer", "minimum": 0}
                 ),
             },
             **RATE_LIMIT_HEADERS,
         ),
     ),
-    "ServerError": (500, _error("Unexpected server error; no details are disclosed.")),
+    "ServerError": (500, error("Unexpected server error; no details are disclosed.")),
     "ServiceUnavailable": (
         503,
-        _error("The database or the file storage cannot be reached."),
+        error("The database or the file storage cannot be reached."),
     ),
 }
 
 
-def _errors(*names: str, public: bool = False) -> dict[str, Any]:
-    """Error responses by component name; public ones carry the public Cache-Control too."""
+def errors(*names: str, cache: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Error responses by component name; with `cache` (public answers) each one is written out
+    with that Cache-Control header too."""
     responses: dict[str, Any] = {}
     for name in names:
         status, response = ERROR_RESPONSES[name]
-        if public:
+        if cache is not None:
             response = copy.deepcopy(response)
-            response.setdefault("headers", {})["Cache-Control"] = CACHE_HEADERS["public"]
+            response.setdefault("headers", {})["Cache-Control"] = cache
             responses[str(status)] = response
         else:
             responses[str(status)] = name
     return responses
-
-
-def _with_header(response: dict[str, Any], name: str, header: dict[str, Any]) -> dict[str, Any]:
-    response = copy.deepcopy(response)
-    response.setdefault("headers", {})[name] = header
-    return response
 
 
 ID_PARAMETER = {
@@ -266,6 +380,91 @@ ID_PARAMETER = {
     "description": "Record identifier. A value that is not a UUID answers 404.",
     "schema": {"type": "string", "format": "uuid"},
 }
+
+
+def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
+    """200/206/304/416 of a download; the body is the stored content, streamed. `cache`: the
+    Cache-Control header (`public_cache` or `private_cache`)."""
+    common = {
+        "Content-Disposition": header(
+            "`attachment` with an ASCII fallback name and the exact original name in RFC 8187 "
+            "form (`filename*=UTF-8''...`).",
+            {"type": "string", "pattern": '^attachment; filename="[^"]*"; filename\\*=UTF-8\'\''},
+        ),
+        "ETag": ETAG,
+        "Accept-Ranges": header(
+            "Single byte ranges are served.", {"type": "string", "const": "bytes"}
+        ),
+        "X-Content-Type-Options": header(
+            "Browsers must not sniff.", {"type": "string", "const": "nosniff"}
+        ),
+        "Cache-Control": cache,
+    }
+    length = header("Bytes in this response.", {"type": "integer", "minimum": 0})
+    content = {mime: {} for mime in sorted(ALLOWED_MIME_TYPES)}
+    return {
+        "200": {
+            "description": (
+                "The whole content, with the stored (detected) type as Content-Type. Several "
+                "ranges, other range units, or an If-Range that does not name the current ETag "
+                "also get the whole content."
+            ),
+            "headers": {**common, "Content-Length": length},
+            "content": content,
+        },
+        "206": {
+            "description": "The single byte range asked for with `Range: bytes=...`.",
+            "headers": {
+                **common,
+                "Content-Length": length,
+                "Content-Range": header(
+                    "The range served and the full size.",
+                    {"type": "string", "pattern": r"^bytes [0-9]+-[0-9]+/[0-9]+$"},
+                ),
+            },
+            "content": content,
+        },
+        "304": {
+            "description": "`If-None-Match` names the current ETag; no body.",
+            "headers": {"ETag": ETAG, "Cache-Control": cache},
+        },
+        "416": {
+            "description": "The range cannot be satisfied.",
+            "headers": {
+                "Content-Range": header(
+                    "The full size.", {"type": "string", "pattern": r"^bytes \*/[0-9]+$"}
+                ),
+                "ETag": ETAG,
+                "Cache-Control": cache,
+            },
+            "content": json_content(ref("schemas", "Error")),
+        },
+    }
+
+
+DOWNLOAD_REQUEST_HEADERS: list[dict[str, Any]] = [
+    {
+        "name": "Range",
+        "in": "header",
+        "required": False,
+        "description": "One byte range, e.g. `bytes=0-1023`, `bytes=1024-` or `bytes=-500`.",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "If-Range",
+        "in": "header",
+        "required": False,
+        "description": "Serve the range only if this is the current (strong) ETag.",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "If-None-Match",
+        "in": "header",
+        "required": False,
+        "description": "304 when it names the current ETag.",
+        "schema": {"type": "string"},
+    },
+]
 
 
 # --- the document -----------------------------------------------------------------------
@@ -391,7 +590,7 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
             "additionalProperties": False,
         },
     )
-    components.schema("TokenRequest", schema=token_request_schema)
+    components.schema("TokenRequest", schema=schemas.TokenRequestSchema())
     components.schema(
         "Token",
         {
@@ -451,10 +650,10 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
             "minProperties": 1,
             "additionalProperties": False,
         },
-        schema=update_schema,
+        schema=schemas.UpdateSchema(),
     )
     assert plugin.converter is not None
-    metadata_form = plugin.converter.schema2jsonschema(create_schema)
+    metadata_form = plugin.converter.schema2jsonschema(schemas.CreateMetadataSchema())
     binary = {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"}
     components.schema(
         "FileUploadForm",
@@ -503,7 +702,7 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
             "properties": {
                 "files": {
                     "type": "array",
-                    "items": _ref("schemas", "CreatedFileRecord"),
+                    "items": ref("schemas", "CreatedFileRecord"),
                     "minItems": 1,
                     "maxItems": limits.max_files,
                 }
@@ -513,157 +712,17 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
         },
     )
     components.schema(
-        "FileRecordPage", _page_envelope(_ref("schemas", "FileRecord"), limits.page_size)
+        "FileRecordPage", _page_envelope(ref("schemas", "FileRecord"), limits.page_size)
     )
     components.schema(
         "PublicFileRecordPage",
-        _page_envelope(_ref("schemas", "PublicFileRecord"), limits.page_size),
-    )
-
-
-def _download_responses(cache: str) -> dict[str, Any]:
-    """200/206/304/416 of a download; the body is the stored content, streamed."""
-    common = {
-        "Content-Disposition": _header(
-            "`attachment` with an ASCII fallback name and the exact original name in RFC 8187 "
-            "form (`filename*=UTF-8''...`).",
-            {"type": "string", "pattern": '^attachment; filename="[^"]*"; filename\\*=UTF-8\'\''},
-        ),
-        "ETag": ETAG,
-        "Accept-Ranges": _header(
-            "Single byte ranges are served.", {"type": "string", "const": "bytes"}
-        ),
-        "X-Content-Type-Options": _header(
-            "Browsers must not sniff.", {"type": "string", "const": "nosniff"}
-        ),
-        "Cache-Control": CACHE_HEADERS[cache],
-    }
-    length = _header("Bytes in this response.", {"type": "integer", "minimum": 0})
-    content = {mime: {} for mime in sorted(ALLOWED_MIME_TYPES)}
-    return {
-        "200": {
-            "description": (
-                "The whole content, with the stored (detected) type as Content-Type. Several "
-                "ranges, other range units, or an If-Range that does not name the current ETag "
-                "also get the whole content."
-            ),
-            "headers": {**common, "Content-Length": length},
-            "content": content,
-        },
-        "206": {
-            "description": "The single byte range asked for with `Range: bytes=...`.",
-            "headers": {
-                **common,
-                "Content-Length": length,
-                "Content-Range": _header(
-                    "The range served and the full size.",
-                    {"type": "string", "pattern": r"^bytes [0-9]+-[0-9]+/[0-9]+$"},
-                ),
-            },
-            "content": content,
-        },
-        "304": {
-            "description": "`If-None-Match` names the current ETag; no body.",
-            "headers": {"ETag": ETAG, "Cache-Control": CACHE_HEADERS[cache]},
-        },
-        "416": {
-            "description": "The range cannot be satisfied.",
-            "headers": {
-                "Content-Range": _header(
-                    "The full size.", {"type": "string", "pattern": r"^bytes \*/[0-9]+$"}
-                ),
-                "ETag": ETAG,
-                "Cache-Control": CACHE_HEADERS[cache],
-            },
-            "content": _json(_ref("schemas", "Error")),
-        },
-    }
-
-
-def _download_request_headers() -> list[dict[str, Any]]:
-    return [
-        {
-            "name": "Range",
-            "in": "header",
-            "required": False,
-            "description": "One byte range, e.g. `bytes=0-1023`, `bytes=1024-` or `bytes=-500`.",
-            "schema": {"type": "string"},
-        },
-        {
-            "name": "If-Range",
-            "in": "header",
-            "required": False,
-            "description": "Serve the range only if this is the current (strong) ETag.",
-            "schema": {"type": "string"},
-        },
-        {
-            "name": "If-None-Match",
-            "in": "header",
-            "required": False,
-            "description": "304 when it names the current ETag.",
-            "schema": {"type": "string"},
-        },
-    ]
-
-
-def _add_token_paths(spec: APISpec) -> None:
-    spec.path(
-        "/api/tokens",
-        operations={
-            "post": {
-                "tags": ["Tokens"],
-                "operationId": "createToken",
-                "summary": "Create a personal access token",
-                "description": (
-                    "Wrong email or password answer the same 422 (`errors.email`). Rate limited "
-                    "per client address and email."
-                ),
-                "security": NO_TOKEN,
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        "application/json": {"schema": _ref("schemas", "TokenRequest")},
-                        "application/x-www-form-urlencoded": {
-                            "schema": _ref("schemas", "TokenRequest")
-                        },
-                    },
-                },
-                "responses": {
-                    "201": {
-                        "description": "The new token.",
-                        "headers": RATE_LIMIT_HEADERS,
-                        "content": _json(_ref("schemas", "Token")),
-                    },
-                    **_errors(
-                        "BadRequest",
-                        "PayloadTooLarge",
-                        "ValidationFailed",
-                        "TooManyRequests",
-                        "ServerError",
-                        "ServiceUnavailable",
-                    ),
-                },
-            }
-        },
-    )
-    spec.path(
-        "/api/tokens/current",
-        operations={
-            "delete": {
-                "tags": ["Tokens"],
-                "operationId": "revokeCurrentToken",
-                "summary": "Revoke the token of this request",
-                "description": "The revoked token answers 401 from then on.",
-                "responses": {
-                    "204": {"description": "Revoked; no body."},
-                    **_errors("Unauthenticated", "ServerError", "ServiceUnavailable"),
-                },
-            }
-        },
+        _page_envelope(ref("schemas", "PublicFileRecord"), limits.page_size),
     )
 
 
 def _add_file_paths(spec: APISpec) -> None:
+    from app.files.routes import PRIVATE_CACHE, list_query_schema
+
     upload_errors = (
         "BadRequest",
         "Unauthenticated",
@@ -687,16 +746,16 @@ def _add_file_paths(spec: APISpec) -> None:
                 "requestBody": {
                     "required": True,
                     "content": {
-                        "multipart/form-data": {"schema": _ref("schemas", "FileUploadForm")}
+                        "multipart/form-data": {"schema": ref("schemas", "FileUploadForm")}
                     },
                 },
                 "responses": {
                     "201": {
                         "description": "One record per uploaded file, in upload order.",
                         "headers": RATE_LIMIT_HEADERS,
-                        "content": _json(_ref("schemas", "CreatedFiles")),
+                        "content": json_content(ref("schemas", "CreatedFiles")),
                     },
-                    **_errors(*upload_errors),
+                    **errors(*upload_errors),
                 },
             },
             "get": {
@@ -711,9 +770,9 @@ def _add_file_paths(spec: APISpec) -> None:
                 "responses": {
                     "200": {
                         "description": "One page.",
-                        "content": _json(_ref("schemas", "FileRecordPage")),
+                        "content": json_content(ref("schemas", "FileRecordPage")),
                     },
-                    **_errors(
+                    **errors(
                         "Unauthenticated", "ValidationFailed", "ServerError", "ServiceUnavailable"
                     ),
                 },
@@ -731,9 +790,9 @@ def _add_file_paths(spec: APISpec) -> None:
                 "responses": {
                     "200": {
                         "description": "The record.",
-                        "content": _json(_ref("schemas", "FileRecord")),
+                        "content": json_content(ref("schemas", "FileRecord")),
                     },
-                    **_errors("Unauthenticated", "NotFound", "ServerError", "ServiceUnavailable"),
+                    **errors("Unauthenticated", "NotFound", "ServerError", "ServiceUnavailable"),
                 },
             },
             "patch": {
@@ -741,13 +800,16 @@ def _add_file_paths(spec: APISpec) -> None:
                 "operationId": "updateFile",
                 "summary": "Update metadata",
                 "description": "Owner or administrator; only the fields sent change.",
-                "requestBody": {"required": True, "content": _json(_ref("schemas", "FileUpdate"))},
+                "requestBody": {
+                    "required": True,
+                    "content": json_content(ref("schemas", "FileUpdate")),
+                },
                 "responses": {
                     "200": {
                         "description": "The id, the fields sent, and the new updated_at.",
-                        "content": _json(_ref("schemas", "FileUpdateResult")),
+                        "content": json_content(ref("schemas", "FileUpdateResult")),
                     },
-                    **_errors(
+                    **errors(
                         "BadRequest",
                         "Unauthenticated",
                         "NotFound",
@@ -764,7 +826,7 @@ def _add_file_paths(spec: APISpec) -> None:
                 "summary": "Delete record and content",
                 "responses": {
                     "204": {"description": "Deleted; no body."},
-                    **_errors("Unauthenticated", "NotFound", "ServerError", "ServiceUnavailable"),
+                    **errors("Unauthenticated", "NotFound", "ServerError", "ServiceUnavailable"),
                 },
             },
         },
@@ -780,10 +842,10 @@ def _add_file_paths(spec: APISpec) -> None:
                 "description": (
                     "Non-administrators get 403 while the record is unreleased or under embargo."
                 ),
-                "parameters": _download_request_headers(),
+                "parameters": DOWNLOAD_REQUEST_HEADERS,
                 "responses": {
-                    **_download_responses("private"),
-                    **_errors(
+                    **download_responses(private_cache(PRIVATE_CACHE)),
+                    **errors(
                         "Unauthenticated",
                         "Forbidden",
                         "NotFound",
@@ -810,16 +872,16 @@ def _add_file_paths(spec: APISpec) -> None:
                 "requestBody": {
                     "required": True,
                     "content": {
-                        "multipart/form-data": {"schema": _ref("schemas", "ContentReplaceForm")}
+                        "multipart/form-data": {"schema": ref("schemas", "ContentReplaceForm")}
                     },
                 },
                 "responses": {
                     "200": {
                         "description": "The full record.",
                         "headers": RATE_LIMIT_HEADERS,
-                        "content": _json(_ref("schemas", "FileRecord")),
+                        "content": json_content(ref("schemas", "FileRecord")),
                     },
-                    **_errors(*upload_errors[:2], "NotFound", *upload_errors[2:]),
+                    **errors(*upload_errors[:2], "NotFound", *upload_errors[2:]),
                 },
             }
         },
@@ -827,14 +889,19 @@ def _add_file_paths(spec: APISpec) -> None:
 
 
 def _public_ok(description: str, content: dict[str, Any]) -> dict[str, Any]:
+    from app.public.routes import PUBLIC_CACHE
+
     return {
         "description": description,
-        "headers": {"Cache-Control": CACHE_HEADERS["public"]},
+        "headers": {"Cache-Control": public_cache(PUBLIC_CACHE)},
         "content": content,
     }
 
 
 def _add_public_paths(spec: APISpec) -> None:
+    from app.public.routes import PUBLIC_CACHE
+    from app.public.routes import list_query_schema as public_list_query_schema
+
     tags = ["Public"]
     spec.path(
         "/api/public/files",
@@ -849,8 +916,15 @@ def _add_public_paths(spec: APISpec) -> None:
                 "security": NO_TOKEN,
                 "parameters": [{"in": "query", "schema": public_list_query_schema}],
                 "responses": {
-                    "200": _public_ok("One page.", _json(_ref("schemas", "PublicFileRecordPage"))),
-                    **_errors("ValidationFailed", "ServerError", "ServiceUnavailable", public=True),
+                    "200": _public_ok(
+                        "One page.", json_content(ref("schemas", "PublicFileRecordPage"))
+                    ),
+                    **errors(
+                        "ValidationFailed",
+                        "ServerError",
+                        "ServiceUnavailable",
+                        cache=public_cache(PUBLIC_CACHE),
+                    ),
                 },
             }
         },
@@ -868,8 +942,15 @@ def _add_public_paths(spec: APISpec) -> None:
                 "description": "An embargo does not hide the metadata.",
                 "security": NO_TOKEN,
                 "responses": {
-                    "200": _public_ok("The record.", _json(_ref("schemas", "PublicFileRecord"))),
-                    **_errors("NotFound", "ServerError", "ServiceUnavailable", public=True),
+                    "200": _public_ok(
+                        "The record.", json_content(ref("schemas", "PublicFileRecord"))
+                    ),
+                    **errors(
+                        "NotFound",
+                        "ServerError",
+                        "ServiceUnavailable",
+                        cache=public_cache(PUBLIC_CACHE),
+                    ),
                 },
             }
         },
@@ -886,11 +967,15 @@ def _add_public_paths(spec: APISpec) -> None:
                 "summary": "Download released content",
                 "description": "403 while the record is under embargo.",
                 "security": NO_TOKEN,
-                "parameters": _download_request_headers(),
+                "parameters": DOWNLOAD_REQUEST_HEADERS,
                 "responses": {
-                    **_download_responses("public"),
-                    **_errors(
-                        "Forbidden", "NotFound", "ServerError", "ServiceUnavailable", public=True
+                    **download_responses(public_cache(PUBLIC_CACHE)),
+                    **errors(
+                        "Forbidden",
+                        "NotFound",
+                        "ServerError",
+                        "ServiceUnavailable",
+                        cache=public_cache(PUBLIC_CACHE),
                     ),
                 },
             }
@@ -930,7 +1015,7 @@ def _add_oai_paths(spec: APISpec) -> None:
             ),
             "content": {"text/xml": {"schema": {"type": "string"}}},
         },
-        **_errors("ServerError", "ServiceUnavailable"),
+        **errors("ServerError", "ServiceUnavailable"),
     }
     about = (
         "OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of "
@@ -978,6 +1063,9 @@ def _add_oai_paths(spec: APISpec) -> None:
 
 
 def _add_feed_paths(spec: APISpec) -> None:
+    from app.feeds.routes import feed_query_schema
+    from app.public.routes import PUBLIC_CACHE
+
     feeds = (
         (
             "/api/public/feed.atom",
@@ -1014,9 +1102,9 @@ def _add_feed_paths(spec: APISpec) -> None:
                         "200": {
                             "description": "The feed.",
                             "headers": {
-                                "Cache-Control": CACHE_HEADERS["public"],
+                                "Cache-Control": public_cache(PUBLIC_CACHE),
                                 "ETag": REVALIDATION_ETAG,
-                                "Last-Modified": _header(
+                                "Last-Modified": header(
                                     "The newest change or release in the feed.",
                                     {"type": "string"},
                                     required=False,
@@ -1026,10 +1114,13 @@ def _add_feed_paths(spec: APISpec) -> None:
                         },
                         "304": {
                             "description": "The cached copy is current.",
-                            "headers": {"Cache-Control": CACHE_HEADERS["public"]},
+                            "headers": {"Cache-Control": public_cache(PUBLIC_CACHE)},
                         },
-                        **_errors(
-                            "ValidationFailed", "ServerError", "ServiceUnavailable", public=True
+                        **errors(
+                            "ValidationFailed",
+                            "ServerError",
+                            "ServiceUnavailable",
+                            cache=public_cache(PUBLIC_CACHE),
                         ),
                     },
                 }
@@ -1037,159 +1128,14 @@ def _add_feed_paths(spec: APISpec) -> None:
         )
 
 
-def _add_docs_paths(spec: APISpec) -> None:
-    tags = ["Documentation"]
-    not_modified = {"description": "The cached copy is current."}
-    spec.path(
-        "/api/openapi.json",
-        operations={
-            "get": {
-                "tags": tags,
-                "operationId": "getOpenApiDocument",
-                "summary": "This OpenAPI document",
-                "security": NO_TOKEN,
-                "responses": {
-                    "200": {
-                        "description": "The document (OpenAPI 3.1).",
-                        "headers": {"ETag": REVALIDATION_ETAG},
-                        "content": _json({"type": "object"}),
-                    },
-                    "304": not_modified,
-                },
-            }
-        },
-    )
-    spec.path(
-        "/api/docs",
-        operations={
-            "get": {
-                "tags": tags,
-                "operationId": "getDocsPage",
-                "summary": "Interactive documentation (Swagger UI)",
-                "description": "Works offline: every asset is served by the service itself.",
-                "security": NO_TOKEN,
-                "responses": {
-                    "200": {
-                        "description": "The page.",
-                        "content": {"text/html": {"schema": {"type": "string"}}},
-                    }
-                },
-            }
-        },
-    )
-    spec.path(
-        "/api/docs/assets/{name}",
-        parameters=[
-            {
-                "name": "name",
-                "in": "path",
-                "required": True,
-                "schema": {"type": "string", "enum": sorted(ASSET_TYPES)},
-            }
-        ],
-        operations={
-            "get": {
-                "tags": tags,
-                "operationId": "getDocsAsset",
-                "summary": "A script, style sheet or icon of the documentation page",
-                "security": NO_TOKEN,
-                "responses": {
-                    "200": {
-                        "description": "The asset; cacheable for a day and revalidated by ETag.",
-                        "headers": {"ETag": REVALIDATION_ETAG},
-                        "content": {mimetype: {} for mimetype in sorted(set(ASSET_TYPES.values()))},
-                    },
-                    "304": not_modified,
-                    "404": _error("No such asset."),
-                },
-            }
-        },
-    )
-
-
-def _add_health_paths(spec: APISpec) -> None:
-    tags = ["Operations"]
-    checks = {
-        "type": "object",
-        "properties": {
-            "database": {"type": "string", "enum": ["ok", "fail"]},
-            "storage": {"type": "string", "enum": ["ok", "fail"]},
-        },
-        "required": ["database", "storage"],
-    }
-    spec.path(
-        "/healthz",
-        operations={
-            "get": {
-                "tags": tags,
-                "operationId": "getHealth",
-                "summary": "Liveness: the process answers (dependencies are not checked)",
-                "security": NO_TOKEN,
-                "responses": {
-                    "200": {
-                        "description": "Alive.",
-                        "content": _json(
-                            {
-                                "type": "object",
-                                "properties": {"status": {"const": "ok"}},
-                                "required": ["status"],
-                            }
-                        ),
-                    }
-                },
-            }
-        },
-    )
-    spec.path(
-        "/readyz",
-        operations={
-            "get": {
-                "tags": tags,
-                "operationId": "getReadiness",
-                "summary": "Readiness: the database and the bucket answer",
-                "security": NO_TOKEN,
-                "responses": {
-                    "200": {
-                        "description": "Ready.",
-                        "content": _json(
-                            {
-                                "type": "object",
-                                "properties": {"status": {"const": "ok"}, "checks": checks},
-                                "required": ["status", "checks"],
-                            }
-                        ),
-                    },
-                    "503": {
-                        "description": "A dependency does not answer; `checks` says which.",
-                        "content": _json(
-                            {
-                                "type": "object",
-                                "properties": {
-                                    "message": {"type": "string"},
-                                    "status": {"const": "unavailable"},
-                                    "checks": checks,
-                                },
-                                "required": ["message", "status", "checks"],
-                            }
-                        ),
-                    },
-                },
-            }
-        },
-    )
-
-
 def _add_transfer_paths(spec: APISpec, limits: Limits) -> None:
-    """Folder archives and resumable uploads, declared beside their endpoints."""
     from app.archives.api_doc import add_archive_paths
-    from app.tus.api_doc import add_upload_paths
 
     add_archive_paths(spec, limits.zip_max_files, limits.zip_max_mb)
-    add_upload_paths(spec, limits.max_file_size)
 
 
 @lru_cache(maxsize=8)
-def _build(limits: Limits) -> dict[str, Any]:
+def _build(limits: Limits, routes: tuple[Route, ...]) -> dict[str, Any]:
     from app.tus.api_doc import TAG as uploads_tag
 
     plugin = _Plugin()
@@ -1222,12 +1168,10 @@ def _build(limits: Limits) -> dict[str, Any]:
     for name, (_status, response) in ERROR_RESPONSES.items():
         spec.components.response(name, response)
     _register_schemas(spec, plugin, limits)
-    _add_token_paths(spec)
     _add_file_paths(spec)
     _add_public_paths(spec)
     _add_transfer_paths(spec, limits)
     _add_feed_paths(spec)
     _add_oai_paths(spec)
-    _add_docs_paths(spec)
-    _add_health_paths(spec)
+    _add_paths(spec, routes, limits)
     return spec.to_dict()

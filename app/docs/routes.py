@@ -17,10 +17,19 @@ from app.docs.assets import (
     SWAGGER_UI_DIST,
     SWAGGER_UI_VERSION,
 )
-from app.docs.openapi import openapi_document
+from app.docs.openapi import (
+    NO_TOKEN,
+    REVALIDATION_ETAG,
+    error,
+    json_content,
+    openapi,
+    openapi_document,
+)
 
 ASSET_MAX_AGE = 24 * 60 * 60
 INITIALIZER_VERSION = hashlib.sha256(INITIALIZER_JS.encode()).hexdigest()[:12]
+TAGS = ["Documentation"]
+NOT_MODIFIED = {"description": "The cached copy is current."}
 
 # Scripts and style sheets from this service only; the document is fetched from it too.
 # Swagger UI sets inline styles and uses data: images in its style sheet.
@@ -68,6 +77,20 @@ def _document_json(app: Flask) -> bytes:
 
 
 @bp.get("/api/openapi.json")
+@openapi(
+    tags=TAGS,
+    operationId="getOpenApiDocument",
+    summary="This OpenAPI document",
+    security=NO_TOKEN,
+    responses={
+        "200": {
+            "description": "The document (OpenAPI 3.1).",
+            "headers": {"ETag": REVALIDATION_ETAG},
+            "content": json_content({"type": "object"}),
+        },
+        "304": NOT_MODIFIED,
+    },
+)
 def openapi_json() -> Response:
     response = Response(_document_json(current_app), mimetype="application/json")
     response.cache_control.no_cache = True
@@ -81,6 +104,19 @@ def _asset_url(name: str) -> str:
 
 
 @bp.get("/api/docs")
+@openapi(
+    tags=TAGS,
+    operationId="getDocsPage",
+    summary="Interactive documentation (Swagger UI)",
+    description="Works offline: every asset is served by the service itself.",
+    security=NO_TOKEN,
+    responses={
+        "200": {
+            "description": "The page.",
+            "content": {"text/html": {"schema": {"type": "string"}}},
+        }
+    },
+)
 def docs_page() -> Response:
     html = PAGE.format(
         css=escape(_asset_url("swagger-ui.css")),
@@ -107,6 +143,29 @@ def _asset_bytes(name: str) -> bytes:
 
 
 @bp.get("/api/docs/assets/<name>")
+@openapi(
+    path_parameters={
+        "name": {
+            "name": "name",
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "enum": sorted(ASSET_TYPES)},
+        }
+    },
+    tags=TAGS,
+    operationId="getDocsAsset",
+    summary="A script, style sheet or icon of the documentation page",
+    security=NO_TOKEN,
+    responses={
+        "200": {
+            "description": "The asset; cacheable for a day and revalidated by ETag.",
+            "headers": {"ETag": REVALIDATION_ETAG},
+            "content": {mimetype: {} for mimetype in sorted(set(ASSET_TYPES.values()))},
+        },
+        "304": NOT_MODIFIED,
+        "404": error("No such asset."),
+    },
+)
 def docs_asset(name: str) -> Response:
     """Cacheable for a day, revalidated by ETag; the page's links change with each version."""
     mimetype = ASSET_TYPES.get(name)

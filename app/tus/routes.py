@@ -8,13 +8,31 @@ from email.utils import format_datetime
 from flask import Response, current_app, request
 
 from app.auth.guard import current_user, user_rate_key
+from app.docs.openapi import NO_TOKEN, Configured, openapi
 from app.errors import error_response
 from app.extensions import limiter
 from app.models import ResumableUpload
 from app.storage import Storage
 from app.tus import bp, services
+from app.tus.api_doc import (
+    ALWAYS,
+    BYTES,
+    CHECKSUM,
+    COMPLETION,
+    STATE,
+    TUS_RESUMABLE,
+    UPLOAD_ID,
+    VALIDATION,
+    WHOLE_NUMBER,
+    errors,
+    header,
+    header_parameter,
+    without_body,
+)
 
 OFFSET_TYPE = "application/offset+octet-stream"
+TAGS = ["Uploads"]
+PATH = {"upload_id": UPLOAD_ID}
 
 
 def _storage() -> Storage:
@@ -90,6 +108,30 @@ def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
 
 
 @bp.route("", methods=["OPTIONS"], provide_automatic_options=False)
+@openapi(
+    tags=TAGS,
+    operationId="discoverUploads",
+    summary="What this tus server speaks",
+    security=NO_TOKEN,
+    responses={
+        "204": {
+            "description": "The protocol's discovery headers.",
+            "headers": {
+                "Tus-Version": header("Versions spoken.", {"const": services.TUS_VERSION}),
+                "Tus-Extension": header(
+                    "Extensions.", {"type": "string", "const": services.EXTENSIONS}
+                ),
+                "Tus-Max-Size": header(
+                    "Largest upload, in bytes.", {"type": "string", "pattern": "^[0-9]+$"}
+                ),
+                "Tus-Checksum-Algorithm": header(
+                    "Checksums of `Upload-Checksum`.",
+                    {"type": "string", "const": ",".join(services.CHECKSUMS)},
+                ),
+            },
+        }
+    },
+)
 def discover():
     return Response(
         status=204,
@@ -104,6 +146,36 @@ def discover():
 
 @bp.route("", methods=["POST"], provide_automatic_options=False)
 @limiter.limit(_upload_rate, key_func=user_rate_key)
+@openapi(
+    tags=TAGS,
+    operationId="createUpload",
+    summary="Start a resumable upload (tus creation)",
+    description=Configured(
+        "At most {max_file_size:,} bytes (`Upload-Length`). "
+        + VALIDATION
+        + " With a body (creation with upload) its bytes are the first piece. Rate limited per "
+        "user (with uploads). " + COMPLETION
+    ),
+    parameters=[
+        TUS_RESUMABLE,
+        header_parameter(
+            "Upload-Length", "Size of the whole file in bytes.", WHOLE_NUMBER, required=True
+        ),
+        header_parameter(
+            "Upload-Metadata", "`key base64(value)` pairs separated by commas.", {"type": "string"}
+        ),
+        CHECKSUM,
+    ],
+    requestBody={"required": False, "content": BYTES},
+    responses={
+        "201": {
+            "description": "Created; `Location` is the upload's URL (relative).",
+            "headers": {**STATE, "Location": header("The upload, `/api/uploads/{id}`.")},
+        },
+        **errors(400, 401, 409, 413, 415, 422, 429, 460, 500, 503),
+        **errors(412),
+    },
+)
 def create_upload():
     user = current_user()
     if "Upload-Defer-Length" in request.headers:
@@ -124,6 +196,24 @@ def create_upload():
 
 
 @bp.route("/<uuid:upload_id>", methods=["HEAD"], provide_automatic_options=False)
+@openapi(
+    path_parameters=PATH,
+    tags=TAGS,
+    operationId="readUpload",
+    summary="How far an upload got",
+    parameters=[TUS_RESUMABLE],
+    responses={
+        "200": {
+            "description": "The upload's offset, length and metadata.",
+            "headers": {
+                **STATE,
+                "Upload-Length": header("Size of the whole file.", WHOLE_NUMBER),
+                "Upload-Metadata": header("As sent at creation.", required=False),
+            },
+        },
+        **without_body(errors(401, 404, 410, 412, 500, 503)),
+    },
+)
 def upload_state(upload_id: uuid.UUID):
     upload = services.find_upload(current_user(), upload_id)
     headers = _state_headers(upload)
@@ -134,6 +224,34 @@ def upload_state(upload_id: uuid.UUID):
 
 
 @bp.route("/<uuid:upload_id>", methods=["PATCH"], provide_automatic_options=False)
+@openapi(
+    path_parameters=PATH,
+    tags=TAGS,
+    operationId="appendToUpload",
+    summary="Send the next piece",
+    description=(
+        "The body is taken whole or not at all: a piece cut off by a dropped connection is not "
+        "kept, so the client resends from the offset. " + COMPLETION
+    ),
+    parameters=[
+        TUS_RESUMABLE,
+        header_parameter("Upload-Offset", "Where this piece starts.", WHOLE_NUMBER, required=True),
+        CHECKSUM,
+    ],
+    requestBody={"required": True, "content": BYTES},
+    responses={
+        "204": {
+            "description": "Kept; `Upload-Offset` is the new offset.",
+            "headers": {
+                **STATE,
+                "Location": header(
+                    "After the last piece: the new record, `/api/files/{id}`.", required=False
+                ),
+            },
+        },
+        **errors(400, 401, 404, 409, 410, 412, 413, 415, 422, 460, 500, 503),
+    },
+)
 def append_to_upload(upload_id: uuid.UUID):
     current_user()
     offset = _whole_number("Upload-Offset")
@@ -142,6 +260,18 @@ def append_to_upload(upload_id: uuid.UUID):
 
 
 @bp.route("/<uuid:upload_id>", methods=["DELETE"], provide_automatic_options=False)
+@openapi(
+    path_parameters=PATH,
+    tags=TAGS,
+    operationId="terminateUpload",
+    summary="Abandon an upload (tus termination)",
+    description="Its pieces are removed; the record of a finished upload stays.",
+    parameters=[TUS_RESUMABLE],
+    responses={
+        "204": {"description": "Removed.", "headers": ALWAYS},
+        **errors(401, 404, 410, 412, 500, 503),
+    },
+)
 def terminate_upload(upload_id: uuid.UUID):
     services.terminate(current_user(), upload_id, _storage())
     return Response(status=204)
