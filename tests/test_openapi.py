@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from flask import Flask
+from flask import Blueprint, Flask
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
 from app import create_app
 from app.detection.mime import ALLOWED_MIME_TYPES
-from app.docs.openapi import openapi_document
+from app.docs.openapi import ID_PARAMETER, Configured, openapi, openapi_document
 from app.extensions import db
 from app.schemas import CreateMetadataSchema, FileRecordSchema, MetadataSchema
 from tests.support.api import CREATE_FIELDS, PUBLIC_FIELDS, RECORD_FIELDS, Api
@@ -386,6 +386,42 @@ def test_downloads_are_binary_with_their_headers(document: dict[str, Any]):
         assert responses["416"]["headers"]["Content-Range"]["required"] is True
         for status in ("200", "206", "304", "416"):
             assert responses[status]["headers"]["Cache-Control"]["schema"]["const"] == cache
+
+
+def test_an_endpoint_is_documented_by_its_view_alone(make_sqlite_app):
+    """`@openapi(...)` beside the view is all a new endpoint needs; the routes carry it in."""
+    extra = Blueprint("extra", __name__)
+
+    @extra.get("/api/extra/<uuid:record_id>")
+    @openapi(
+        path_parameters={"record_id": ID_PARAMETER},
+        tags=["Files"],
+        operationId="readExtra",
+        summary="An extra view",
+        description=Configured("Pages of {page_size} records."),
+        responses={"200": {"description": "Fine."}},
+    )
+    def read_extra(record_id):
+        return {}
+
+    app = make_sqlite_app(PAGE_SIZE=7)
+    app.register_blueprint(extra)
+    item = openapi_document(app)["paths"]["/api/extra/{id}"]
+    assert item["parameters"] == [ID_PARAMETER]
+    assert item["get"]["description"] == "Pages of 7 records."
+    assert "/api/extra/{id}" not in openapi_document(make_sqlite_app(PAGE_SIZE=7))["paths"]
+
+    broken = Blueprint("broken", __name__)
+
+    @broken.get("/api/broken/<name>")
+    @openapi(tags=["Files"], operationId="readBroken", summary="Undeclared path parameter")
+    def read_broken(name):
+        return {}
+
+    app = make_sqlite_app()
+    app.register_blueprint(broken)
+    with pytest.raises(ValueError, match="declare the path parameters"):
+        openapi_document(app)
 
 
 def test_public_errors_carry_the_public_cache_header(document: dict[str, Any]):
