@@ -54,7 +54,7 @@ def _short_sql(sql: str) -> str:
     return re.sub(r"\s*\n\s*", " ", sql).strip()
 
 
-def machine_section(documents: list[dict[str, Any]]) -> str:
+def machine_section(documents: list[dict[str, Any]], kept: dict[str, Any] | None = None) -> str:
     machine = documents[0]["machine"]
     pg = machine["postgresql"]
     disk = machine["disk"]
@@ -90,9 +90,15 @@ def machine_section(documents: list[dict[str, Any]]) -> str:
         ["wrk", machine["wrk"]],
         ["App revision", machine["git"]],
     ]
+    kept = kept or {}
+    if kept.get("sections"):
+        rows[-1][1] += f" ({', '.join(d['name'] for d in documents)})"
     loads = "; ".join(
-        f"{d['name']} {', '.join(f'{x:.2f}' for x in d['machine']['load_average_at_start'])}"
-        for d in documents
+        [
+            f"{d['name']} {', '.join(f'{x:.2f}' for x in d['machine']['load_average_at_start'])}"
+            for d in documents
+        ]
+        + kept.get("loads", [])
     )
     rows.append(["Load average at start", loads])
     return _table(["", ""], rows)
@@ -469,6 +475,45 @@ def lists_section(document: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+#: The generated section of each benchmark, by the heading it starts with.
+SECTION_HEADINGS = {
+    "transfer": "## Transfers (items 2-4)",
+    "metadata": "## Metadata requests (item 5)",
+    "lists": "## Lists at scale (item 6)",
+    "search": "## Search and harvesting (issue 13)",
+}
+
+
+def _kept(names: list[str]) -> dict[str, Any]:
+    """What the existing BENCHMARKS.md shows for benchmarks without results in this checkout
+    (results are not committed): their command lines, target rows, load averages and
+    sections, kept verbatim so that regenerating after one benchmark does not drop the
+    others' figures."""
+    kept: dict[str, Any] = {"commands": [], "targets": [], "loads": [], "sections": {}}
+    if not names or not TARGET.exists():
+        return kept
+    text = TARGET.read_text()
+    head, _, tail = text.partition(NOTES_END)
+    if not tail:
+        head, tail = "", text
+    for name in names:
+        command = re.search(rf"^    (\S+ -m bench\.{name}\b.*)$", head, re.M)
+        if command:
+            kept["commands"].append(command.group(1))
+        kept["targets"] += [line for line in head.splitlines() if line.startswith(f"| {name} | ")]
+        loads = re.search(r"^\| Load average at start \| (.*) \|$", head, re.M)
+        if loads:
+            kept["loads"] += [
+                item for item in loads.group(1).split("; ") if item.split(" ")[0] == name
+            ]
+        heading = SECTION_HEADINGS[name]
+        begin = tail.find(f"\n{heading}\n")
+        if begin >= 0:
+            end = tail.find("\n## ", begin + 1)
+            kept["sections"][name] = tail[begin + 1 : end if end >= 0 else None].strip("\n")
+    return kept
+
+
 def _notes() -> str:
     if TARGET.exists():
         text = TARGET.read_text()
@@ -482,6 +527,7 @@ def build() -> str:
     documents = [d for d in map(load, names) if d]
     if not documents:
         raise SystemExit("no results in bench/results: run a benchmark first")
+    kept = _kept([n for n in names if n not in {d["name"] for d in documents}])
     trial = [d["name"] for d in documents if is_trial(d)]
     status = (
         f"**TRIAL NUMBERS** for {', '.join(trial)}: small sizes on a shared machine, to show "
@@ -489,7 +535,15 @@ def build() -> str:
         if trial
         else "Full-size run."
     )
-    commands = "\n".join(f"    {d['command']}" for d in documents)
+    if kept["sections"]:
+        status += (
+            f" The sections of {', '.join(kept['sections'])} are kept from the previous version "
+            "of this file (no results of theirs in bench/results); their run lines give date "
+            "and command."
+        )
+    commands = "\n".join(
+        [f"    {d['command']}" for d in documents] + [f"    {c}" for c in kept["commands"]]
+    )
     parts = [
         "# Benchmarks",
         "",
@@ -511,11 +565,11 @@ def build() -> str:
         "",
         "## Machine",
         "",
-        machine_section(documents),
+        machine_section(documents, kept),
         "",
         "## Targets",
         "",
-        checks_section(documents),
+        "\n".join([checks_section(documents), *kept["targets"]]),
         "",
         "## Notes",
         "",
@@ -558,7 +612,20 @@ def build() -> str:
             _started(by_name["search"]),
             search_section(by_name["search"]),
         ]
-    return "\n".join(parts).rstrip() + "\n"
+    text = "\n".join(parts).rstrip() + "\n"
+    for name, section in kept["sections"].items():
+        # In the order of SECTION_HEADINGS: before the first later section that is present.
+        later = [
+            SECTION_HEADINGS[n]
+            for n in list(SECTION_HEADINGS)[list(SECTION_HEADINGS).index(name) + 1 :]
+            if f"\n{SECTION_HEADINGS[n]}\n" in text
+        ]
+        if later:
+            at = text.index(f"\n{later[0]}\n") + 1
+            text = text[:at] + section + "\n\n" + text[at:]
+        else:
+            text = text.rstrip() + "\n\n" + section + "\n"
+    return text
 
 
 def _started(document: dict[str, Any]) -> str:
