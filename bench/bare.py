@@ -39,7 +39,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from app.config import MAX_REQUEST_SIZE, MiB, settings_from_env
-from app.server import make_server
+from app.server import make_server, release_freed_memory_to_the_system
 
 READ_SIZE = MiB  # what the app's multipart reader asks waitress for
 FORWARD_READ_BYTES = 256 * 1024  # what the service asks S3 for per read (app/streaming.py)
@@ -193,12 +193,21 @@ def main() -> None:
     parser.add_argument(
         "--adj", action="append", default=[], help="extra waitress setting name=value"
     )
+    parser.add_argument(
+        "--default-malloc",
+        action="store_true",
+        help="leave glibc's malloc settings alone (flask serve sets them, and so does this)",
+    )
     args = parser.parse_args()
     options = {}
     for item in args.adj:
         name, _, value = item.partition("=")
         options[name] = int(value) if value.isdigit() else value
     args.dir.mkdir(parents=True, exist_ok=True)
+    if not args.default_malloc:
+        # What `flask serve` does before its threads start: 1 MiB chunks come from the heap
+        # instead of a fresh mmap each (which costs the copy loops a page fault per page).
+        release_freed_memory_to_the_system()
     storage = None
     if args.s3:
         from app.storage import create_storage
