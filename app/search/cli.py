@@ -14,6 +14,6 @@ search_cli = AppGroup("search", help="Full-text search index.")
 @search_cli.command("reindex")
 def reindex_command() -> None:
     """Rebuild the search index from the records (SQLite: the FTS5 table; PostgreSQL: the GIN
-    index over the generated column)."""
+    indexes over the generated column)."""
     count = reindex(db.session)
     click.echo(f"search index rebuilt: {count} records")

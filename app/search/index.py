@@ -2,8 +2,10 @@
 
 PostgreSQL: `file_records.search_vector`, a stored generated column (migration 0009) built with
 the `file_search` text search configuration (`german` with `unaccent` in front where the
-extension is available), under a GIN index. PostgreSQL computes it on every insert and update,
-whoever writes the row.
+extension is available), under two GIN indexes: one over all records (the lists of signed-in
+callers) and one over released records only (migration 0011; the public list, whose
+`freigabe IS true` lets the planner pick it). PostgreSQL computes the column on every insert
+and update, whoever writes the row.
 
 SQLite: the FTS5 table `file_search`, one row per record, written by `sync_search_index` in the
 same flush (and so the same transaction) as the record itself: every record the application
@@ -41,9 +43,11 @@ FTS_COLUMNS = {
     "beschreibung": (("beschreibung",), 1.0),
 }
 FTS_TABLE = "file_search"
+#: The GIN indexes over `search_vector` on PostgreSQL: all records, released ones (0009, 0011).
+PG_INDEXES = ("ix_file_records_search", "ix_file_records_search_released")
 #: Schema objects of the search that the ORM models do not describe, on purpose.
 SCHEMA_NAMES = frozenset(
-    {"search_vector", "ix_file_records_search", FTS_TABLE}
+    {"search_vector", *PG_INDEXES, FTS_TABLE}
     | {f"{FTS_TABLE}_{suffix}" for suffix in ("data", "idx", "content", "docsize", "config")}
 )
 
@@ -138,7 +142,8 @@ def reindex(session: Session) -> int:
     """Rebuild the search index from the records; returns how many records it holds."""
     connection = session.connection()
     if _is_postgres(connection):
-        connection.execute(text("REINDEX INDEX ix_file_records_search"))
+        for name in PG_INDEXES:
+            connection.execute(text(f"REINDEX INDEX {name}"))
         count = session.scalar(select(func.count()).select_from(FileRecord)) or 0
     else:
         count = rebuild_fts(connection)

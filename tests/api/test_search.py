@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import event as sa_event
 
 from app.extensions import db
-from app.search.index import reindex
+from app.search.index import PG_INDEXES, reindex
 from tests.api.test_list import insert_rows
 from tests.support.api import Account, Api
 
@@ -229,3 +230,40 @@ def test_reindex_rebuilds_the_index(api: Api, alice: Account, library, runner):
     }
     with api.app.app_context():
         assert reindex(db.session) == 9
+
+
+def test_public_search_reads_the_index_of_released_records(api: Api, library):
+    """On PostgreSQL the public search (total and page) can use the partial GIN index of
+    migration 0011: its condition is implied by how the list asks for released records."""
+    with api.app.app_context():
+        if db.engine.dialect.name != "postgresql":
+            pytest.skip("the partial GIN index exists on PostgreSQL only")
+        statements: list[tuple[str, object]] = []
+
+        def capture(_conn, _cursor, statement, parameters, _context, _executemany):
+            if "search_vector @@" in statement:
+                statements.append((statement, parameters))
+
+        sa_event.listen(db.engine, "before_cursor_execute", capture)
+        try:
+            assert len(public(api, "arbeitsmarkt")) == 3
+        finally:
+            sa_event.remove(db.engine, "before_cursor_execute", capture)
+        assert statements
+        with db.engine.connect() as conn, conn.begin() as transaction:
+            # Nine rows: left a choice, the planner reads the table or another index. Leave
+            # it the two search indexes (dropped in a transaction that is rolled back).
+            others = conn.exec_driver_sql(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'file_records' "
+                "AND NOT indexname = ANY(%(kept)s)",
+                {"kept": ["file_records_pkey", *PG_INDEXES]},
+            ).scalars()
+            for name in list(others):
+                conn.exec_driver_sql(f'DROP INDEX "{name}"')
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+            for statement, parameters in statements:
+                plan = "\n".join(
+                    row[0] for row in conn.exec_driver_sql("EXPLAIN " + statement, parameters)
+                )
+                assert "ix_file_records_search_released" in plan, plan
+            transaction.rollback()
