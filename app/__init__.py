@@ -13,7 +13,6 @@ from sqlalchemy.engine import make_url
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.access_log import RequestLogMiddleware, configure_logging
-from app.cache import LISTENER_NAME, RECORDS, TOKENS, WatchedCache, forget_on_change
 from app.config import DEFAULTS, ConfigError, settings_from_env, validate
 
 
@@ -62,6 +61,7 @@ def _wrap_middleware(app: Flask) -> None:
 
 def _init_extensions(app: Flask) -> None:
     from app import (
+        cache,
         models,  # noqa: F401  (registers the tables on the metadata)
         oai,
         search,
@@ -76,50 +76,13 @@ def _init_extensions(app: Flask) -> None:
             ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE_SECONDS"])
         if db.engine.dialect.name == "sqlite":
             event.listen(db.engine, "connect", _sqlite_pragmas)
-        cache = _read_cache(app, db.engine)
-        if cache is not None:
-            app.extensions["cache"] = cache
-            event.listen(db.engine, "engine_disposed", lambda _engine: cache.reset())
-            if RECORDS in cache.channels:
-                forget_on_change(db.engine, cache, RECORDS, "file_records")
+        cache.init_app(app, db)
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
     migrate.init_app(app, db, directory=migrations, render_as_batch=True)
     try:
         limiter.init_app(app)
     except LimitsConfigurationError as exc:
         raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
-
-
-def _read_cache(app: Flask, engine: Any) -> Any:
-    """On PostgreSQL, where a token check or a record read is a network round trip, remember
-    checked tokens and read records (app/cache.py).
-
-    SQLite answers both in-process, and cannot tell other processes what changed.
-    """
-    max_ages = {
-        channel: app.config[setting]
-        for channel, setting in ((TOKENS, "TOKEN_CACHE_SECONDS"), (RECORDS, "RECORD_CACHE_SECONDS"))
-        if app.config[setting]
-    }
-    if not max_ages or engine.dialect.name != "postgresql":
-        return None
-    import psycopg
-
-    cargs, cparams = engine.dialect.create_connect_args(engine.url)
-    options = {
-        **cparams,
-        **app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("connect_args", {}),
-        "autocommit": True,
-        "connect_timeout": 5,
-        # A listening connection only receives: keepalives are how a dead one shows.
-        "keepalives": 1,
-        "keepalives_idle": 30,
-        "keepalives_interval": 10,
-        "keepalives_count": 3,
-        # So that operators can tell it in pg_stat_activity.
-        "application_name": LISTENER_NAME,
-    }
-    return WatchedCache(lambda: psycopg.connect(*cargs, **options), max_ages)
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:

@@ -1,5 +1,11 @@
 """What this process has already read from PostgreSQL and may answer again without a query.
 
+In two sentences: PostgreSQL triggers announce every committed change to the tables an entry
+was read from (whoever makes it: any process, the CLI, SQL by hand), and the announcement
+empties that kind of entry in every process; this process does not wait for its own
+announcements, because its session empties them when it sends a change and again at commit.
+Entries also end after `max_age` seconds, which bounds what a lost announcement could hide.
+
 Two kinds of reads repeat on almost every request: the check of the caller's token and, for
 `GET /api/files/{id}` and the downloads, the record itself. Each costs a database round trip,
 more than the rest of the request. On PostgreSQL this process keeps their results, and every
@@ -11,7 +17,8 @@ migration 0008).
 The cache listens on a connection of its own. It does not need a thread: before each lookup it
 takes in, without waiting, whatever notifications have reached that connection, and a
 notification empties the entries of its channel. Changes made in this process empty them at
-once as well (the callers see to that). Another process's change is seen as soon as PostgreSQL
+once as well (`_watch_sessions`: the ORM's flushes, UPDATE and DELETE statements sent through
+the session, and any hand-written SQL). Another process's change is seen as soon as PostgreSQL
 has delivered its notification, which it sends at commit (well under a millisecond on one
 host). While the listening connection is down, or the triggers are missing, nothing is cached;
 entries are also re-read after their channel's `max_age` seconds whatever happens, which bounds
@@ -20,17 +27,18 @@ what a silently dropped connection could hide.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from flask import current_app
-from sqlalchemy import event
+from flask import Flask, current_app, has_app_context
+from sqlalchemy import Delete, TextClause, Update, event, inspect
+from sqlalchemy.orm import ORMExecuteState, Session
 
 log = logging.getLogger(__name__)
 
@@ -237,27 +245,151 @@ def cache_for(channel: str) -> WatchedCache | None:
     return cache if cache is not None and channel in cache.channels else None
 
 
-#: Statements that can change rows (a SELECT ... FOR UPDATE counts too, harmlessly).
-_CHANGING = re.compile(r"\b(?:update|delete|truncate|merge)\b|\bon\s+conflict\b", re.IGNORECASE)
+# --- this process's own changes ----------------------------------------------------------
+
+#: session.info key: the channels the session's open transaction has changed.
+_CHANGED = "cache_channels_changed"
 
 
-def forget_on_change(engine: Any, cache: WatchedCache, channel: str, table: str) -> None:
-    """Empty `channel` whenever this process changes `table`, whichever way the statement
-    was written (ORM, Core, SQL text): when the statement runs, and again when its
-    connection goes back to the pool, after the commit or rollback, so that what another
-    thread read in between (the row as it was before) is not kept either. Other processes'
-    changes arrive as notifications."""
-    marker = f"changed:{channel}"
+@functools.cache
+def _watched() -> dict[str, dict[Any, frozenset[str] | None]]:
+    """Per channel, the tables its entries are read from and the columns whose change can make
+    an entry wrong (None: any), as the triggers of migrations 0007 and 0008 watch them."""
+    from app.models import ApiToken, FileRecord, User
 
-    @event.listens_for(engine, "after_cursor_execute")
-    def noted(conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if statement[:6].upper() == "SELECT":  # most statements; skipped in a microsecond
-            return
-        if table in statement.lower() and _CHANGING.search(statement):
-            conn.info[marker] = True
-            cache.forget(channel)
+    return {
+        TOKENS: {
+            ApiToken.__table__: frozenset({"token_hash", "expires_at", "user_id"}),
+            User.__table__: frozenset({"is_active", "is_admin"}),
+        },
+        RECORDS: {FileRecord.__table__: None},
+    }
 
-    @event.listens_for(engine, "checkin")
-    def released(_dbapi_connection: Any, record: Any) -> None:
-        if record is not None and record.info.pop(marker, False):
-            cache.forget(channel)
+
+def _channels_of_flush(session: Session, watched: dict[str, Any]) -> set[str]:
+    """The channels whose rows a flush changed or deleted (insertions end no entry)."""
+    changed = set()
+    for obj in (*session.dirty, *session.deleted):
+        table = getattr(type(obj), "__table__", None)
+        for channel, tables in watched.items():
+            if table not in tables:
+                continue
+            columns = tables[table]
+            if obj in session.deleted or columns is None:
+                changed.add(channel)
+            elif any(attrs.history.has_changes() for attrs in _attrs(obj, columns)):
+                changed.add(channel)
+    return changed
+
+
+def _attrs(obj: Any, columns: frozenset[str]) -> list[Any]:
+    state = inspect(obj)
+    return [state.attrs[name] for name in columns if name in state.attrs]
+
+
+def _channels_of_statement(state: ORMExecuteState, watched: dict[str, Any]) -> set[str]:
+    """The channels an UPDATE or DELETE sent through the session may change: a DELETE of a
+    watched table, an UPDATE that sets a watched column; hand-written SQL may change anything."""
+    statement = state.statement
+    if isinstance(statement, TextClause):
+        return set(watched)
+    if not isinstance(statement, Update | Delete):
+        return set()
+    changed = set()
+    for channel, tables in watched.items():
+        if statement.table not in tables:
+            continue
+        columns = tables[statement.table]
+        if isinstance(statement, Delete) or columns is None or columns & _set_by(state):
+            changed.add(channel)
+    return changed
+
+
+def _set_by(state: ORMExecuteState) -> set[str]:
+    """The names of the values an UPDATE carries: those of `.values()`, and those of its
+    parameters (a bulk UPDATE by primary key)."""
+    names = set(state.statement.compile().params)
+    parameters = state.parameters
+    for row in parameters if isinstance(parameters, list) else [parameters or {}]:
+        names.update(row)
+    return names
+
+
+def _forget(channels: set[str]) -> None:
+    cache: WatchedCache | None = current_app.extensions.get("cache")
+    if cache is None:
+        return
+    for channel in channels & set(cache.channels):
+        cache.forget(channel)
+
+
+def _watch_sessions(session_target: Any) -> None:
+    """Empty the channels a session changes: when the change is sent (so that no lookup
+    between then and the commit keeps a row it read), and again at commit or rollback (so
+    that neither the row as it was nor an uncommitted one stays). Registered once per
+    session factory; each event looks up the cache of the app at hand."""
+    if event.contains(session_target, "after_flush", _noted_flush):
+        return
+    event.listen(session_target, "after_flush", _noted_flush)
+    event.listen(session_target, "do_orm_execute", _noted_statement)
+    event.listen(session_target, "after_commit", _settled)
+    event.listen(session_target, "after_rollback", _settled)
+
+
+def _note(session: Session, channels: set[str]) -> None:
+    if channels and has_app_context():
+        session.info.setdefault(_CHANGED, set()).update(channels)
+        _forget(channels)
+
+
+def _noted_flush(session: Session, _context: Any) -> None:
+    _note(session, _channels_of_flush(session, _watched()))
+
+
+def _noted_statement(state: ORMExecuteState) -> None:
+    if not state.is_select:
+        _note(state.session, _channels_of_statement(state, _watched()))
+
+
+def _settled(session: Session) -> None:
+    channels = session.info.pop(_CHANGED, None)
+    if channels and has_app_context():
+        _forget(channels)
+
+
+# --- wiring -----------------------------------------------------------------------------
+
+
+def init_app(app: Flask, db: Any) -> None:
+    """On PostgreSQL, where a token check or a record read is a network round trip, keep
+    checked tokens and read records (`TOKEN_CACHE_SECONDS`, `RECORD_CACHE_SECONDS`; 0 turns
+    one off). SQLite answers both in-process, and cannot tell other processes what changed.
+    """
+    engine = db.engine
+    max_ages = {
+        channel: app.config[setting]
+        for channel, setting in ((TOKENS, "TOKEN_CACHE_SECONDS"), (RECORDS, "RECORD_CACHE_SECONDS"))
+        if app.config[setting]
+    }
+    if not max_ages or engine.dialect.name != "postgresql":
+        return
+    import psycopg
+
+    cargs, cparams = engine.dialect.create_connect_args(engine.url)
+    options = {
+        **cparams,
+        **app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("connect_args", {}),
+        "autocommit": True,
+        "connect_timeout": 5,
+        # A listening connection only receives: keepalives are how a dead one shows.
+        "keepalives": 1,
+        "keepalives_idle": 30,
+        "keepalives_interval": 10,
+        "keepalives_count": 3,
+        # So that operators can tell it in pg_stat_activity.
+        "application_name": LISTENER_NAME,
+    }
+    cache = WatchedCache(lambda: psycopg.connect(*cargs, **options), max_ages)
+    app.extensions["cache"] = cache
+    event.listen(engine, "engine_disposed", lambda _engine: cache.reset())
+    _watch_sessions(db.session)

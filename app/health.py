@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from flask import Blueprint, current_app
-from sqlalchemy import text
+from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.docs.openapi import NO_TOKEN, json_content, openapi
@@ -103,7 +103,7 @@ def readyz():
 
 def _check_database() -> str:
     try:
-        db.session.execute(text("SELECT 1"))
+        db.session.execute(select(1))
         return "ok"
     except SQLAlchemyError as exc:
         log.warning("readiness: database check failed: %s", type(exc).__name__)

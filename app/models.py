@@ -111,7 +111,7 @@ class FileRecord(db.Model):
         # One record per object; reconciliation looks records up by their object key.
         Index("ix_file_records_stored_path", "stored_path", unique=True),
         # OAI-PMH harvests released records in datestamp order (app/oai). The condition is
-        # written as `released()` compiles it, so that the planners match it.
+        # written as `access.visible(None)` compiles it, so that the planners match it.
         Index(
             "ix_file_records_released_updated",
             "updated_at",

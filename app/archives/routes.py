@@ -6,9 +6,9 @@ from marshmallow import EXCLUDE, Schema
 from app import streaming
 from app.archives import bp, services
 from app.auth.guard import current_user
-from app.downloads import content_disposition
+from app.files import access
+from app.files.downloads import content_disposition
 from app.files.routes import PRIVATE_CACHE
-from app.files.services import today_in
 from app.http import load
 from app.public.routes import PUBLIC_CACHE
 from app.schemas import PlainString, public_record_rows, record_rows
@@ -42,7 +42,7 @@ def _limits() -> services.ArchiveLimits:
 
 def _archive_response(user, cache_control: str) -> Response:
     path = load(archive_query_schema, request.args.to_dict())["path"]
-    today = today_in(current_app.config["APP_TIMEZONE"])
+    today = access.today()
     records = services.downloadable_records(user, path, today, _limits())
     entries = services.entry_names(records)
     dump = public_record_rows if user is None else record_rows

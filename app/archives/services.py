@@ -1,7 +1,7 @@
 """Which records a folder archive holds, under which entry names, and the archive itself.
 
-Who may see and download a record is decided by the rules of app/files/services.py
-(`Listing`, `ensure_downloadable`); this module only picks, names and packs. The archive is a
+Who may see and download a record is decided by the rules of app/files/access.py (through
+`Listing` and `access.downloadable`); this module only picks, names and packs. The archive is a
 ZIP of stored (uncompressed) entries, so its length is known before the first byte and every
 entry streams from storage as it is read: memory stays at one storage chunk, whatever the
 number and size of the files.
@@ -21,9 +21,10 @@ from zipstream import ZIP_STORED, ZipStream
 
 from app import streaming
 from app.auth.services import Caller
-from app.exceptions import DownloadBlocked, ValidationFailed
+from app.exceptions import ValidationFailed
 from app.extensions import db
-from app.files import services
+from app.files import access
+from app.files.listing import Listing
 from app.models import FileRecord
 from app.schemas import FastDump
 from app.storage import Storage
@@ -55,22 +56,18 @@ def downloadable_records(
     """The records under `path` that `user` (None: the public) may download today, in folder
     and upload order; more than the limits allow is a validation error on `path`."""
     # An empty path means every folder, records without a path included (as in the lists).
-    listing = services.Listing.of(user, {"path": path} if path else {})
+    listing = Listing.of(user, {"path": path} if path else {})
     query = (
         listing.query()
+        .where(access.downloadable(user, today))
         .with_only_columns(*FileRecord.__table__.columns)
         .order_by(FileRecord.path, FileRecord.created_at, FileRecord.id)
     )
-    is_admin = user is not None and user.is_admin
     picked: list[Row[Any]] = []
     total = 0
     result = db.session.execute(query.execution_options(yield_per=BATCH))
     try:
         for row in result:
-            try:
-                services.ensure_downloadable(row, is_admin=is_admin, today=today)
-            except DownloadBlocked:
-                continue
             picked.append(row)
             total += row.size
             if len(picked) > limits.max_files:

@@ -9,12 +9,9 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
-from typing import Any
 
-from flask import current_app, has_app_context
-from sqlalchemy import bindparam, delete, event, func, select, update
-from sqlalchemy import inspect as sa_inspect
-from sqlalchemy.orm import Session
+from flask import current_app
+from sqlalchemy import bindparam, delete, func, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.cache import TOKENS, cache_for
@@ -160,50 +157,8 @@ def _touch(entry: CachedToken, now: datetime) -> None:
         db.session.commit()
 
 
-# A commit that changed tokens or accounts empties this process's token cache at once (other
-# processes learn of it from the database's notification, see app/cache.py). ORM changes
-# are seen at flush; statements that change such rows set the flag themselves.
-AUTH_CHANGED = "auth_changed"
-
-
-# What a token check reads: a change to any of these can end a token (the same columns
-# as the triggers of migration 0007).
-_CHECKED_COLUMNS = {
-    ApiToken: ("token_hash", "expires_at", "user_id"),
-    User: ("is_active", "is_admin"),
-}
-
-
-@event.listens_for(Session, "after_flush")
-def _note_auth_changes(session: Session, _context: Any) -> None:
-    for obj in session.deleted:
-        if isinstance(obj, ApiToken | User):
-            session.info[AUTH_CHANGED] = True
-            return
-    for obj in session.dirty:
-        columns = _CHECKED_COLUMNS.get(type(obj), ())
-        attrs = sa_inspect(obj).attrs
-        if any(attrs[name].history.has_changes() for name in columns):
-            session.info[AUTH_CHANGED] = True
-            return
-
-
-@event.listens_for(Session, "after_commit")
-def _forget_cached_tokens(session: Session) -> None:
-    if session.info.pop(AUTH_CHANGED, False) and has_app_context():
-        cache = cache_for(TOKENS)
-        if cache is not None:
-            cache.forget(TOKENS)
-
-
-@event.listens_for(Session, "after_rollback")
-def _nothing_changed(session: Session) -> None:
-    session.info.pop(AUTH_CHANGED, None)
-
-
 def revoke_token(token_id: int) -> None:
     db.session.execute(delete(ApiToken).where(ApiToken.id == token_id))
-    db.session.info[AUTH_CHANGED] = True
     db.session.commit()
 
 
@@ -321,6 +276,5 @@ def prune_expired_tokens(*, dry_run: bool = False) -> int:
     result = db.session.execute(
         delete(ApiToken).where(expired).execution_options(synchronize_session=False)
     )
-    db.session.info[AUTH_CHANGED] = True
     db.session.commit()
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from lxml import etree
 from marshmallow import EXCLUDE, Schema
 
 from app.feeds import bp, services
-from app.files.services import today_in
+from app.files import access
 from app.http import load
 from app.oai.routes import absolute_url
 from app.oai.xml import xml_text
@@ -39,9 +39,7 @@ def _path() -> str | None:
 def _feed(kind: str, media_only: bool) -> tuple[FeedGenerator, list[services.Entry], str | None]:
     path = _path()
     config = current_app.config
-    found = services.entries(
-        path, today_in(config["APP_TIMEZONE"]), config["APP_TIMEZONE"], media_only=media_only
-    )
+    found = services.entries(path, access.today(), config["APP_TIMEZONE"], media_only=media_only)
     name = config.get("REPOSITORY_NAME") or "File repository"
     title = xml_text(f"{name}: {path}" if path else name)
     self_url = xml_text(absolute_url(request.full_path.rstrip("?")))

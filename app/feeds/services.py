@@ -10,10 +10,11 @@ from datetime import UTC, date, datetime, time
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import or_
+from sqlalchemy import or_, select
 
 from app.extensions import db
-from app.files.services import embargo_active, filtered, released
+from app.files import access
+from app.files.listing import filtered
 from app.models import FileRecord
 
 FEED_SIZE = 50
@@ -38,8 +39,8 @@ def entries(path: str | None, today: date, timezone: str, *, media_only: bool) -
     Two short reads cover both ways a record becomes available: the newest creations without
     an active embargo, and the embargoes that ended most recently.
     """
-    query = filtered(released(), {"path": path} if path is not None else {})
-    query = query.where(or_(FileRecord.sperrfrist.is_(None), FileRecord.sperrfrist <= today))
+    query = select(FileRecord).where(access.visible(None), access.downloadable(None, today))
+    query = filtered(query, {"path": path} if path is not None else {})
     if media_only:
         query = query.where(
             or_(FileRecord.mime_type.like("audio/%"), FileRecord.mime_type.like("video/%"))
@@ -54,8 +55,7 @@ def entries(path: str | None, today: date, timezone: str, *, media_only: bool) -
     rows = {}
     for statement in (newest, ended):
         for row in db.session.execute(statement.limit(FEED_SIZE)):
-            if not embargo_active(row, today):
-                rows[row.id] = row
+            rows[row.id] = row
     found = [Entry(row, _released_at(row, timezone)) for row in rows.values()]
     found.sort(key=lambda entry: (entry.released_at, entry.record.id), reverse=True)
     return found[:FEED_SIZE]

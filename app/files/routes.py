@@ -2,19 +2,19 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
 
 from flask import current_app, request
-from sqlalchemy import Row
 
 from app.auth.guard import current_user, user_rate_key
-from app.downloads import download_response
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
-from app.files import bp, services
+from app.files import access, bp, writes
+from app.files.downloads import download_response
+from app.files.listing import Listing
+from app.files.pagination import list_response
 from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
-from app.http import json_body, load, validate
-from app.pagination import list_response
+from app.files.validation import validated
+from app.http import json_body, load
 from app.schemas import (
     INPUT_ALIASES,
     CreateMetadataSchema,
@@ -76,51 +76,47 @@ def create_files():
     upload = _receive(
         lambda name: FILES_FIELD.fullmatch(name) is not None,
         lambda index: f"files.{index}",
-        lambda index: services.new_object_key(record_ids[index]),
+        lambda index: writes.new_object_key(record_ids[index]),
         max_files,
         "files",
     )
-    metadata, metadata_errors = validate(create_schema, upload.fields)
-    metadata_errors = upload.field_errors | metadata_errors
-    records = services.create_records(
-        owner_id, record_ids, upload, metadata, metadata_errors, _storage(), max_files
-    )
+    try:
+        metadata = validated(
+            create_schema,
+            upload.fields,
+            unreadable=upload.field_errors,
+            files=upload.files,
+            max_files=max_files,
+        )
+    except ValidationFailed:
+        upload.discard(_storage())
+        raise
+    staged = [(record_ids[file.index], file) for file in upload.files]
+    records = writes.create_records(owner_id, staged, metadata, _storage())
     return {"files": created_record_schema.dump(records, many=True)}, 201
 
 
 @bp.get("")
 def list_files():
     params = load(list_query_schema, request.args.to_dict())
-    return list_response(services.Listing.of(current_user(), params), params, record_rows)
+    return list_response(Listing.of(current_user(), params), params, record_rows)
 
 
 @bp.get("/<uuid:record_id>")
 def read_file(record_id: uuid.UUID):
-    return record_rows.dump(services.read_record(current_user(), record_id))
+    return record_rows.dump(access.read_record(current_user(), record_id))
 
 
 @bp.get("/<uuid:record_id>/download")
 def download_file(record_id: uuid.UUID):
-    user = current_user()
-
-    def load() -> Row[Any]:
-        record = services.read_record(user, record_id)
-        services.ensure_downloadable(
-            record,
-            is_admin=user.is_admin,
-            today=services.today_in(current_app.config["APP_TIMEZONE"]),
-        )
-        return record
-
-    return download_response(request, load, _storage(), PRIVATE_CACHE)
+    return download_response(request, current_user(), record_id, _storage(), PRIVATE_CACHE)
 
 
 @bp.patch("/<uuid:record_id>")
 def update_file(record_id: uuid.UUID):
     body = json_body()
     changes = load(update_schema, body)
-    record = services.find_record(services.visible_to(current_user()), record_id, lock=True)
-    record = services.update_metadata(record, changes)
+    record = writes.update_metadata(current_user(), record_id, changes)
     sent = dict.fromkeys(INPUT_ALIASES.get(name, name) for name in body)
     return dump_update_result(record, [name for name in sent if name in changes])
 
@@ -128,20 +124,25 @@ def update_file(record_id: uuid.UUID):
 @bp.post("/<uuid:record_id>/content")
 @limiter.limit(_upload_rate, key_func=user_rate_key)
 def replace_file_content(record_id: uuid.UUID):
-    query = services.visible_to(current_user())
-    services.find_record(query, record_id)
+    caller = current_user()
+    access.find_record(caller, record_id)  # a 404 before the body is read
     upload = _receive(
         lambda name: name == "file",
         lambda index: "file",
-        lambda index: services.new_object_key(record_id),
+        lambda index: writes.new_object_key(record_id),
         1,
         "file",
     )
-    record = services.replace_content(query, record_id, upload, _storage())
+    try:
+        validated(None, {}, files=upload.files, file_field="file")
+    except ValidationFailed:
+        upload.discard(_storage())
+        raise
+    record = writes.replace_content(caller, record_id, upload.files[0], _storage())
     return record_schema.dump(record)
 
 
 @bp.delete("/<uuid:record_id>")
 def delete_file(record_id: uuid.UUID):
-    services.delete_record(services.visible_to(current_user()), record_id, _storage())
+    writes.delete_record(current_user(), record_id, _storage())
     return "", 204

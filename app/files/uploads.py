@@ -79,21 +79,24 @@ class ReceivedUpload:
     # Form fields whose bytes were not UTF-8; reported as validation errors.
     field_errors: dict[str, list[str]] = field(default_factory=dict)
 
-    @property
-    def stored_keys(self) -> list[str]:
-        return [f.key for f in self.files if f.key is not None]
-
     def discard(self, storage: Storage) -> None:
-        """Remove every object this upload stored; used when the request fails as a whole.
+        """Remove every object this upload stored; used when the request fails as a whole."""
+        discard(self.files, storage)
 
-        Best effort: one failed deletion neither stops the others nor hides the error that
-        made the request fail.
-        """
-        for key in self.stored_keys:
-            try:
-                storage.delete(key)
-            except StorageError:
-                log.exception("could not remove object %s of a failed upload", key)
+
+def discard(files: Iterable[StagedFile], storage: Storage) -> None:
+    """Remove the stored objects of `files`, for a request or an import that failed.
+
+    Best effort: one failed deletion neither stops the others nor hides the error that made
+    the request fail.
+    """
+    for staged in files:
+        if staged.key is None:
+            continue
+        try:
+            storage.delete(staged.key)
+        except StorageError:
+            log.exception("could not remove object %s of a failed upload", staged.key)
 
 
 def clean_file_name(raw: str | None) -> str:

@@ -3,7 +3,7 @@ public view, in datestamp order, a page at a time.
 
 A list is read by keyset, never by OFFSET: a resumption token remembers the (datestamp, id) of
 the last item it delivered, so page 10,000 of a full harvest costs what page 1 costs. Live
-records come from `released()` (the public scope of app/files/services.py) over the partial
+records are what the public may see (`access.visible(None)`, app/files/access.py) over the partial
 index `ix_file_records_released_updated`; tombstones from `ix_oai_tombstones_deleted`. The two
 ordered reads are merged here.
 """
@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, tuple_
 
 from app.extensions import db
-from app.files.services import released
+from app.files import access
 from app.models import FilePathCount, FileRecord, OaiTombstone
 
 #: A place in harvest order: (datestamp with microseconds, record id).
@@ -64,8 +64,12 @@ def _in_window(query: Any, stamp: Any, path: Any, window: Window) -> Any:
     return query
 
 
+def _released() -> Any:
+    return select(FileRecord).where(access.visible(None))
+
+
 def _live(window: Window) -> Any:
-    return _in_window(released(), FileRecord.updated_at, FileRecord.path, window)
+    return _in_window(_released(), FileRecord.updated_at, FileRecord.path, window)
 
 
 def _gone(window: Window) -> Any:
@@ -108,7 +112,7 @@ def _merge(live_rows: list[Any], gone_rows: list[OaiTombstone]) -> Iterator[Item
 def find(record_id: uuid.UUID) -> Item | None:
     """One released record, or the tombstone of one that was; None if neither exists."""
     row = db.session.execute(
-        released()
+        _released()
         .with_only_columns(*FileRecord.__table__.columns)
         .where(FileRecord.id == record_id)
     ).first()

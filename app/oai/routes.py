@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Response, current_app, g, request, url_for
 
-from app.files.services import today_in
+from app.files import access
 from app.http import external_url
 from app.oai import bp, harvest
 from app.oai import xml as oai_xml
@@ -208,7 +208,7 @@ def _get_record(root: Any, args: dict[str, str]) -> None:
 
 
 def _today() -> date:
-    return today_in(current_app.config["APP_TIMEZONE"])
+    return access.today()
 
 
 def _write_item(parent: Any, item: harvest.Item, *, with_metadata: bool, today: date) -> None:

@@ -31,10 +31,9 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.auth.services import find_user
-from app.exceptions import ValidationFailed
 from app.extensions import db
-from app.files.services import create_records, new_object_key
-from app.files.uploads import READ_SIZE, ReceivedUpload, StagedFile, stage_file
+from app.files.uploads import READ_SIZE, StagedFile, stage_file
+from app.files.writes import create_records, new_object_key
 from app.http import validate
 from app.models import FileRecord
 from app.schemas import CreateMetadataSchema
@@ -438,27 +437,12 @@ class Importer:
                 self.storage.delete(key)
             self.report.skipped.append(candidate.relative)
             return
-        if store and not self._create(candidate, record_id, staged, metadata):
-            return
+        if store:
+            # The service of `POST /api/files`; it removes the object if the insert fails.
+            create_records(self.owner_id, [(record_id, staged)], metadata, self.storage)
         self.seen.add(staged.sha256)
         self.report.imported.append(candidate.relative)
         self.report.imported_bytes += staged.size
-
-    def _create(
-        self,
-        candidate: Candidate,
-        record_id: uuid.UUID,
-        staged: StagedFile,
-        metadata: dict[str, Any],
-    ) -> bool:
-        """Insert the record through the upload's service; it removes the object on failure."""
-        upload = ReceivedUpload(files=[staged])
-        try:
-            create_records(self.owner_id, [record_id], upload, metadata, {}, self.storage, 1)
-        except ValidationFailed as exc:  # not expected: both checks ran above
-            self.reject(candidate.relative, [m for ms in exc.errors.values() for m in ms])
-            return False
-        return True
 
     def _open(self, candidate: Candidate) -> BinaryIO:
         fd = os.open(candidate.source, _OPEN_FLAGS)

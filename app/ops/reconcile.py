@@ -20,7 +20,7 @@ from flask.cli import with_appcontext
 from sqlalchemy import select
 
 from app.extensions import db
-from app.files.services import retry_pending_deletions
+from app.files.writes import retry_pending_deletions
 from app.models import FileRecord, PendingObjectDeletion
 from app.storage import ObjectNotFound, Storage, StorageError, StoredObject, UnfinishedUpload
 from app.tus.services import abort_expired, live_keys, remove_orphaned_pieces

@@ -1,15 +1,14 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from flask import current_app, request
-from sqlalchemy import Row
 
-from app.downloads import download_response
-from app.files import services
+from app.files import access
+from app.files.downloads import download_response
+from app.files.listing import Listing
+from app.files.pagination import list_response
 from app.http import load
-from app.pagination import list_response
 from app.public import bp
 from app.schemas import public_record_rows
 from app.search.schemas import SearchListQuerySchema
@@ -23,21 +22,15 @@ list_query_schema = SearchListQuerySchema(exclude=("freigabe",))
 @bp.get("")
 def list_released():
     params = load(list_query_schema, request.args.to_dict())
-    return list_response(services.Listing.of(None, params), params, public_record_rows)
+    return list_response(Listing.of(None, params), params, public_record_rows)
 
 
 @bp.get("/<uuid:record_id>")
 def read_released(record_id: uuid.UUID):
-    return public_record_rows.dump(services.read_record(None, record_id))
+    return public_record_rows.dump(access.read_record(None, record_id))
 
 
 @bp.get("/<uuid:record_id>/download")
 def download_released(record_id: uuid.UUID):
-    def load() -> Row[Any]:
-        record = services.read_record(None, record_id)
-        services.ensure_downloadable(
-            record, is_admin=False, today=services.today_in(current_app.config["APP_TIMEZONE"])
-        )
-        return record
-
-    return download_response(request, load, current_app.extensions["storage"], PUBLIC_CACHE)
+    storage = current_app.extensions["storage"]
+    return download_response(request, None, record_id, storage, PUBLIC_CACHE)

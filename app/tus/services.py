@@ -2,7 +2,7 @@
 
 An upload ends in exactly the pipeline of `POST /api/files`: the same metadata schema and
 messages (checked at creation, before any byte is accepted), the same size limit, the same
-type detection and the same record creation (`app.files.services.create_records`). Its state
+type detection and the same record creation (`app.files.writes.create_records`). Its state
 lives in the database (`ResumableUpload`) and in the storage backend
 (`app.storage.resumable`), never only in this process.
 """
@@ -29,13 +29,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.auth.services import Caller
 from app.detection.sample import HEAD_BYTES, TAIL_BYTES, Sample
-from app.exceptions import DomainError, RecordNotFound, ValidationFailed
+from app.exceptions import DomainError, RecordNotFound
 from app.extensions import db
-from app.files import services as files
-from app.files.routes import create_schema
-from app.files.uploads import ReceivedUpload, StagedFile, check_file, clean_file_name
-from app.http import validate
+from app.files import writes
+from app.files.uploads import StagedFile, check_file, clean_file_name, discard
+from app.files.validation import validated
 from app.models import FileRecord, ResumableUpload, utcnow
+from app.schemas import CreateMetadataSchema
 from app.storage import Storage, StorageError
 from app.storage.resumable import PREFIX as PIECES_PREFIX
 from app.storage.resumable import resumable_store
@@ -47,6 +47,9 @@ EXTENSIONS = "creation,creation-with-upload,termination,checksum,expiration"
 CHECKSUMS: dict[str, Callable[[], Any]] = {"sha1": hashlib.sha1, "sha256": hashlib.sha256}
 #: The field name of the file in error messages, as for a content replacement.
 FILE_FIELD = "file"
+
+#: The metadata rules of `POST /api/files`, applied to `Upload-Metadata`.
+create_schema = CreateMetadataSchema()
 
 
 class TusError(DomainError):
@@ -167,15 +170,17 @@ def create_upload(
             f"The {FILE_FIELD} field must not be greater than {max_size // 1024} kilobytes."
         )
     fields, field_errors = parse_metadata(metadata_header)
-    _metadata, errors = validate(create_schema, fields)
-    errors = field_errors | errors
-    if length == 0:
-        errors = {FILE_FIELD: [f"The {FILE_FIELD} field must not be an empty file."]} | errors
-    if errors:
-        raise ValidationFailed(errors)
+    empty = f"The {FILE_FIELD} field must not be an empty file."
+    validated(
+        create_schema,
+        fields,
+        unreadable=field_errors,
+        files=[StagedFile(0, FILE_FIELD, "", error=empty)] if length == 0 else None,
+        file_field=FILE_FIELD,
+    )
     now = utcnow()
     record_id, upload_id = uuid.uuid4(), uuid.uuid4()
-    key = files.new_object_key(record_id)
+    key = writes.new_object_key(record_id)
     # No transaction stays open while the backend is asked.
     db.session.rollback()
     store = resumable_store(storage)
@@ -335,7 +340,6 @@ def complete(upload: ResumableUpload, storage: Storage, config: Any) -> FileReco
     fields, field_errors = parse_metadata(upload.upload_metadata)
     staged = StagedFile(0, FILE_FIELD, file_name(fields), size=upload.length)
     staged.key = upload.stored_path
-    received = ReceivedUpload(fields=fields, files=[staged], field_errors=field_errors)
     try:
         check_file(
             staged,
@@ -346,21 +350,17 @@ def complete(upload: ResumableUpload, storage: Storage, config: Any) -> FileReco
             staged.sha256 = (
                 digest.hexdigest() if digest is not None else _sha256(storage, upload.stored_path)
             )
-        metadata, errors = validate(create_schema, fields)
+        metadata = validated(
+            create_schema, fields, unreadable=field_errors, files=[staged], file_field=FILE_FIELD
+        )
         # The upload is marked complete in the same commit that inserts the record.
         upload.completed_at = utcnow()
-        [record] = files.create_records(
-            upload.user_id,
-            [upload.record_id],
-            received,
-            metadata,
-            field_errors | errors,
-            storage,
-            1,
+        [record] = writes.create_records(
+            upload.user_id, [(upload.record_id, staged)], metadata, storage
         )
     except BaseException:
         db.session.rollback()
-        received.discard(storage)
+        discard([staged], storage)
         _forget(upload_id)
         raise
     return record

@@ -12,9 +12,10 @@ from urllib.parse import unquote
 
 import pytest
 
-from app import create_app, downloads
-from app.downloads import content_disposition
+from app import create_app
 from app.extensions import db
+from app.files import downloads
+from app.files.downloads import content_disposition
 from tests.support import samples
 from tests.support.api import Account, Api
 

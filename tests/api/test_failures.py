@@ -227,12 +227,12 @@ def test_delete_commits_the_row_before_removing_the_object(
 def test_unexpected_errors_are_json_500_without_a_trace(
     api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
 ):
-    import app.files.routes as routes
+    import app.files.pagination as pagination
 
     def boom(*args, **kwargs):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(routes.services, "paginate", boom)
+    monkeypatch.setattr(pagination, "paginate", boom)
     response = api.get("/api/files", alice)
     assert response.status_code == 500
     assert response.get_json() == {"message": "Server error."}

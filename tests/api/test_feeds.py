@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import feedparser
 import pytest
 
-from app.feeds import routes as feed_routes
+from app.files import access
 from tests.support import samples
 from tests.support.api import Account, Api
 
@@ -68,7 +68,7 @@ def test_embargoed_file_appears_on_the_day_its_embargo_ends(
     record = api.create(alice, "x.mp3", samples.mp3_bytes(), sperrfrist=str(today + timedelta(1)))
     for url in ("/api/public/feed.atom", "/api/public/podcast.rss"):
         assert ids(parse(api, url)[1]) == []
-    monkeypatch.setattr(feed_routes, "today_in", lambda _zone: today + timedelta(days=1))
+    monkeypatch.setattr(access, "today", lambda: today + timedelta(days=1))
     for url in ("/api/public/feed.atom", "/api/public/podcast.rss"):
         assert ids(parse(api, url)[1]) == [record["id"]]
 

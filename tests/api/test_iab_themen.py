@@ -32,9 +32,7 @@ def test_both_names_agreeing_are_accepted(api: Api, alice: Account):
     assert response.get_json()["org_themen"] == "Bildung"
 
 
-def test_both_names_differing_are_422_on_iab_themen_and_change_nothing(
-    api: Api, alice: Account
-):
+def test_both_names_differing_are_422_on_iab_themen_and_change_nothing(api: Api, alice: Account):
     record = api.create(alice)
     patched = api.patch(record["id"], alice, {"iab_themen": "A", "org_themen": "B"})
     assert patched.status_code == 422

@@ -135,12 +135,12 @@ def test_no_secret_ever_reaches_a_log_line(
         api.client.get("/api/files", headers={"Authorization": "Bearer 9|forged-secret"})
         secrets_seen.append("forged-secret")
 
-        import app.files.routes as routes
+        import app.files.pagination as pagination
 
         def boom(*args, **kwargs):
             raise RuntimeError("internal failure")
 
-        monkeypatch.setattr(routes.services, "paginate", boom)
+        monkeypatch.setattr(pagination, "paginate", boom)
         assert api.get("/api/files", alice, buffered=True).status_code == 500
 
     formatter = JSONFormatter()

@@ -8,6 +8,7 @@ other, whoever made it (a request, SQL by hand).
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -220,13 +221,17 @@ def test_a_read_between_a_change_and_its_commit_is_not_kept(replicas: Replicas, 
     def read_before_the_commit(_conn: Any) -> None:
         # SQLAlchemy's commit event comes before the database's commit; this listener comes
         # after the app's own ones.
-        if not read_meanwhile:
-            read_meanwhile.append(titel(replicas.b, record["id"], alice))
+        if not read_meanwhile:  # by another request, in a thread of its own
+            reader = threading.Thread(
+                target=lambda: read_meanwhile.append(titel(replicas.b, record["id"], alice))
+            )
+            reader.start()
+            reader.join()
 
     sa.event.listen(engine, "commit", read_before_the_commit)
-    with engine.connect() as conn:
-        conn.execute(sa.text("UPDATE file_records SET titel = 'Zweite Fassung'"))
-        conn.commit()
+    with replicas.b.app_context():  # the app writes through its session
+        db.session.execute(sa.text("UPDATE file_records SET titel = 'Zweite Fassung'"))
+        db.session.commit()
     assert read_meanwhile == ["Erste Fassung"]  # the old row, read and cached
     assert titel(replicas.b, record["id"], alice) == "Zweite Fassung"
     assert get(replicas.b, path, alice).status_code == 200
@@ -234,7 +239,7 @@ def test_a_read_between_a_change_and_its_commit_is_not_kept(replicas: Replicas, 
 
 def test_a_change_rolled_back_is_not_kept(replicas: Replicas, alice, admin, record):
     from app.auth.services import Caller
-    from app.files.services import read_record
+    from app.files.access import read_record
 
     assert titel(replicas.b, record["id"], alice) == "Erste Fassung"  # the cache listens
     replicas.sql("DROP TRIGGER file_records_changes ON file_records")  # this process only

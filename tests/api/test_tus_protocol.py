@@ -12,7 +12,7 @@ from sqlalchemy.exc import OperationalError
 
 from app import create_app
 from app.extensions import db
-from app.files import services as files
+from app.files import writes as files
 from app.models import ResumableUpload
 from tests.support.api import Account, Api
 

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import base64
 import unicodedata
-from collections.abc import Callable
+import uuid
 from typing import Any
 from urllib.parse import quote
 
 from flask import Request, Response
 
 from app import streaming
+from app.auth.services import Caller
 from app.extensions import db
-from app.files.services import forget_cached_records
+from app.files.access import downloadable_record
 from app.storage import ObjectNotFound, Storage
 
 # How often a download follows a record to its newer object before giving up.
@@ -64,27 +65,26 @@ def _bounds(range_header: Any, size: int) -> tuple[int, int] | None:
 
 def download_response(
     request: Request,
-    load_record: Callable[[], Any],
+    caller: Caller | None,
+    record_id: uuid.UUID,
     storage: Storage,
     cache_control: str,
 ) -> Response:
-    """Answer a download; `load_record` finds the record (an ORM object or a row with its
-    attributes) and checks that it may be handed out.
+    """Answer a download of a record `caller` (None: the public) may download now.
 
     Concurrent replaces or a delete can remove the object between reading the record and
-    opening the object; the record is then read again, so the client gets the newest version
-    (or a 404), never an error for a race it did not cause. A record whose key has not
-    changed really has lost its object: that is an error.
+    opening the object; the record is then read again from the database, so the client gets
+    the newest version (or a 404), never an error for a race it did not cause. A record whose
+    key has not changed really has lost its object: that is an error.
     """
-    record = load_record()
+    record = downloadable_record(caller, record_id)
     for _ in range(MAX_REREADS):
         try:
             return stored_file_response(request, record, storage, cache_control)
         except ObjectNotFound:
             missing_key = record.stored_path
             db.session.rollback()
-            forget_cached_records()  # the record is read again from the database
-            record = load_record()
+            record = downloadable_record(caller, record_id, fresh=True)
             if record.stored_path == missing_key:
                 raise
     return stored_file_response(request, record, storage, cache_control)

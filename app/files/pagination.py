@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import current_app, request
 
-from app.files import services
+from app.files.listing import KeysetPage, Listing, Page, keyset_page, paginate
 from app.http import external_url
 from app.schemas import FastDump, encode_cursor
 
@@ -20,16 +20,14 @@ def _url_with(name: str, value: str) -> str:
     return external_url(request.script_root + request.path, args)
 
 
-def list_response(
-    listing: services.Listing, params: dict[str, Any], rows: FastDump
-) -> dict[str, Any]:
+def list_response(listing: Listing, params: dict[str, Any], rows: FastDump) -> dict[str, Any]:
     per_page = current_app.config["PAGE_SIZE"]
     if "cursor" in params:
-        return cursor_envelope(services.keyset_page(listing, params["cursor"], per_page), rows)
-    return page_envelope(services.paginate(listing, params["page"], per_page), rows)
+        return cursor_envelope(keyset_page(listing, params["cursor"], per_page), rows)
+    return page_envelope(paginate(listing, params["page"], per_page), rows)
 
 
-def cursor_envelope(result: services.KeysetPage, rows: FastDump) -> dict[str, Any]:
+def cursor_envelope(result: KeysetPage, rows: FastDump) -> dict[str, Any]:
     next_cursor = encode_cursor(result.next_position) if result.next_position else None
     return {
         "data": rows.dump(result.items, many=True),
@@ -40,7 +38,7 @@ def cursor_envelope(result: services.KeysetPage, rows: FastDump) -> dict[str, An
     }
 
 
-def page_envelope(result: services.Page, rows: FastDump) -> dict[str, Any]:
+def page_envelope(result: Page, rows: FastDump) -> dict[str, Any]:
     last_page = max(1, math.ceil(result.total / result.per_page))
     first_index = (result.page - 1) * result.per_page + 1
     has_items = bool(result.items)

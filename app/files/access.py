@@ -1,0 +1,143 @@
+"""Who may see a record and whether its content may be handed out: the rules, written once.
+
+Each rule comes in the two forms the code needs, side by side: a SQL condition for queries
+over many records (lists, archives, feeds, harvesting) and a check of one record already read
+(single reads, downloads). Change one form and the other next to it.
+
+- **Visible**: the public sees released records (`freigabe`); a signed-in caller sees their
+  own; an administrator sees all.
+- **Downloadable**: an administrator may download everything visible; anyone else only what
+  is released and not under embargo (`sperrfrist` after today, in the operator's time zone).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from flask import current_app
+from sqlalchemy import ColumnElement, Row, Select, bindparam, or_, select, true
+
+from app.auth.services import Caller
+from app.cache import RECORDS, cache_for
+from app.exceptions import DownloadBlocked, RecordNotFound
+from app.extensions import db
+from app.models import FileRecord
+
+#: A record as the code reads it: the ORM object, or a row with its attributes.
+RecordLike = FileRecord | Row[Any]
+
+
+# --- visible ------------------------------------------------------------------------------
+
+
+def visible(caller: Caller | None) -> ColumnElement[bool]:
+    """SQL: the records `caller` may see (None: the public)."""
+    if caller is None:
+        return FileRecord.freigabe.is_(True)
+    if caller.is_admin:
+        return true()
+    return FileRecord.user_id == caller.id
+
+
+def may_see(caller: Caller | None, record: RecordLike) -> bool:
+    """The same as `visible`, for one record already read."""
+    if caller is None:
+        return record.freigabe is True
+    return caller.is_admin or record.user_id == caller.id
+
+
+# --- downloadable -------------------------------------------------------------------------
+
+
+def downloadable(caller: Caller | None, today: date) -> ColumnElement[bool]:
+    """SQL: the visible records whose content `caller` may download on `today`."""
+    if caller is not None and caller.is_admin:
+        return true()
+    return FileRecord.freigabe.is_(True) & or_(
+        FileRecord.sperrfrist.is_(None), FileRecord.sperrfrist <= today
+    )
+
+
+def embargo_active(record: RecordLike, today: date) -> bool:
+    """Download is blocked while the embargo date is after today; on the day it is allowed."""
+    return record.sperrfrist is not None and record.sperrfrist > today
+
+
+def check_downloadable(caller: Caller | None, record: RecordLike, today: date) -> None:
+    """The same as `downloadable`, for one visible record; says why not."""
+    if caller is not None and caller.is_admin:
+        return
+    if not record.freigabe:
+        raise DownloadBlocked("This file is not released for download.")
+    if embargo_active(record, today):
+        raise DownloadBlocked(
+            f"This file is under embargo until {record.sperrfrist.isoformat()}."  # type: ignore[union-attr]
+        )
+
+
+def today() -> date:
+    """Embargo dates are calendar days in the operator's time zone (`APP_TIMEZONE`)."""
+    return datetime.now(ZoneInfo(current_app.config["APP_TIMEZONE"])).date()
+
+
+# --- one record ---------------------------------------------------------------------------
+
+
+# Built once: building a statement per request costs more than running it. It reads the record
+# whoever asks, so that one cached row serves everyone; `may_see` then decides.
+_READ_RECORD = select(*FileRecord.__table__.columns).where(FileRecord.id == bindparam("record_id"))
+
+
+def read_record(caller: Caller | None, record_id: uuid.UUID, *, fresh: bool = False) -> Row[Any]:
+    """One record `caller` may see, for a view that only reads it: a plain row with the
+    record's attributes (half the cost of an ORM object). On PostgreSQL it comes from this
+    process's cache when it is there (app/cache.py), unless `fresh`; who may see it is
+    decided on every call."""
+    cache = cache_for(RECORDS)
+    row, generation = (None, None) if cache is None else cache.get(RECORDS, record_id)
+    if row is None or fresh:
+        row = db.session.connection().execute(_READ_RECORD, {"record_id": record_id}).first()
+        if row is not None and generation is not None:
+            cache.put(RECORDS, generation, record_id, row)  # type: ignore[union-attr]
+    if row is None or not may_see(caller, row):
+        raise RecordNotFound()
+    return row
+
+
+def downloadable_record(
+    caller: Caller | None, record_id: uuid.UUID, *, fresh: bool = False
+) -> Row[Any]:
+    """One record whose content `caller` may download now: 404 if it is not visible, 403
+    (with the reason) if it is visible but not downloadable."""
+    record = read_record(caller, record_id, fresh=fresh)
+    check_downloadable(caller, record, today())
+    return record
+
+
+def _lock_database_on_sqlite() -> None:
+    """SQLite ignores FOR UPDATE: take its write lock before the row is read, so concurrent
+    changes of one record wait for each other as on PostgreSQL instead of acting on a row
+    another request has just replaced or deleted. (Python's sqlite3 begins transactions
+    only at the first write, so none is open yet after the request's reads.)"""
+    connection = db.session.connection()
+    if connection.dialect.name != "sqlite":
+        return
+    if not connection.connection.driver_connection.in_transaction:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def find_record(caller: Caller, record_id: uuid.UUID, *, lock: bool = False) -> FileRecord:
+    """The ORM record `caller` may see, for a change; `lock` holds it until the commit."""
+    statement: Select[tuple[FileRecord]] = select(FileRecord).where(
+        FileRecord.id == record_id, visible(caller)
+    )
+    if lock:
+        _lock_database_on_sqlite()
+        statement = statement.with_for_update()
+    record = db.session.scalars(statement).first()
+    if record is None:
+        raise RecordNotFound()
+    return record
