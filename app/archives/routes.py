@@ -1,11 +1,22 @@
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Response, current_app, request
 from marshmallow import EXCLUDE, Schema
 
 from app import streaming
 from app.archives import bp, services
 from app.auth.guard import current_user
+from app.docs.openapi import (
+    NO_TOKEN,
+    Configured,
+    errors,
+    header,
+    openapi,
+    private_cache,
+    public_cache,
+)
 from app.files import access
 from app.files.downloads import content_disposition
 from app.files.routes import PRIVATE_CACHE
@@ -33,6 +44,38 @@ class ArchiveQuerySchema(Schema):
 
 
 archive_query_schema = ArchiveQuerySchema()
+PARAMETERS = [{"in": "query", "schema": archive_query_schema}]
+LIMITS = (
+    "At most {zip_max_files} files and {zip_max_mb} MiB per archive on this instance "
+    "(`ZIP_MAX_FILES`, `ZIP_MAX_MB`); a folder over either limit answers 422 on `path`."
+)
+
+
+def _archive_ok(cache: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "description": (
+            "A ZIP of stored (uncompressed) entries, ZIP64 where sizes need it, streamed: "
+            "`<path>/<original_name>` of every file the caller may download right now (a "
+            "repeated name becomes `name (2).ext`), and first of all "
+            f'`{services.MANIFEST_NAME}`: `{{"files": [{{"entry", "sha256", ...record}}]}}`. '
+            "A folder without such files gives an archive with only the manifest."
+        ),
+        "headers": {
+            "Content-Length": header(
+                "The archive's exact size, known before it streams.",
+                {"type": "integer", "minimum": 0},
+            ),
+            "Content-Disposition": header(
+                "`attachment`, named after the last segment of `path`.",
+                {"type": "string", "pattern": '^attachment; filename="[^"]*\\.zip"'},
+            ),
+            "X-Content-Type-Options": header(
+                "Browsers must not sniff.", {"type": "string", "const": "nosniff"}
+            ),
+            "Cache-Control": cache,
+        },
+        "content": {"application/zip": {}},
+    }
 
 
 def _limits() -> services.ArchiveLimits:
@@ -61,10 +104,41 @@ def _archive_response(user, cache_control: str) -> Response:
 
 
 @bp.get("/api/files.zip")
+@openapi(
+    tags=["Files"],
+    operationId="downloadFolder",
+    summary="Download a folder as one ZIP",
+    description=Configured(
+        "Your records under `path` (administrators: all) that you may download: released and "
+        "not under embargo, for administrators every one. " + LIMITS
+    ),
+    parameters=PARAMETERS,
+    responses={
+        "200": _archive_ok(private_cache(PRIVATE_CACHE)),
+        **errors("Unauthenticated", "ValidationFailed", "ServerError", "ServiceUnavailable"),
+    },
+)
 def download_folder():
     return _archive_response(current_user(), PRIVATE_CACHE)
 
 
 @bp.get("/api/public/files.zip")
+@openapi(
+    tags=["Public"],
+    operationId="downloadReleasedFolder",
+    summary="Download a released folder as one ZIP",
+    description=Configured("Released records under `path` that are not under embargo. " + LIMITS),
+    security=NO_TOKEN,
+    parameters=PARAMETERS,
+    responses={
+        "200": _archive_ok(public_cache(PUBLIC_CACHE)),
+        **errors(
+            "ValidationFailed",
+            "ServerError",
+            "ServiceUnavailable",
+            cache=public_cache(PUBLIC_CACHE),
+        ),
+    },
+)
 def download_released_folder():
     return _archive_response(None, PUBLIC_CACHE)

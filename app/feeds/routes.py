@@ -8,11 +8,20 @@ from flask import Response, current_app, request, url_for
 from lxml import etree
 from marshmallow import EXCLUDE, Schema
 
+from app.docs.openapi import (
+    NO_TOKEN,
+    REVALIDATION_ETAG,
+    errors,
+    header,
+    openapi,
+    public_cache,
+)
 from app.feeds import bp, services
 from app.files import access
 from app.http import load
 from app.oai.routes import absolute_url
 from app.oai.xml import xml_text
+from app.public.routes import PUBLIC_CACHE
 from app.schemas import PlainString
 
 ATOM = "http://www.w3.org/2005/Atom"
@@ -29,6 +38,39 @@ class FeedQuerySchema(Schema):
 
 
 feed_query_schema = FeedQuerySchema()
+
+
+def _feed_operation(operation_id: str, summary: str, description: str, media_type: str) -> Any:
+    """The operation of a feed: the same parameters and answers, in its own media type."""
+    cache = public_cache(PUBLIC_CACHE)
+    return openapi(
+        tags=["Public"],
+        operationId=operation_id,
+        summary=summary,
+        description=description + " Revalidate with If-None-Match or If-Modified-Since.",
+        security=NO_TOKEN,
+        parameters=[{"in": "query", "schema": feed_query_schema}],
+        responses={
+            "200": {
+                "description": "The feed.",
+                "headers": {
+                    "Cache-Control": cache,
+                    "ETag": REVALIDATION_ETAG,
+                    "Last-Modified": header(
+                        "The newest change or release in the feed.",
+                        {"type": "string"},
+                        required=False,
+                    ),
+                },
+                "content": {media_type: {"schema": {"type": "string"}}},
+            },
+            "304": {
+                "description": "The cached copy is current.",
+                "headers": {"Cache-Control": cache},
+            },
+            **errors("ValidationFailed", "ServerError", "ServiceUnavailable", cache=cache),
+        },
+    )
 
 
 def _path() -> str | None:
@@ -87,6 +129,14 @@ def _conditional(body: bytes, content_type: str, kind: str, path: str | None, fo
 
 
 @bp.get("/feed.atom")
+@_feed_operation(
+    "getAtomFeed",
+    "Atom feed of releases",
+    "Atom 1.0: the newest 50 records a member of the public can download now, newest release "
+    "first (an embargoed record is released on the day its embargo ends). Each entry links its "
+    "record and its download as an enclosure.",
+    "application/atom+xml",
+)
 def atom_feed() -> Response:
     fg, found, path = _feed("atom", media_only=False)
     for entry in found:
@@ -111,6 +161,13 @@ def _with_link_attributes(atom: bytes, found: list[services.Entry]) -> bytes:
 
 
 @bp.get("/podcast.rss")
+@_feed_operation(
+    "getPodcastFeed",
+    "Podcast feed (RSS 2.0, iTunes)",
+    "RSS 2.0 with the iTunes namespace: the newest 50 downloadable audio and video records, one "
+    "`<enclosure>` each (the public download, length and type from the record).",
+    "application/rss+xml",
+)
 def podcast_feed() -> Response:
     fg, found, path = _feed("podcast", media_only=True)
     fg.load_extension("podcast")

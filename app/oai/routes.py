@@ -15,6 +15,7 @@ from typing import Any
 
 from flask import Response, current_app, g, request, url_for
 
+from app.docs.openapi import NO_TOKEN, errors, openapi
 from app.files import access
 from app.http import external_url
 from app.oai import bp, harvest
@@ -37,6 +38,38 @@ RESUMABLE = {"ListSets", "ListIdentifiers", "ListRecords"}
 DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 SECOND = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 SET_SPEC = re.compile(r"[A-Za-z0-9._-]+(?::[A-Za-z0-9._-]+)*")
+
+# --- the OpenAPI operations of GET and POST /oai
+ARGUMENTS = {
+    "verb": {
+        "type": "string",
+        "enum": list(VERBS),
+        "description": "The OAI-PMH request.",
+    },
+    "identifier": {"type": "string", "description": "oai:<host>:<record id>"},
+    "metadataPrefix": {"type": "string", "description": "oai_dc (the only format offered)."},
+    "from": {"type": "string", "description": "YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ (UTC)."},
+    "until": {"type": "string", "description": "Same granularity as from; inclusive."},
+    "set": {"type": "string", "description": "A folder of path, segments joined by ':'."},
+    "resumptionToken": {"type": "string", "description": "From the previous answer; alone."},
+}
+ABOUT = (
+    "OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of "
+    "`path`, datestamps are `updated_at` in UTC seconds, deletions and unreleases stay as "
+    '`<header status="deleted">` (persistent). Lists come in pages with a '
+    "`resumptionToken` (completeListSize, cursor, expirationDate after 24 hours)."
+)
+ANSWERS = {
+    "200": {
+        "description": (
+            "An OAI-PMH 2.0 answer; protocol errors (badVerb, badArgument, "
+            "cannotDisseminateFormat, idDoesNotExist, noRecordsMatch, badResumptionToken, "
+            "noSetHierarchy) are answers too, with an `<error code>` element."
+        ),
+        "content": {"text/xml": {"schema": {"type": "string"}}},
+    },
+    **errors("ServerError", "ServiceUnavailable"),
+}
 
 
 class ProtocolError(Exception):
@@ -84,6 +117,36 @@ def _record_id(identifier: str) -> uuid.UUID:
 
 
 @bp.route("/oai", methods=["GET", "POST"], endpoint="endpoint")
+@openapi(
+    method="GET",
+    tags=["Harvesting"],
+    operationId="oaiPmhGet",
+    summary="OAI-PMH request",
+    description=ABOUT,
+    security=NO_TOKEN,
+    parameters=[
+        {"name": name, "in": "query", "required": name == "verb", "schema": schema}
+        for name, schema in ARGUMENTS.items()
+    ],
+    responses=ANSWERS,
+)
+@openapi(
+    method="POST",
+    tags=["Harvesting"],
+    operationId="oaiPmhPost",
+    summary="OAI-PMH request (form-encoded body)",
+    description=ABOUT,
+    security=NO_TOKEN,
+    requestBody={
+        "required": True,
+        "content": {
+            "application/x-www-form-urlencoded": {
+                "schema": {"type": "object", "properties": ARGUMENTS, "required": ["verb"]}
+            }
+        },
+    },
+    responses=ANSWERS,
+)
 def endpoint() -> Response:
     source = request.form if request.method == "POST" else request.args
     arguments = {key: source.getlist(key) for key in source}
