@@ -6,6 +6,17 @@ import uuid
 from flask import current_app, request
 
 from app.auth.guard import current_user, user_rate_key
+from app.docs.openapi import (
+    DOWNLOAD_REQUEST_HEADERS,
+    ID_PARAMETER,
+    RATE_LIMIT_HEADERS,
+    download_responses,
+    errors,
+    json_content,
+    openapi,
+    private_cache,
+    ref,
+)
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
 from app.files import access, bp, writes
@@ -33,6 +44,8 @@ PRIVATE_CACHE = "private, no-store"
 create_schema = CreateMetadataSchema()
 update_schema = UpdateSchema()
 list_query_schema = SearchListQuerySchema()
+TAGS = ["Files"]
+RECORD_ID = {"record_id": ID_PARAMETER}
 
 
 def _storage() -> Storage:
@@ -67,6 +80,35 @@ def _receive(
 
 @bp.post("")
 @limiter.limit(_upload_rate, key_func=user_rate_key)
+@openapi(
+    tags=TAGS,
+    operationId="createFiles",
+    summary="Upload files with metadata",
+    description=(
+        "Stores every file or none: one invalid file rejects the whole request (422 on "
+        "`files.N`). Rate limited per user."
+    ),
+    requestBody={
+        "required": True,
+        "content": {"multipart/form-data": {"schema": ref("schemas", "FileUploadForm")}},
+    },
+    responses={
+        "201": {
+            "description": "One record per uploaded file, in upload order.",
+            "headers": RATE_LIMIT_HEADERS,
+            "content": json_content(ref("schemas", "CreatedFiles")),
+        },
+        **errors(
+            "BadRequest",
+            "Unauthenticated",
+            "PayloadTooLarge",
+            "ValidationFailed",
+            "TooManyRequests",
+            "ServerError",
+            "ServiceUnavailable",
+        ),
+    },
+)
 def create_files():
     # Read before the body streams: afterwards nothing may need the database until the
     # records are inserted, or a failure there could leave the stored objects behind.
@@ -97,22 +139,87 @@ def create_files():
 
 
 @bp.get("")
+@openapi(
+    tags=TAGS,
+    operationId="listFiles",
+    summary="List records",
+    description=(
+        "Your own records (administrators: all), newest first. Filters combine; an empty value "
+        "switches a filter off and unknown parameters are ignored."
+    ),
+    parameters=[{"in": "query", "schema": list_query_schema}],
+    responses={
+        "200": {
+            "description": "One page.",
+            "content": json_content(ref("schemas", "FileRecordPage")),
+        },
+        **errors("Unauthenticated", "ValidationFailed", "ServerError", "ServiceUnavailable"),
+    },
+)
 def list_files():
     params = load(list_query_schema, request.args.to_dict())
     return list_response(Listing.of(current_user(), params), params, record_rows)
 
 
 @bp.get("/<uuid:record_id>")
+@openapi(
+    path_parameters=RECORD_ID,
+    tags=TAGS,
+    operationId="readFile",
+    summary="Read one record",
+    responses={
+        "200": {
+            "description": "The record.",
+            "content": json_content(ref("schemas", "FileRecord")),
+        },
+        **errors("Unauthenticated", "NotFound", "ServerError", "ServiceUnavailable"),
+    },
+)
 def read_file(record_id: uuid.UUID):
     return record_rows.dump(access.read_record(current_user(), record_id))
 
 
 @bp.get("/<uuid:record_id>/download")
+@openapi(
+    path_parameters=RECORD_ID,
+    tags=TAGS,
+    operationId="downloadFile",
+    summary="Download the content",
+    description="Non-administrators get 403 while the record is unreleased or under embargo.",
+    parameters=DOWNLOAD_REQUEST_HEADERS,
+    responses={
+        **download_responses(private_cache(PRIVATE_CACHE)),
+        **errors("Unauthenticated", "Forbidden", "NotFound", "ServerError", "ServiceUnavailable"),
+    },
+)
 def download_file(record_id: uuid.UUID):
     return download_response(request, current_user(), record_id, _storage(), PRIVATE_CACHE)
 
 
 @bp.patch("/<uuid:record_id>")
+@openapi(
+    path_parameters=RECORD_ID,
+    tags=TAGS,
+    operationId="updateFile",
+    summary="Update metadata",
+    description="Owner or administrator; only the fields sent change.",
+    requestBody={"required": True, "content": json_content(ref("schemas", "FileUpdate"))},
+    responses={
+        "200": {
+            "description": "The id, the fields sent, and the new updated_at.",
+            "content": json_content(ref("schemas", "FileUpdateResult")),
+        },
+        **errors(
+            "BadRequest",
+            "Unauthenticated",
+            "NotFound",
+            "PayloadTooLarge",
+            "ValidationFailed",
+            "ServerError",
+            "ServiceUnavailable",
+        ),
+    },
+)
 def update_file(record_id: uuid.UUID):
     body = json_body()
     changes = load(update_schema, body)
@@ -123,6 +230,38 @@ def update_file(record_id: uuid.UUID):
 
 @bp.post("/<uuid:record_id>/content")
 @limiter.limit(_upload_rate, key_func=user_rate_key)
+@openapi(
+    path_parameters=RECORD_ID,
+    tags=TAGS,
+    operationId="replaceFileContent",
+    summary="Replace the content",
+    description=(
+        "Same id, owner, created_at and business metadata; original_name, mime_type, size and "
+        "updated_at change. The old content is deleted after success. Rate limited per user "
+        "(with uploads)."
+    ),
+    requestBody={
+        "required": True,
+        "content": {"multipart/form-data": {"schema": ref("schemas", "ContentReplaceForm")}},
+    },
+    responses={
+        "200": {
+            "description": "The full record.",
+            "headers": RATE_LIMIT_HEADERS,
+            "content": json_content(ref("schemas", "FileRecord")),
+        },
+        **errors(
+            "BadRequest",
+            "Unauthenticated",
+            "NotFound",
+            "PayloadTooLarge",
+            "ValidationFailed",
+            "TooManyRequests",
+            "ServerError",
+            "ServiceUnavailable",
+        ),
+    },
+)
 def replace_file_content(record_id: uuid.UUID):
     caller = current_user()
     access.find_record(caller, record_id)  # a 404 before the body is read
@@ -143,6 +282,16 @@ def replace_file_content(record_id: uuid.UUID):
 
 
 @bp.delete("/<uuid:record_id>")
+@openapi(
+    path_parameters=RECORD_ID,
+    tags=TAGS,
+    operationId="deleteFile",
+    summary="Delete record and content",
+    responses={
+        "204": {"description": "Deleted; no body."},
+        **errors("Unauthenticated", "NotFound", "ServerError", "ServiceUnavailable"),
+    },
+)
 def delete_file(record_id: uuid.UUID):
     writes.delete_record(current_user(), record_id, _storage())
     return "", 204
