@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import queue
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -117,38 +116,6 @@ def multipart_boundary(content_type: str | None) -> bytes | None:
     return boundary.encode("latin-1")
 
 
-class _HashInBackground:
-    """SHA-256 of a stream, computed in a thread of its own while the caller goes on.
-
-    hashlib lets go of the GIL while it hashes a chunk, so the digest of a file part is worked
-    out beside its parsing and storing instead of after them. At most QUEUED chunks wait.
-    """
-
-    QUEUED = 1
-
-    def __init__(self) -> None:
-        self._hasher = hashlib.sha256()
-        self._chunks: queue.Queue[bytes | None] = queue.Queue(self.QUEUED)
-        self._thread = threading.Thread(target=self._run, name="upload-sha256", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (chunk := self._chunks.get()) is not None:
-            self._hasher.update(chunk)
-
-    def update(self, chunk: bytes) -> None:
-        self._chunks.put(chunk)
-
-    def hexdigest(self) -> str:
-        self.close()
-        return self._hasher.hexdigest()
-
-    def close(self) -> None:
-        if self._thread.is_alive():
-            self._chunks.put(None)
-            self._thread.join()
-
-
 def check_file(staged: StagedFile, sample: Callable[[], Sample] | None, max_size: int) -> None:
     """The rules every uploaded file passes, however it arrived: within the size limit, not
     empty, of an allowed type (detected from `sample`, when given). Sets `staged.error`, or
@@ -179,7 +146,7 @@ class _FilePart:
         self.key = key
         self.writer = writer
         self.max_size = max_size
-        self.hasher = _HashInBackground()
+        self.hasher = hashlib.sha256()
         self.sample = SampleCollector()
 
     def write(self, chunk: bytes) -> None:
@@ -214,7 +181,6 @@ class _FilePart:
         self.staged.key = self.key
 
     def abort(self) -> None:
-        self.hasher.close()
         if self.writer is not None:
             self.writer.abort()
             self.writer = None
