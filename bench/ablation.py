@@ -98,6 +98,35 @@ MECHANISMS = {
 }
 
 
+def _in_app(variant: str) -> bool:
+    """Whether the app still has the mechanism this variant switches off (a removed one is
+    skipped: its figures are in BENCHMARKS.md and the commit that removed it)."""
+    if variant == "no presigned reads":
+        from app.storage.s3 import S3Storage
+
+        return hasattr(S3Storage, "_open_presigned")
+    if variant == "no background commits":
+        from app.storage.local import LocalStorage
+
+        return getattr(LocalStorage, "commits_in_background", 0) > 0
+    if variant == "no hashing thread":
+        from app.files import uploads
+
+        return hasattr(uploads, "_HashInBackground")
+    if variant == "no glibc tuning":
+        import app.server
+
+        return hasattr(app.server, "release_freed_memory_to_the_system")
+    return True
+
+
+def live(variants: list[str]) -> list[str]:
+    kept = [v for v in variants if _in_app(v)]
+    for gone in set(variants) - set(kept):
+        log(f"{gone}: the app no longer has this mechanism; skipped")
+    return kept
+
+
 def variant_env(base: dict[str, str], variant: str) -> dict[str, str]:
     settings, shim = VARIANTS[variant]
     env = {**base, **settings}
@@ -202,7 +231,7 @@ def metadata_targets(
     )
     prepare_database(env)
     make_user(env, EMAIL, PASSWORD)
-    variants = ["with all", "no record cache", "no token cache"]
+    variants = live(["with all", "no record cache", "no token cache"])
     servers = {v: start(stack, "meta", env, v, workdir) for v in variants}
     tokens = {v: login(s.port, EMAIL, PASSWORD) for v, s in servers.items()}
     sample = workdir / "sample.csv"
@@ -254,13 +283,15 @@ def s3_targets(
     env = app_env(url, s3_settings(s3, bucket), workdir / "s3-tmp")
     prepare_database(env)
     make_user(env, EMAIL, PASSWORD)
-    variants = [
-        "with all",
-        "no record cache",
-        "no presigned reads",
-        "no hashing thread",
-        "no glibc tuning",
-    ]
+    variants = live(
+        [
+            "with all",
+            "no record cache",
+            "no presigned reads",
+            "no hashing thread",
+            "no glibc tuning",
+        ]
+    )
     servers = {v: start(stack, "s3", env, v, workdir) for v in variants}
     services = {v: Service(s, login(s.port, EMAIL, PASSWORD), workdir) for v, s in servers.items()}
     [record_id] = services["with all"].upload([files["big"]])["ids"]
@@ -288,7 +319,7 @@ def s3_targets(
             raise RuntimeError(f"download {variant}: {record['http_code']}")
         return mib_per_s(size, record["time_total"])
 
-    chosen = ["with all", "no presigned reads", "no glibc tuning"]
+    chosen = live(["with all", "no presigned reads", "no glibc tuning"])
     runners: dict[str, Callable[[], float]] = {"curl presigned S3": lambda: download(None)}
     runners.update({v: (lambda v=v: download(v)) for v in chosen})
     runs = rotate(args.reps, 1, runners, f"download 1 x {args.big_mib} MiB (MiB/s)")
@@ -319,7 +350,7 @@ def s3_targets(
             raise RuntimeError(f"range {variant}: bad answers")
         return mib_per_s(len(offsets) * MiB, sum(r["time_total"] for r in records))
 
-    chosen = ["with all", "no record cache", "no presigned reads"]
+    chosen = live(["with all", "no record cache", "no presigned reads"])
     runners = {"curl presigned S3": lambda: slices(None)}
     runners.update({v: (lambda v=v: slices(v)) for v in chosen})
     runs = rotate(args.reps, 1, runners, f"Range {args.slices} x 1 MiB (MiB/s)")
@@ -339,7 +370,7 @@ def s3_targets(
         run = timed_upload(services[variant], paths, {})
         return mib_per_s(sum(p.stat().st_size for p in paths), run["seconds"])
 
-    chosen = ["with all", "no hashing thread", "no glibc tuning"]
+    chosen = live(["with all", "no hashing thread", "no glibc tuning"])
     for label, paths in (
         (f"S3 upload 1 x {args.big_mib} MiB / boto3", [files["big"]]),
         (f"S3 upload {args.small_count} x {args.small_mib} MiB / boto3", files["small"]),
@@ -368,7 +399,7 @@ def s3_targets(
     runs = rotate(
         args.reps,
         0,
-        {v: (lambda v=v: peak(v)) for v in ("with all", "no glibc tuning")},
+        {v: (lambda v=v: peak(v)) for v in live(["with all", "no glibc tuning"])},
         "memory: peak RSS - idle RSS, 3 transfers at once (MiB)",
     )
     print("  idle RSS (MiB): " + "; ".join(f"{v} {median(x):.1f}" for v, x in growth.items()))
@@ -383,7 +414,7 @@ def local_targets(
     stack: contextlib.ExitStack, args: argparse.Namespace, workdir: Path, pg: Postgres, files: dict
 ) -> list[Target]:
     url = pg.create("bench_ablation_local")
-    variants = ["with all", "no background commits", "no hashing thread", "no glibc tuning"]
+    variants = live(["with all", "no background commits", "no hashing thread", "no glibc tuning"])
     servers = {}
     for v in variants:
         env = app_env(
