@@ -260,7 +260,7 @@ class Channel(HTTPChannel):
 
 #: Blocks from this size up are mmapped: S3 part buffers (8 MiB) return to the system when
 #: freed. The 1 MiB request and download chunks stay below it on purpose: mmapping them costs
-#: a fresh, zeroed mapping per chunk, which made uploads three times slower at 1 MiB.
+#: a fresh, zeroed mapping per chunk, which slows uploads down.
 MMAP_THRESHOLD = 4 * 1024 * 1024
 
 

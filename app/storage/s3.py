@@ -53,8 +53,8 @@ log = logging.getLogger(__name__)
 SINGLE_PUT_LIMIT = 8 * MiB
 DEFAULT_PART_SIZE = 5 * MiB
 #: Parts of one object going up while the next one fills: each one more is part_size more
-#: memory per concurrent upload. Two 5 MiB parts keep three simultaneous 200 MiB transfers
-#: within 64 MiB and send a large upload as fast as two 8 MiB parts (BENCHMARKS.md).
+#: memory per concurrent upload; two keep three simultaneous transfers within the memory
+#: target (BENCHMARKS.md).
 DEFAULT_PARTS_IN_FLIGHT = 2
 DEFAULT_UPLOAD_THREADS = 16
 #: S3 refuses parts smaller than this, except the last one.
@@ -125,14 +125,13 @@ def build_s3_client(
         s3={
             **({"addressing_style": addressing_style} if addressing_style else {}),
             # Requests are signed, bodies are not: botocore would otherwise hash every part
-            # with SHA-256 again when the endpoint is plain HTTP (half of the CPU an upload
-            # costs in this process). The service hashes every upload itself (SHA-256,
-            # checked by `storage verify`).
+            # with SHA-256 a second time when the endpoint is plain HTTP. The service hashes
+            # every upload itself (SHA-256, checked by `storage verify`).
             "payload_signing_enabled": False,
         },
         # Bodies still arrive checked: over TLS by TLS; over plain HTTP (MinIO on a private
-        # network) each request carries a CRC32 that the server verifies, which costs about
-        # half of the SHA-256 it replaces.
+        # network) each request carries a CRC32 that the server verifies, cheaper than the
+        # SHA-256 it replaces.
         request_checksum_calculation=(
             "when_supported" if (endpoint_url or "").startswith("http://") else "when_required"
         ),
@@ -399,9 +398,10 @@ class S3Storage(Storage):
         self, key: str, range_header: str | None, start: int, chunk_size: int
     ) -> ObjectReader | None:
         """The common case, cheaply: a presigned GET sent through the client's own connection
-        pool, without the request and response modelling of ``get_object`` (1.6 ms of CPU
-        before the first byte, against 0.7 ms). Gives up (None) on anything but the expected
-        answer, so retries and every error go through ``get_object`` and its translation."""
+        pool, without the request and response modelling of ``get_object`` (less CPU before
+        the first byte; bench.ablation measures what it is worth). Gives up (None) on anything
+        but the expected answer, so retries and every error go through ``get_object`` and its
+        translation."""
         send = getattr(getattr(self.client, "_endpoint", None), "http_session", None)
         if send is None:
             return None
@@ -441,7 +441,7 @@ class S3Storage(Storage):
         )
 
     def _presigned_url(self, key: str) -> str:
-        """A presigned GET of `key`, reused for a while: signing costs 0.2 ms of CPU."""
+        """A presigned GET of `key`, reused for a while: signing costs CPU on every read."""
         now = time.monotonic()
         kept = self._read_urls.get(key)
         if kept is not None and kept[0] > now:
