@@ -91,8 +91,11 @@ def machine_section(documents: list[dict[str, Any]], kept: dict[str, Any] | None
         ["App revision", machine["git"]],
     ]
     kept = kept or {}
-    if kept.get("sections"):
-        rows[-1][1] += f" ({', '.join(d['name'] for d in documents)})"
+    revisions: dict[str, list[str]] = {}
+    for document in documents:
+        revisions.setdefault(document["machine"]["git"], []).append(document["name"])
+    if len(revisions) > 1 or kept.get("sections"):
+        rows[-1][1] = "; ".join(f"{rev} ({', '.join(names)})" for rev, names in revisions.items())
     loads = "; ".join(
         [
             f"{d['name']} {', '.join(f'{x:.2f}' for x in d['machine']['load_average_at_start'])}"
