@@ -12,7 +12,8 @@ PostgreSQL, SeaweedFS and files, and their measurements alternate (A B C, B C A,
 - background commits of local files (shim ``commits``): local uploads, 200 MiB and
   25 x 8 MiB, over the bare waitress endpoint;
 - the hashing thread (shim ``hashing``: hashlib inline): S3 uploads over boto3, local
-  uploads over the bare endpoint;
+  uploads over the bare endpoint (removed from the app after this benchmark, 216a202: the
+  variant is skipped since);
 - glibc tuning (shim ``glibc``: no ``mallopt``): memory of three transfers at once (a fresh
   server per measurement, transfer.py's scenario); S3 uploads, local uploads, download.
 

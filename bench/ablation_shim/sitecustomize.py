@@ -8,7 +8,8 @@ Without ``BENCH_ABLATE`` it does nothing. Nothing in the app reads this variable
 - ``presigned``: S3 reads use ``get_object`` (passing on what has arrived with ``read1``,
   as the presigned path does) instead of a presigned GET;
 - ``commits``: local files are committed (fsync, rename) before the next file is parsed;
-- ``hashing``: SHA-256 of an upload computed inline instead of in a thread of its own;
+- ``hashing``: SHA-256 of an upload computed inline instead of in a thread of its own (the
+  app has hashed inline since 216a202; bench/ablation.py then skips this switch);
 - ``glibc``: no ``mallopt`` tuning (glibc's default mmap threshold and arenas).
 """
 
