@@ -38,8 +38,8 @@ from app.storage import ObjectWriter, Storage, StorageError
 log = logging.getLogger(__name__)
 
 #: Request body read per step. Each upload holds a few of these at once (the read, the
-#: parser's buffer, the part data, the chunk being hashed): 512 KiB keeps three concurrent
-#: transfers within 64 MiB of idle, and steps of 256 KiB made parsing 50 % slower.
+#: parser's buffer, the part data, the chunk being hashed), which bounds the memory of
+#: concurrent transfers; smaller steps make parsing slower (bench.transfer measures both).
 READ_SIZE = 512 * 1024
 MAX_FIELDS_SIZE = 1024 * 1024
 MAX_PARTS = 1000
