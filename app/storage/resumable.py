@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from .base import ObjectNotFound, Storage, StorageError, StorageUnavailable
-from .local import LocalStorage
+from .local import LocalStorage, _fsync_dir
 from .s3 import MIN_PART_SIZE, S3Storage, translate_error
 
 #: Where the pieces of upload ``<id>`` wait: never under ``files/``, which holds only finished
@@ -31,11 +31,14 @@ State = dict[str, Any]
 
 
 class Piece(Protocol):
-    """The bytes of one request (app/tus/services.py), read once by the backend."""
+    """The bytes of one request (app/tus/services.py), read once by the backend: through
+    `chunks()`, or written by the piece itself at an offset of an open file (`write_to`)."""
 
     size: int
 
     def chunks(self) -> Iterator[bytes]: ...
+
+    def write_to(self, fd: int, offset: int) -> None: ...
 
     def verify(self) -> None: ...
 
@@ -77,6 +80,9 @@ class LocalResumable(ResumableStore):
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             path.touch(mode=0o600)
+            # The new entries persist, so that the first piece's fsync has a file to keep.
+            _fsync_dir(path.parent)
+            _fsync_dir(path.parent.parent)
         except OSError as exc:
             raise StorageUnavailable(
                 f"local storage could not start upload {upload_id}: {exc}"
@@ -86,29 +92,35 @@ class LocalResumable(ResumableStore):
     def append(
         self, upload_id: str, key: str, state: State, offset: int, piece: Piece, length: int
     ) -> State:
+        """The piece goes straight into the append file (the kernel copies a spooled body),
+        followed by one `fsync`: once this returns, the bytes survive a crash."""
         try:
-            with self._path(upload_id).open("r+b") as file:
-                # One writer per upload at a time, even from two processes.
-                fcntl.flock(file.fileno(), fcntl.LOCK_EX)
-                if os.fstat(file.fileno()).st_size < offset:
-                    raise StorageError(f"upload {upload_id} holds fewer than {offset} bytes")
-                file.truncate(offset)  # bytes of a request whose offset was never committed
-                file.seek(offset)
-                try:
-                    for chunk in piece.chunks():
-                        file.write(chunk)
-                    piece.verify()
-                except BaseException:
-                    file.truncate(offset)
-                    raise
-                file.flush()
-                os.fsync(file.fileno())
+            fd = os.open(self._path(upload_id), os.O_RDWR | os.O_CLOEXEC)
         except FileNotFoundError as exc:
             raise ObjectNotFound(f"{PREFIX}/{upload_id}") from exc
         except OSError as exc:
             raise StorageUnavailable(
                 f"local storage could not write upload {upload_id}: {exc}"
             ) from exc
+        try:
+            # One writer per upload at a time, even from two processes.
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_size < offset:
+                raise StorageError(f"upload {upload_id} holds fewer than {offset} bytes")
+            os.ftruncate(fd, offset)  # bytes of a request whose offset was never committed
+            try:
+                piece.write_to(fd, offset)
+                os.fsync(fd)
+                piece.verify()
+            except BaseException:
+                os.ftruncate(fd, offset)
+                raise
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"local storage could not write upload {upload_id}: {exc}"
+            ) from exc
+        finally:
+            os.close(fd)
         return state
 
     def complete(self, upload_id: str, key: str, state: State) -> None:
@@ -117,6 +129,7 @@ class LocalResumable(ResumableStore):
         try:
             target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.replace(source, target)
+            _fsync_dir(target.parent)  # the record about to be created names this file
             with contextlib.suppress(OSError):
                 source.parent.rmdir()
         except OSError as exc:

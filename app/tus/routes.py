@@ -103,7 +103,9 @@ def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
     user = current_user()
     if request.mimetype != OFFSET_TYPE:
         raise services.UnsupportedMediaType(f"Send the bytes as {OFFSET_TYPE}.")
-    piece = services.Piece(request.stream, upload_id, _checksum())
+    piece = services.Piece(
+        request.stream, upload_id, _checksum(), services.spooled_body(request.environ)
+    )
     return services.append_piece(user, upload_id, offset, piece, _storage(), current_app.config)
 
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import json
 import logging
+import os
+import stat
 import threading
 import uuid
 from collections import OrderedDict
@@ -211,17 +214,31 @@ class Piece:
     """A request body on its way into storage: read once, counted, checked against the room
     left in the upload, hashed for `Upload-Checksum` and for the file's SHA-256.
 
-    The backend consumes `chunks()` and calls `verify()` before it keeps anything, so a body
-    that breaks a rule leaves the upload as it was."""
+    Two ways in, both calling `verify()` before the backend keeps anything, so a body that
+    breaks a rule leaves the upload as it was:
+    - `chunks()`: the body in chunks, hashed beside the backend's writes (S3, and bodies the
+      server kept in memory);
+    - `write_to(fd, offset)`: the local backend. A body the server spooled to a file (waitress
+      does for every body over 512 KiB) is copied into the append file by the kernel
+      (`copy_file_range`, no copy through Python), after its size was checked against the
+      room left; it is then hashed from the spool in a thread while the backend `fsync`s and
+      the caller commits the offset. `verify()` waits for that hash only when the body has an
+      `Upload-Checksum`; the running SHA-256 is collected by `finish()` after the commit.
+    """
 
     READ_SIZE = 1024 * 1024
 
     def __init__(
-        self, stream: BinaryIO, upload_id: uuid.UUID, checksum: tuple[str, bytes] | None
+        self,
+        stream: BinaryIO,
+        upload_id: uuid.UUID,
+        checksum: tuple[str, bytes] | None,
+        spooled: Spooled | None = None,
     ) -> None:
         self.stream = stream
         self.upload_id = upload_id
         self.checksum = checksum
+        self.spooled = spooled
         self.size = 0
         self.room = 0
         self.digest: Any | None = None
@@ -232,21 +249,46 @@ class Piece:
         self.room = upload.length - upload.offset
         self.digest = digests.at(upload.id, upload.offset)
 
+    def _hashes(self) -> list[Any]:
+        self._check = CHECKSUMS[self.checksum[0]]() if self.checksum else None
+        return [h for h in (self.digest, self._check) if h is not None]
+
+    def _too_large(self) -> TooLarge:
+        return TooLarge(f"The upload has room for {self.room} more bytes.")
+
     def chunks(self) -> Iterator[bytes]:
         """The body in chunks; each is hashed in a thread of its own while the backend stores
         it (hashlib lets go of the GIL), which `verify` waits for."""
-        self._check = CHECKSUMS[self.checksum[0]]() if self.checksum else None
-        hashes = [h for h in (self.digest, self._check) if h is not None]
+        hashes = self._hashes()
         while chunk := self.stream.read(self.READ_SIZE):
             self.size += len(chunk)
             if self.size > self.room:
                 self._settle()
-                raise TooLarge(f"The upload has room for {self.room} more bytes.")
+                raise self._too_large()
             self._settle()
             if hashes:
                 self._hashing = _hash_pool().submit(_update, hashes, chunk)
             yield chunk
         self._settle()
+
+    def write_to(self, fd: int, offset: int) -> None:
+        """The whole body written at `offset` of the open file `fd` (not synced)."""
+        spooled = self.spooled
+        if spooled is None:
+            for chunk in self.chunks():
+                _write_all(fd, chunk, offset + self.size - len(chunk))
+            return
+        if spooled.size > self.room:
+            raise self._too_large()
+        _copy(spooled.fd, spooled.start, fd, offset, spooled.size)
+        self.size = spooled.size
+        hashes = self._hashes()
+        if hashes:
+            # A descriptor of its own: the server closes the spool when the request ends.
+            source = os.dup(spooled.fd)
+            self._hashing = _hash_pool().submit(
+                _hash_file, hashes, source, spooled.start, spooled.size
+            )
 
     def _settle(self) -> None:
         if self._hashing is not None:
@@ -254,12 +296,101 @@ class Piece:
             hashing.result()
 
     def verify(self) -> None:
+        if self._check is None:
+            return
         self._settle()
-        if self._check is not None and self._check.digest() != self.checksum[1]:  # type: ignore[index]
+        if self._check.digest() != self.checksum[1]:  # type: ignore[index]
             raise ChecksumMismatch("The Upload-Checksum does not match the body.")
 
+    def finish(self) -> Any | None:
+        """The running SHA-256 including this piece, or None when it is not known (the hash
+        failed, or this process did not see the earlier pieces)."""
+        try:
+            self._settle()
+        except Exception:
+            log.warning("hashing a piece of upload %s failed", self.upload_id, exc_info=True)
+            self.digest = None
+        return self.digest
 
-def _update(hashes: list[Any], chunk: bytes) -> None:
+
+@dataclass(frozen=True)
+class Spooled:
+    """A request body the server holds whole in a file: its descriptor, where the body
+    starts in it and its size."""
+
+    fd: int
+    start: int
+    size: int
+
+
+def spooled_body(environ: dict[str, Any]) -> Spooled | None:
+    """The body as waitress spooled it, when it is a regular file holding exactly the
+    `Content-Length` announced (anything else is read through the request's stream)."""
+    body = environ.get("wsgi.input")
+    length = environ.get("CONTENT_LENGTH", "")
+    if body is None or not length.isdigit():
+        return None
+    try:
+        fd = body.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        body.flush()  # nothing buffered in Python that the kernel does not have
+        start = body.tell()
+        size = os.fstat(fd).st_size - start
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return None
+    return Spooled(fd, start, size) if size == int(length) else None
+
+
+def _write_all(fd: int, data: bytes | memoryview, position: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, position)
+        view, position = view[written:], position + written
+
+
+_copy_file_range = getattr(os, "copy_file_range", None)  # Linux
+
+
+def _copy(source: int, start: int, target: int, position: int, size: int) -> None:
+    """`size` bytes from `start` of `source` to `position` of `target`: inside the kernel
+    where it can (same filesystem), else through one reused buffer."""
+    done = 0
+    try:
+        while done < size and _copy_file_range is not None:
+            copied = _copy_file_range(source, target, size - done, start + done, position + done)
+            if copied == 0:
+                break
+            done += copied
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+            raise
+    buffer = bytearray(min(Piece.READ_SIZE, max(size - done, 1)))
+    while done < size:
+        read = os.preadv(source, [buffer], start + done)
+        if read == 0:
+            break
+        _write_all(fd=target, data=memoryview(buffer)[:read], position=position + done)
+        done += read
+    if done != size:
+        raise StorageError(f"the request body ended after {done} of {size} bytes")
+
+
+def _hash_file(hashes: list[Any], fd: int, start: int, size: int) -> None:
+    try:
+        buffer = bytearray(min(Piece.READ_SIZE, max(size, 1)))
+        view, done = memoryview(buffer), 0
+        while done < size:
+            read = os.preadv(fd, [view[: min(len(buffer), size - done)]], start + done)
+            if read == 0:
+                raise StorageError(f"the request body ended after {done} of {size} bytes")
+            _update(hashes, view[:read])
+            done += read
+    finally:
+        os.close(fd)
+
+
+def _update(hashes: list[Any], chunk: bytes | memoryview) -> None:
     for h in hashes:
         h.update(chunk)
 
@@ -292,20 +423,25 @@ def append_piece(
     if upload.completed_at is not None or offset != upload.offset:
         raise OffsetMismatch(f"Upload-Offset is {upload.offset}, not {offset}.")
     piece.start(upload)
-    state = resumable_store(storage).append(
-        str(upload.id),
-        upload.stored_path,
-        json.loads(upload.storage_state),
-        offset,
-        piece,
-        upload.length,
-    )
+    try:
+        state = resumable_store(storage).append(
+            str(upload.id),
+            upload.stored_path,
+            json.loads(upload.storage_state),
+            offset,
+            piece,
+            upload.length,
+        )
+        if piece.size:
+            upload.storage_state = json.dumps(state)
+            upload.offset = offset + piece.size
+            upload.expires_at = utcnow() + timedelta(hours=config["UPLOAD_EXPIRY_HOURS"])
+            db.session.commit()
+    finally:
+        # The running SHA-256 may still be hashing beside the fsync and the commit.
+        digest = piece.finish()
     if piece.size:
-        upload.storage_state = json.dumps(state)
-        upload.offset = offset + piece.size
-        upload.expires_at = utcnow() + timedelta(hours=config["UPLOAD_EXPIRY_HOURS"])
-        db.session.commit()
-        digests.keep(upload.id, upload.offset, piece.digest)
+        digests.keep(upload.id, upload.offset, digest)
     record = None
     if upload.offset == upload.length and upload.completed_at is None:
         record = complete(upload, storage, config)

@@ -4,7 +4,9 @@ document: the protocol's refusals, and failures while an upload completes."""
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
+import tempfile
 
 import pytest
 from sqlalchemy import func, select
@@ -45,6 +47,25 @@ def patch(api: Api, account: Account, url: str, body: bytes, offset: int = 0, **
         headers={**TUS, **account.auth, "Upload-Offset": str(offset), **headers},
         content_type=OFFSET_TYPE,
     )
+
+
+def spooled(api: Api, account: Account, url: str, body: bytes, offset: int = 0, **headers):
+    """A PATCH whose body is a file, as waitress hands over every body over 512 KiB."""
+    with tempfile.TemporaryFile() as spool:
+        spool.write(body)
+        spool.seek(0)
+        return api.client.patch(
+            url,
+            input_stream=spool,
+            content_length=len(body),
+            headers={**TUS, **account.auth, "Upload-Offset": str(offset), **headers},
+            content_type=OFFSET_TYPE,
+        )
+
+
+def _checksum(algorithm: str, body: bytes) -> dict[str, str]:
+    digest = base64.b64encode(hashlib.new(algorithm, body).digest()).decode()
+    return {"Upload-Checksum": f"{algorithm} {digest}"}
 
 
 def uploads(api: Api) -> int:
@@ -153,3 +174,57 @@ def test_creating_uploads_is_rate_limited_per_user_and_pieces_are_not(
         assert patch(limited, alice, url, piece, offset=offset).status_code == 204
     with app.app_context():
         db.engine.dispose()
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False], ids=["copy_file_range", "read-write"])
+def test_a_spooled_body_is_copied_and_hashed_whole_or_not_at_all(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch, kernel_copy: bool
+):
+    """The local backend copies a spooled body into the append file (in the kernel where it
+    can, else through a buffer) and hashes it from the spool: every rule still holds."""
+    from app.tus import services
+
+    calls = []
+    real = services._copy_file_range
+
+    def copy_file_range(*args):
+        calls.append(args)
+        if not kernel_copy:
+            raise OSError(errno.EXDEV, "cross-device")
+        return real(*args)
+
+    monkeypatch.setattr(services, "_copy_file_range", copy_file_range)
+    url = create(api, alice).headers["Location"]
+    half = len(TEXT) // 2
+    wrong = spooled(api, alice, url, TEXT[:half], **_checksum("sha1", b"other"))
+    assert wrong.status_code == 460
+    assert spooled(api, alice, url, TEXT + b"more").status_code == 413
+    state = api.client.head(url, headers={**TUS, **alice.auth})
+    assert state.headers["Upload-Offset"] == "0"
+    first = spooled(api, alice, url, TEXT[:half], **_checksum("sha256", TEXT[:half]))
+    assert first.status_code == 204 and first.headers["Upload-Offset"] == str(half)
+    done = spooled(api, alice, url, TEXT[half:], offset=half, **_checksum("sha1", TEXT[half:]))
+    assert done.status_code == 204, done.get_json()
+    record_id = done.headers["Upload-Record-Id"]
+    assert api.get(f"/api/files/{record_id}/download", alice).data == TEXT
+    assert api.row(record_id).checksum_sha256 == hashlib.sha256(TEXT).hexdigest()
+    # The 413 is refused from the spool's size, before any copy.
+    local = api.app.config["STORAGE_BACKEND"] == "local"
+    assert len(calls) == (3 if local else 0)
+
+
+def test_the_sha256_is_read_back_when_this_process_missed_a_piece(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    """Another replica took a piece, or the process restarted: completion hashes the stored
+    object instead of the running digest."""
+    from app.tus import services
+
+    url = create(api, alice).headers["Location"]
+    assert spooled(api, alice, url, TEXT[:1000]).status_code == 204
+    monkeypatch.setattr(services, "digests", services._Digests())
+    done = spooled(api, alice, url, TEXT[1000:], offset=1000)
+    assert done.status_code == 204
+    assert api.row(done.headers["Upload-Record-Id"]).checksum_sha256 == (
+        hashlib.sha256(TEXT).hexdigest()
+    )
