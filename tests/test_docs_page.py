@@ -86,8 +86,11 @@ def live_server(docs_app: Flask) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{server.effective_port}"
     finally:
-        server.close()
+        # Closed by the server's own loop: closing its sockets from this thread could pull
+        # them from under a poll that is running (EBADF in the server thread).
+        server.trigger.pull_trigger(server.close)
         thread.join(timeout=10)
+        assert not thread.is_alive()
 
 
 def _browser_or_skip() -> None:
