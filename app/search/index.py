@@ -70,10 +70,18 @@ def matching(query: Any, search: SearchQuery, bind: Any) -> Any:
 
 def best_first(search: SearchQuery, bind: Any) -> list[Any]:
     """Order terms for relevance, best first; only valid on a query built by `matching`."""
+    score, higher_is_better = relevance(search, bind)
+    return [score.desc() if higher_is_better else score.asc()]
+
+
+def relevance(search: SearchQuery, bind: Any) -> tuple[Any, bool]:
+    """The relevance of a match as a column expression, and whether a higher value is a
+    better match; only valid on a query built by `matching`. `best_first` orders by it; a
+    caller can also select it, e.g. to rank and count the matches in one pass."""
     if _is_postgres(bind):
-        return [func.ts_rank(_VECTOR, _tsquery(search)).desc()]
+        return func.ts_rank(_VECTOR, _tsquery(search)), True
     # bm25() is lower for better matches.
-    return [literal_column("search_match.rank").asc()]
+    return literal_column("search_match.rank"), False
 
 
 def _tsquery(search: SearchQuery) -> Any:
