@@ -1,7 +1,8 @@
 """A GIN index over the search column of released records only (issue 13, public search).
 
-The public list searches released records only (`freigabe IS true`, written as in
-`released()`). With the index of migration 0009 over all records, a public search intersects
+The public list searches released records only (`freigabe IS true`, written as
+`access.visible(None)` in app/files/access.py writes it). With the index of migration 0009
+over all records, a public search intersects
 the posting lists of every record and then visits each matching row in the table to drop the
 unreleased ones; this partial index holds released records only, so its posting lists are
 about a fifth shorter and every row it finds is one the answer counts and ranks. Searches of
