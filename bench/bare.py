@@ -13,13 +13,20 @@ environment (``STORAGE_BACKEND=s3``, ``S3_BUCKET``, ``S3_ENDPOINT_URL``... throu
 ``app.storage.create_storage``, so the same boto3 client configuration), and
 
 - ``GET /s3?key=K`` is ``get_object`` of K (with the request's ``Range`` header passed on:
-  206 with ``Content-Range``) whose body is passed on as it arrives (``read1`` of up to
-  ``--read-bytes``, the service's storage read size), a plain WSGI iterable;
-- ``POST /s3?key=K`` hands the request body, read in 1 MiB steps as the app's multipart
-  reader reads it, to the app's S3 writer (``storage.writer(K)``, ``write``, ``commit``: the
-  same multipart upload, part sizes and parts in flight) and answers ``{"size": n}``; the
-  body is stored as it comes (a multipart form stays one object with its framing): no
-  parsing, no hashing, no type check, no database.
+  206 with ``Content-Range``) whose body is read with ``read1`` of up to ``--read-bytes`` (the
+  service's storage read size) and sent the way the service sends: through
+  ``app.streaming.event_loop_body``, i.e. a ``wsgi.file_wrapper`` around a ``PumpedBody``
+  that waitress's event loop sends from while a pump thread reads ahead (bodies of up to
+  1 MiB, like the 1 MiB Range reads, go to waitress as the plain iterable, as in the service);
+- ``GET /s3?key=K&read=presigned`` is the same with the app's own read path instead of
+  ``get_object``: ``S3Storage.open`` (a presigned GET, its URL reused, sent through botocore's
+  pool, ``read1``), the ``Range`` given as start and end;
+- ``POST /s3?key=K`` hands the request body (waitress's spool) to the app's S3 writer
+  (``storage.writer(K)``, ``write``, ``commit``: the same multipart upload, part sizes and
+  parts in flight), read with ``readinto`` in steps of ``--upload-read-bytes`` (``&step=N``
+  overrides it) into one reused buffer, and answers ``{"size": n}``; the body is stored as it
+  comes (a multipart form stays one object with its framing): no parsing, no hashing, no type
+  check, no database.
 
     python -m bench.bare --port 8001 --dir /tmp/bare
     STORAGE_BACKEND=s3 S3_BUCKET=b S3_ENDPOINT_URL=http://... python -m bench.bare --port 8001 \
@@ -40,9 +47,15 @@ from urllib.parse import parse_qsl
 
 from app.config import MAX_REQUEST_SIZE, MiB, settings_from_env
 from app.server import make_server, release_freed_memory_to_the_system
+from app.storage.base import ObjectReader
+from app.streaming import READ_BYTES, event_loop_body
 
 READ_SIZE = MiB  # what the app's multipart reader asks waitress for
-FORWARD_READ_BYTES = 256 * 1024  # what the service asks S3 for per read (app/streaming.py)
+FORWARD_READ_BYTES = READ_BYTES  # what the service asks S3 for per read (app/streaming.py)
+#: Steps in which the forwarder reads an upload's spooled body into its writer: the writer's
+#: first part. Steps of 2 MiB and more took less of the forwarder's CPU than 1 MiB steps, and
+#: larger ones no more (BENCHMARKS.md, "Ceiling: a bare forwarder").
+UPLOAD_READ_BYTES = 8 * MiB
 
 
 class BareApp:
@@ -58,11 +71,13 @@ class BareApp:
         fsync: bool = True,
         storage: Any = None,
         read_bytes: int = FORWARD_READ_BYTES,
+        upload_read_bytes: int = UPLOAD_READ_BYTES,
     ) -> None:
         self.target = target
         self.fsync = fsync
         self.storage = storage  # an S3Storage for the forwarder's /s3, else None
         self.read_bytes = read_bytes
+        self.upload_read_bytes = upload_read_bytes
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -77,11 +92,15 @@ class BareApp:
             size = self._store(environ["wsgi.input"])
             return self._answer(start_response, "201 Created", {"size": size})
         if path == "/s3" and self.storage is not None:
-            key = dict(parse_qsl(environ.get("QUERY_STRING", ""))).get("key", "")
+            query = dict(parse_qsl(environ.get("QUERY_STRING", "")))
+            key = query.get("key", "")
+            if method == "GET" and query.get("read") == "presigned":
+                return self._forward_presigned(environ, start_response, key)
             if method == "GET":
                 return self._forward_download(environ, start_response, key)
             if method in ("POST", "PUT"):
-                size = self._forward_upload(environ["wsgi.input"], key)
+                step = int(query.get("step", self.upload_read_bytes))
+                size = self._forward_upload(environ["wsgi.input"], key, step)
                 return self._answer(start_response, "201 Created", {"size": size, "key": key})
         return self._answer(start_response, "404 Not Found", {"message": "Not found."})
 
@@ -101,46 +120,85 @@ class BareApp:
     def _forward_download(
         self, environ: dict[str, Any], start_response: Callable[..., Any], key: str
     ) -> Iterable[bytes]:
-        """``get_object`` and its body passed on with ``read1``: no Flask, no database."""
+        """``get_object``, its body read with ``read1`` and sent from waitress's event loop
+        as the service sends: no Flask, no database."""
         kwargs = {"Bucket": self.storage.bucket, "Key": key}
         range_header = environ.get("HTTP_RANGE")
         if range_header:
             kwargs["Range"] = range_header
         response = self.storage.client.get_object(**kwargs)
         length = int(response["ContentLength"])
-        headers = [
-            ("Content-Type", "application/octet-stream"),
-            ("Content-Length", str(length)),
-            ("Accept-Ranges", "bytes"),
-        ]
-        status = "200 OK"
-        if response.get("ContentRange"):
-            status = "206 Partial Content"
-            headers.append(("Content-Range", response["ContentRange"]))
-        start_response(status, headers)
         raw = response["Body"]._raw_stream  # urllib3's response, which has read1
         read_bytes = self.read_bytes
 
         def chunks() -> Iterable[bytes]:
             left = length
-            try:
-                while left:
-                    chunk = raw.read1(min(read_bytes, left))
-                    if not chunk:
-                        raise OSError(f"S3 body ended {left} bytes early")
-                    left -= len(chunk)
-                    yield chunk
-            finally:
-                raw.close()
+            while left:
+                chunk = raw.read1(min(read_bytes, left))
+                if not chunk:
+                    raise OSError(f"S3 body ended {left} bytes early")
+                left -= len(chunk)
+                yield chunk
 
-        return chunks()
+        reader = ObjectReader(chunks(), length, raw.close)
+        return self._send(environ, start_response, reader, response.get("ContentRange"))
 
-    def _forward_upload(self, stream: Any, key: str) -> int:
-        """The request body, as waitress hands it over, to the app's own S3 writer."""
+    def _forward_presigned(
+        self, environ: dict[str, Any], start_response: Callable[..., Any], key: str
+    ) -> Iterable[bytes]:
+        """The app's own read (``S3Storage.open``: a presigned GET through botocore's pool,
+        ``read1``), sent the same way. Ranges of the form ``bytes=a-b`` or ``bytes=a-``."""
+        start, end = 0, None
+        range_header = environ.get("HTTP_RANGE")
+        if range_header:
+            first, _, last = range_header.removeprefix("bytes=").partition("-")
+            start, end = int(first), int(last) if last else None
+        reader = self.storage.open(key, start, end, chunk_size=self.read_bytes)
+        content_range = None
+        if range_header:
+            content_range = f"bytes {start}-{start + reader.length - 1}/{reader.size}"
+        return self._send(environ, start_response, reader, content_range)
+
+    @staticmethod
+    def _send(
+        environ: dict[str, Any],
+        start_response: Callable[..., Any],
+        reader: ObjectReader,
+        content_range: str | None,
+    ) -> Iterable[bytes]:
+        headers = [
+            ("Content-Type", "application/octet-stream"),
+            ("Content-Length", str(reader.length)),
+            ("Accept-Ranges", "bytes"),
+        ]
+        status = "200 OK"
+        if content_range:
+            status = "206 Partial Content"
+            headers.append(("Content-Range", content_range))
+        start_response(status, headers)
+        # The service's send path (app/streaming.py): over 1 MiB a PumpedBody in a
+        # wsgi.file_wrapper, sent by the event loop; up to 1 MiB the reader itself.
+        return event_loop_body(environ, reader, reader.length)
+
+    def _forward_upload(self, stream: Any, key: str, step: int) -> int:
+        """The request body, as waitress spooled it, to the app's own S3 writer: ``readinto``
+        one reused buffer of ``step`` bytes (no allocation per read), then ``write``."""
         writer = self.storage.writer(key)
+        buffer = bytearray(step)
+        view = memoryview(buffer)
+        readinto = getattr(stream, "readinto", None)
         try:
-            while chunk := stream.read(READ_SIZE):
-                writer.write(chunk)
+            while True:
+                if readinto is not None:
+                    count = readinto(buffer)
+                    if not count:
+                        break
+                    writer.write(view[:count])
+                else:
+                    chunk = stream.read(step)
+                    if not chunk:
+                        break
+                    writer.write(chunk)
             writer.commit()
         except BaseException:
             writer.abort()
@@ -191,6 +249,12 @@ def main() -> None:
         help=f"largest read1 of a forwarded S3 body [{FORWARD_READ_BYTES}]",
     )
     parser.add_argument(
+        "--upload-read-bytes",
+        type=int,
+        default=UPLOAD_READ_BYTES,
+        help=f"steps in which a forwarded upload body is read [{UPLOAD_READ_BYTES}]",
+    )
+    parser.add_argument(
         "--adj", action="append", default=[], help="extra waitress setting name=value"
     )
     parser.add_argument(
@@ -213,7 +277,13 @@ def main() -> None:
         from app.storage import create_storage
 
         storage = create_storage(os.environ)
-    app = BareApp(args.dir, fsync=not args.no_fsync, storage=storage, read_bytes=args.read_bytes)
+    app = BareApp(
+        args.dir,
+        fsync=not args.no_fsync,
+        storage=storage,
+        read_bytes=args.read_bytes,
+        upload_read_bytes=args.upload_read_bytes,
+    )
     server = make_server(
         app,  # type: ignore[arg-type]
         host=args.host,
