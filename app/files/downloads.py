@@ -16,6 +16,7 @@ from flask import Request, Response
 
 from app import streaming
 from app.auth.services import Caller
+from app.errors import MESSAGES, error_response
 from app.extensions import db
 from app.files.access import downloadable_record
 from app.storage import ObjectNotFound, Storage
@@ -114,12 +115,8 @@ def stored_file_response(
         if len(range_header.ranges) == 1:
             bounds = _bounds(range_header, record.size)
             if bounds is None:
-                response = Response(
-                    '{"message": "The requested range is not satisfiable."}\n',
-                    status=416,
-                    mimetype="application/json",
-                    headers={**headers, "Content-Range": f"bytes */{record.size}"},
-                )
+                response = error_response(416, MESSAGES[416])
+                response.headers.update({**headers, "Content-Range": f"bytes */{record.size}"})
                 response.set_etag(etag)
                 return response
             start, end, status = bounds[0], bounds[1] - 1, 206
