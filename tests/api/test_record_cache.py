@@ -151,6 +151,24 @@ def test_changes_in_another_process_reach_the_cache(replicas: Replicas, alice, a
     wait_for(lambda: get(replicas.b, path, alice).status_code == 404)
 
 
+def test_a_download_follows_a_replace_made_elsewhere_before_its_notification(
+    replicas: Replicas, alice, admin, record
+):
+    """Another process has replaced the record (and removed its old object), and its
+    notification has not arrived yet: the download finds the cached record's object gone,
+    reads the record again from the database rather than from the cache, and hands out the
+    new content."""
+    path = f"/api/files/{record['id']}/download"
+    assert get(replicas.b, path, admin).status_code == 200
+    assert replicas.b.extensions["cache"].size(RECORDS) == 1
+    replicas.sql("DROP TRIGGER file_records_changes ON file_records")  # the cache stays on
+    new_content = samples.pdf_bytes() + b"\n% second version\n"
+    assert replicas.api.replace(alice, record["id"], "v2.pdf", new_content).status_code == 200
+    response = get(replicas.b, path, admin)
+    assert response.status_code == 200
+    assert response.data == new_content
+
+
 @pytest.mark.parametrize(
     ("statement", "expected"),
     [

@@ -62,6 +62,18 @@ def test_admin_reads_and_updates_any_record(api: Api, alice: Account, admin: Acc
     assert api.row(record["id"]).user_id == alice.id
 
 
+def test_changes_reach_the_record_named_and_no_other(api: Api, alice: Account):
+    """With several records of one owner, PATCH and DELETE act on the one in the URL."""
+    records = [api.create(alice, titel=titel) for titel in ("Eins", "Zwei", "Drei")]
+    for record in reversed(records):
+        response = api.patch(record["id"], alice, {"titel": f"neu {record['id']}"})
+        assert response.status_code == 200 and response.get_json()["id"] == record["id"]
+    titles = {r["id"]: api.get(f"/api/files/{r['id']}", alice).get_json()["titel"] for r in records}
+    assert titles == {r["id"]: f"neu {r['id']}" for r in records}
+    assert api.delete(records[1]["id"], alice).status_code == 204
+    assert [api.row(r["id"]) is not None for r in records] == [True, False, True]
+
+
 def test_patch_changes_only_the_supplied_fields(api: Api, alice: Account):
     record = api.create(alice, titel="alt", autoren="A", reihenfolge="3")
     response = api.patch(
