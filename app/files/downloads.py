@@ -128,7 +128,7 @@ def stored_file_response(
         streaming.event_loop_body(request.environ, reader, length),
         status=status,
         headers=headers,
-        direct_passthrough=True,
+        direct_passthrough=True,  # pragma: no mutate (same bytes either way; docs/mutation.md)
     )
     # Exactly the stored type: no charset is appended to text types.
     response.headers["Content-Type"] = record.mime_type

@@ -268,7 +268,7 @@ def _owned_count(listing: Listing) -> int | None:
 def keyset_page(listing: Listing, after: Position | None, per_page: int) -> KeysetPage:
     """The records after `after` in list order: an index range read, however deep."""
     # Without a total, the folder counts only matter for choosing how to read a path prefix.
-    folders = folders_of(listing) if "path" in listing.filters else None
+    folders = folders_of(listing) if "path" in listing.filters else None  # pragma: no mutate
     rows = _in_order(listing, folders, after, 0, per_page + 1)
     items = rows[:per_page]
     more = len(rows) > per_page

@@ -180,20 +180,21 @@ def pytest_ignore_collect(collection_path: Path, config: object) -> bool | None:
     return None
 
 
-#: The test files whose subject a module is: a mutant runs only those of them that call it (and
-#: that mutmut found calling it). The others reach the module on the way (every test signs in,
-#: most list), which a mutant that survives would pay for with all of them, for nothing.
+#: The test files whose subject a function is (the first matching prefix of its mutants' names):
+#: a mutant runs only those of them that call it (mutmut found which do). The other files reach
+#: it on the way (every test signs in, most list), which a surviving mutant would pay for with
+#: all of their tests, for nothing; PostgreSQL tests (a database each) only where the cache is
+#: what is tested.
+SQLITE_ACCESS = {"test_records.py", "test_download.py", "test_list.py", "test_public.py"}
+LISTS = {"test_list.py", "test_list_folders.py", "test_public.py"}
 COVERING = {
-    "app.files.access.": {
-        "test_records.py",
-        "test_download.py",
-        "test_list.py",
-        "test_public.py",
-        "test_record_cache.py",
-    },
-    "app.files.listing.": {"test_list.py", "test_list_folders.py", "test_public.py"},
-    "app.files.pagination.": {"test_list.py", "test_list_folders.py", "test_public.py"},
-    "app.files.downloads.": {"test_download.py", "test_record_cache.py"},
+    "app.files.access.x_read_record_": SQLITE_ACCESS | {"test_record_cache.py"},
+    "app.files.access.x_downloadable_record_": {"test_download.py", "test_record_cache.py"},
+    "app.files.access.": SQLITE_ACCESS,
+    "app.files.listing.": LISTS,
+    "app.files.pagination.": LISTS,
+    "app.files.downloads.x_download_response_": {"test_download.py", "test_record_cache.py"},
+    "app.files.downloads.": {"test_download.py"},
     "app.auth.services.": {
         "test_tokens.py",
         "test_token_ids.py",
