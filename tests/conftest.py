@@ -12,7 +12,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import sqlalchemy as sa
@@ -21,7 +21,11 @@ from flask_migrate import upgrade
 
 from app import create_app
 from app.extensions import db
+from tests.support.api import Account, Api
 from tests.support.openapi_client import OpenAPIValidatingClient
+
+if TYPE_CHECKING:
+    from tests.support.replicas import Replicas
 
 POSTGRES_URL = os.environ.get(
     "TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -254,3 +258,38 @@ def client(app: Flask) -> Any:
 @pytest.fixture
 def runner(app: Flask) -> Any:
     return app.test_cli_runner()
+
+
+# Accounts and helpers of the HTTP tests, for every folder (tests/files, tests/auth, ...).
+
+
+@pytest.fixture
+def api(app: Flask, client: Any) -> Api:
+    return Api(app, client)
+
+
+@pytest.fixture
+def alice(api: Api) -> Account:
+    return api.account("alice@example.org")
+
+
+@pytest.fixture
+def bob(api: Api) -> Account:
+    return api.account("bob@example.org")
+
+
+@pytest.fixture
+def admin(api: Api) -> Account:
+    return api.account("admin@example.org", admin=True)
+
+
+@pytest.fixture
+def replicas(make_postgres_database: Any, tmp_path: Path) -> Iterator[Replicas]:
+    """Two apps on one fresh, migrated PostgreSQL database (two server processes)."""
+    from tests.support.replicas import Replicas  # it imports this module
+
+    url = make_postgres_database()
+    migrate_database(url, tmp_path)
+    replicas = Replicas(url, tmp_path)
+    yield replicas
+    replicas.close()

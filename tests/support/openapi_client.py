@@ -78,7 +78,7 @@ class Contract:
 
     @classmethod
     def of(cls, document: dict[str, Any]) -> Contract:
-        # The document itself is validated by tests/test_openapi.py; doing it again here
+        # The document itself is validated by tests/docs/test_openapi.py; doing it again here
         # would cost seconds in every process that runs tests (`make mutate`: every mutant).
         spec = OpenAPI.from_dict(document, config=Config(spec_validator_cls=None)).spec
         routes = [

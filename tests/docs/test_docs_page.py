@@ -31,7 +31,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOT = Path(__file__).resolve().parents[1] / "test-artifacts" / "docs-page.png"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "test-artifacts" / "docs-page.png"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from app.extensions import db
 from app.files import listing as services
 from app.models import FilePathCount, FileRecord, UserFileCount
-from tests.api.test_list import follow_cursors, insert_rows, listing
+from tests.files.test_list import follow_cursors, insert_rows, listing
 from tests.support import samples
 from tests.support.api import Account, Api
 

@@ -9,8 +9,8 @@ from sqlalchemy import event as sa_event
 
 from app.extensions import db
 from app.search.index import PG_INDEXES, reindex
-from tests.api.test_list import insert_rows
 from tests.conftest import STACKS
+from tests.files.test_list import insert_rows
 from tests.support.api import Account, Api
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)

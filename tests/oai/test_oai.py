@@ -19,7 +19,7 @@ from werkzeug.serving import make_server
 
 from app.models import OaiTombstone
 from app.oai import routes as oai_routes
-from tests.api.test_list import insert_rows
+from tests.files.test_list import insert_rows
 from tests.support.api import Account, Api
 
 NS = {
