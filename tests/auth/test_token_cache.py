@@ -156,6 +156,17 @@ def orm_change(change: str, alice: Account, bob: Account) -> None:
         db.session.delete(db.session.get(User, alice.id))
     elif change == "expire the token":
         token.expires_at = utcnow() - timedelta(seconds=1)
+    elif change == "expire the token with an UPDATE statement":
+        db.session.execute(
+            sa.update(ApiToken)
+            .where(ApiToken.id == alice.token_id)
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        )
+    elif change == "expire the token by primary key in bulk":
+        db.session.execute(
+            sa.update(ApiToken),
+            [{"id": alice.token_id, "expires_at": utcnow() - timedelta(seconds=1)}],
+        )
     elif change == "give the token to bob":
         token.user_id = bob.id
     elif change == "demote":
@@ -169,6 +180,8 @@ def orm_change(change: str, alice: Account, bob: Account) -> None:
         "delete the token",
         "delete the account",
         "expire the token",
+        "expire the token with an UPDATE statement",
+        "expire the token by primary key in bulk",
         "give the token to bob",
         "demote",
     ],

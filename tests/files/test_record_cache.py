@@ -18,6 +18,7 @@ from flask import Flask
 
 from app.cache import RECORDS, TOKENS
 from app.extensions import db
+from app.models import FileRecord
 from tests.support import samples
 from tests.support.api import Account, Api
 from tests.support.replicas import Replicas, wait_for
@@ -149,6 +150,23 @@ def test_changes_in_another_process_reach_the_cache(replicas: Replicas, alice, a
 
     assert replicas.api.delete(record["id"], alice).status_code == 204
     wait_for(lambda: get(replicas.b, path, alice).status_code == 404)
+
+
+def test_an_update_statement_in_this_process_is_seen_without_the_notification(
+    replicas: Replicas, alice, record
+):
+    """An UPDATE of file records sent through the session (not an ORM object's change) empties
+    this process's entries itself; the database's notification is held back here."""
+    assert titel(replicas.b, record["id"], alice) == "Erste Fassung"
+    replicas.sql("DROP TRIGGER file_records_changes ON file_records")  # the cache stays on
+    with replicas.b.app_context():
+        db.session.execute(
+            sa.update(FileRecord)
+            .where(FileRecord.id == uuid.UUID(record["id"]))
+            .values(titel="Zweite Fassung")
+        )
+        db.session.commit()
+    assert titel(replicas.b, record["id"], alice) == "Zweite Fassung"
 
 
 def test_a_download_follows_a_replace_made_elsewhere_before_its_notification(
