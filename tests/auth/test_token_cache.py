@@ -206,6 +206,21 @@ def test_orm_changes_count_on_the_next_request_without_the_notification(
         assert [r["id"] for r in listed["data"]] == [bobs]
 
 
+def test_changes_to_records_keep_the_cached_tokens(replicas: Replicas):
+    """A record changed in this process empties the record cache only: the token is not
+    read again on the next request."""
+    alice = replicas.api.account("alice@example.org")
+    record = replicas.api.create(alice)
+    assert status(replicas.b, alice) == 200
+    queries = token_queries(replicas.b)
+    response = replicas.b.test_client().patch(
+        f"/api/files/{record['id']}", json={"titel": "neu"}, headers=alice.auth
+    )
+    assert response.status_code == 200
+    assert status(replicas.b, alice) == 200
+    assert queries == []
+
+
 def test_changes_to_unchecked_columns_keep_the_cached_token(replicas: Replicas):
     alice = replicas.api.account("alice@example.org")
     assert status(replicas.b, alice) == 200
