@@ -149,6 +149,22 @@ def test_page_urls_keep_the_other_query_parameters(api: Api, alice: Account):
     assert query == {"path": ["x"], "page": ["2"]}
 
 
+def test_page_urls_keep_repeated_parameters_and_carry_one_cursor(make_sqlite_app):
+    app = make_sqlite_app(PAGE_SIZE=3)
+    small = Api(app, app.test_client())
+    owner = small.account("owner@example.org")
+    seed(small, owner, 7, datetime(2026, 1, 1, tzinfo=UTC))
+    repeated = [("aktiv_id", "1"), ("aktiv_id", "2"), ("page", "1")]
+    body = small.get("/api/files", owner, query_string=repeated).get_json()
+    assert parse_qs(urlsplit(body["first_page_url"]).query) == {
+        "aktiv_id": ["1", "2"],
+        "page": ["1"],
+    }
+    second = listing(small, owner, cursor=listing(small, owner, cursor="")["next_cursor"])
+    query = parse_qs(urlsplit(second["next_page_url"]).query)
+    assert query == {"cursor": [second["next_cursor"]]}
+
+
 @pytest.mark.parametrize("page", ["0", "-1", "abc", "1.5"])
 def test_invalid_page_is_422(api: Api, alice: Account, page: str):
     response = api.get("/api/files", alice, query_string={"page": page})
