@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import update
 
+from app.extensions import db
+from app.models import ApiToken
 from tests.support.api import Account, Api
 
 INT32_MAX = 2**31 - 1
@@ -25,3 +28,13 @@ def test_a_token_id_beyond_any_token_is_401(api: Api, alice: Account, token_id: 
     response = api.client.get("/api/files", headers=headers)
     assert response.status_code == 401
     assert response.get_json() == {"message": "Unauthenticated."}
+
+
+def test_the_largest_token_id_is_a_token_like_any_other(api: Api, alice: Account):
+    """The bound is the column's: a token whose id is exactly INT32_MAX is accepted."""
+    issued, _, secret = alice.token.partition("|")
+    with api.app.app_context():
+        db.session.execute(update(ApiToken).where(ApiToken.id == int(issued)).values(id=INT32_MAX))
+        db.session.commit()
+    headers = {"Authorization": f"Bearer {INT32_MAX}|{secret}"}
+    assert api.client.get("/api/files", headers=headers).status_code == 200
