@@ -17,8 +17,11 @@ migration 0008).
 The cache listens on a connection of its own. It does not need a thread: before each lookup it
 takes in, without waiting, whatever notifications have reached that connection, and a
 notification empties the entries of its channel. Changes made in this process empty them at
-once as well (`_watch_sessions`: the ORM's flushes, UPDATE and DELETE statements sent through
-the session, and any hand-written SQL). Another process's change is seen as soon as PostgreSQL
+once as well (`_watch_sessions`: the ORM's flushes, and UPDATE, DELETE and hand-written SQL
+statements sent through `Session.execute`). The app writes the watched tables through its
+session only; a write that bypassed it (`session.connection().execute`, `engine.begin()`) would
+be seen in this process only when its notification arrives, like another process's. Another
+process's change is seen as soon as PostgreSQL
 has delivered its notification, which it sends at commit (well under a millisecond on one
 host). While the listening connection is down, or the triggers are missing, nothing is cached;
 entries are also re-read after their channel's `max_age` seconds whatever happens, which bounds
@@ -308,7 +311,7 @@ def _channels_of_statement(state: ORMExecuteState, watched: dict[str, Any]) -> s
 def _set_by(state: ORMExecuteState) -> set[str]:
     """The names of the values an UPDATE carries: those of `.values()`, and those of its
     parameters (a bulk UPDATE by primary key)."""
-    names = set(state.statement.compile().params)
+    names = set(state.statement.compile(dialect=state.session.get_bind().dialect).params)
     parameters = state.parameters
     for row in parameters if isinstance(parameters, list) else [parameters or {}]:
         names.update(row)

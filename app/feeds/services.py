@@ -39,7 +39,8 @@ def entries(path: str | None, today: date, timezone: str, *, media_only: bool) -
     Two short reads cover both ways a record becomes available: the newest creations without
     an active embargo, and the embargoes that ended most recently.
     """
-    query = select(FileRecord).where(access.visible(None), access.downloadable(None, today))
+    # What the public may download today (which implies what it may see).
+    query = select(FileRecord).where(access.downloadable(None, today))
     query = filtered(query, {"path": path} if path is not None else {})
     if media_only:
         query = query.where(

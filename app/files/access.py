@@ -53,7 +53,8 @@ def may_see(caller: Caller | None, record: RecordLike) -> bool:
 
 
 def downloadable(caller: Caller | None, today: date) -> ColumnElement[bool]:
-    """SQL: the visible records whose content `caller` may download on `today`."""
+    """SQL: whether `caller` may download a record's content on `today`. For the public it
+    implies `visible(None)`; for anyone else combine it with `visible(caller)`."""
     if caller is not None and caller.is_admin:
         return true()
     return FileRecord.freigabe.is_(True) & or_(

@@ -1,10 +1,11 @@
 """Every validation error of an upload, gathered in one place before one 422.
 
-`POST /api/files`, `POST /api/files/{id}/content`, the tus uploads and nothing else create or
-replace content, and all of them check the same three things: the file parts (how many, and
-what each one's streaming found: type, size), the text fields that could not be decoded, and the
-metadata schema. They are merged here, once, in that order (the summary message names the first
-error); `app.errors` turns the result into the 422 answer.
+`POST /api/files`, `POST /api/files/{id}/content` and the tus uploads check up to three things:
+the file parts (how many, and what each one's streaming found: type, size), the text fields that
+could not be decoded, and the metadata schema (not for a content replace). They are merged here,
+once, in that order (the summary message names the first error); for one field the first source
+wins. `app.errors` turns the result into the 422 answer. (The bulk import reports rejected files
+in its own words and checks the same rules itself.)
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ matter. The second kind is listed with its reason in docs/mutation.md; this scri
 score and every survivor, saying which of them are accepted there and which are new.
 
 Run from the project root: `python -m tests.support.mutation` (what `make mutate` does), or
-with mutant name patterns to run part of SCOPE (`... app.pagination.*`).
+with mutant name patterns to run part of SCOPE (`... app.files.pagination.*`).
 """
 
 from __future__ import annotations
