@@ -243,3 +243,44 @@ class ResumableUpload(db.Model):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class AuditEntry(db.Model):
+    """One change, written in the transaction that made it (app/audit).
+
+    Entries form a hash chain: ``hash`` covers the entry's own content and ``prev_hash``, the
+    hash of the entry before it, so an entry edited, removed or inserted afterwards breaks the
+    chain at that point (`flask audit verify`).
+    """
+
+    __tablename__ = "audit_entries"
+    __table_args__ = (
+        Index("ix_audit_entries_record", "record_id", "seq"),
+        Index("ix_audit_entries_actor", "actor", "seq"),
+        Index("ix_audit_entries_action", "action", "seq"),
+        Index("ix_audit_entries_at", "at"),
+    )
+
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    actor_id: Mapped[int | None] = mapped_column(Integer)
+    # The account's email at that moment, or `cli:<command>` for an operator command.
+    actor: Mapped[str] = mapped_column(String(255))
+    action: Mapped[str] = mapped_column(String(64))
+    record_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    account_id: Mapped[int | None] = mapped_column(Integer)
+    changes: Mapped[str] = mapped_column(Text)
+    request_id: Mapped[str | None] = mapped_column(String(64))
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class AuditChainHead(db.Model):
+    """The chain's last sequence number and hash: one row, updated by every transaction that
+    writes entries (its row lock orders the chain, held only until that commit)."""
+
+    __tablename__ = "audit_chain_head"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    last_seq: Mapped[int] = mapped_column(BigInteger)
+    last_hash: Mapped[str] = mapped_column(String(64))
