@@ -248,13 +248,15 @@ class ResumableUpload(db.Model):
 class AuditEntry(db.Model):
     """One change, written in the transaction that made it (app/audit).
 
-    Entries form a hash chain: ``hash`` covers the entry's own content and ``prev_hash``, the
-    hash of the entry before it, so an entry edited, removed or inserted afterwards breaks the
-    chain at that point (`flask audit verify`).
+    Entries form hash chains: ``hash`` covers the entry's content and ``prev_hash``, the hash
+    of the entry before it in its chain (``chain``, ``chain_seq``), so an entry edited,
+    removed or inserted afterwards breaks its chain there (`flask audit verify`). ``seq``
+    numbers all entries in the order they were written, across chains.
     """
 
     __tablename__ = "audit_entries"
     __table_args__ = (
+        Index("ix_audit_entries_chain", "chain", "chain_seq", unique=True),
         Index("ix_audit_entries_record", "record_id", "seq"),
         Index("ix_audit_entries_actor", "actor", "seq"),
         Index("ix_audit_entries_action", "action", "seq"),
@@ -262,6 +264,8 @@ class AuditEntry(db.Model):
     )
 
     seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    chain: Mapped[int] = mapped_column(Integer)
+    chain_seq: Mapped[int] = mapped_column(BigInteger)
     at: Mapped[datetime] = mapped_column(UTCDateTime)
     actor_id: Mapped[int | None] = mapped_column(Integer)
     # The account's email at that moment, or `cli:<command>` for an operator command.
@@ -276,10 +280,11 @@ class AuditEntry(db.Model):
 
 
 class AuditChainHead(db.Model):
-    """The chain's last sequence number and hash: one row, updated by every transaction that
-    writes entries (its row lock orders the chain, held only until that commit)."""
+    """The last entry of one chain. A transaction writing entries locks one head that nobody
+    else holds (`SKIP LOCKED`), so concurrent writers append to different chains instead of
+    queueing behind one lock until each other's commit."""
 
-    __tablename__ = "audit_chain_head"
+    __tablename__ = "audit_chain_heads"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     last_seq: Mapped[int] = mapped_column(BigInteger)

@@ -3,6 +3,7 @@ pruning by age and export as JSON Lines. Plain values in and out; no HTTP here."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session
 
 from app.audit.trail import GENESIS, canonical, entry_hash, note, plain
@@ -74,35 +75,42 @@ def history(session: Session, record_id: uuid.UUID) -> list[AuditEntry]:
     return list(session.scalars(query))
 
 
-# --- the chain's check -----------------------------------------------------------------
+# --- the chains' check ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Verdict:
     ok: bool
     checked: int
-    last_seq: int
-    last_hash: str
+    anchor: str
     problem: str | None = None
     seq: int | None = None
 
 
-def _entries(session: Session, *conditions: Any, batch: int = 1000) -> Iterator[AuditEntry]:
-    """Entries in chain order, read a batch at a time (the trail can be long)."""
-    after = 0
+def _entries(
+    session: Session, *conditions: Any, order: Any = None, batch: int = 1000
+) -> Iterator[AuditEntry]:
+    """Entries in `order` (by `seq` unless given), read a batch at a time (the trail can be
+    long); `order` must be unique and ascending, as a keyset."""
+    columns = order or (AuditEntry.seq,)
+    after: tuple[Any, ...] | None = None
     while True:
-        query = select(AuditEntry).where(AuditEntry.seq > after, *conditions)
-        rows = list(session.scalars(query.order_by(AuditEntry.seq).limit(batch)))
+        query = select(AuditEntry).where(*conditions)
+        if after is not None:
+            query = query.where(tuple_(*columns) > tuple_(*after))
+        rows = list(session.scalars(query.order_by(*columns).limit(batch)))
         yield from rows
         if len(rows) < batch:
             return
-        after = rows[-1].seq
+        after = tuple(getattr(rows[-1], column.key) for column in columns)
         session.expunge_all()
 
 
 def _row(entry: AuditEntry) -> dict[str, Any]:
     return {
         "seq": entry.seq,
+        "chain": entry.chain,
+        "chain_seq": entry.chain_seq,
         "at": entry.at,
         "actor_id": entry.actor_id,
         "actor": entry.actor,
@@ -115,96 +123,159 @@ def _row(entry: AuditEntry) -> dict[str, Any]:
     }
 
 
-def _pruned_through(session: Session) -> dict[int, str]:
-    """What the prunes say they removed: the last removed sequence number and its hash."""
-    found = {}
+def _pruned(session: Session) -> set[tuple[int, int, str]]:
+    """Where recorded prunes left each chain: (chain, last removed chain_seq, its hash)."""
+    found = set()
     for changes in session.scalars(select(AuditEntry.changes).where(AuditEntry.action == PRUNE)):
-        data = json.loads(changes)
-        found[int(data["removed_through_seq"])] = str(data["last_removed_hash"])
+        for chain, (chain_seq, digest) in json.loads(changes)["chains"].items():
+            found.add((int(chain), int(chain_seq), str(digest)))
     return found
 
 
-def verify(session: Session, anchor: tuple[int, str] | None = None) -> Verdict:
-    """Walk the chain; the first entry that was altered, removed or inserted is the verdict."""
-    head = session.get(AuditChainHead, 1)
-    head_seq, head_hash = (head.last_seq, head.last_hash) if head else (0, GENESIS)
-    pruned = _pruned_through(session)
-    expected_seq, expected_prev = None, None
+def anchor_of(heads: dict[int, tuple[int, str]]) -> str:
+    """One line naming every chain's head (its length, and a digest of all their hashes), to
+    keep outside the database: a later verify checks that the chains grew from there."""
+    digest = hashlib.sha256(
+        canonical([heads[chain][1] for chain in sorted(heads)]).encode()
+    ).hexdigest()
+    return f"{digest}:{','.join(str(heads[chain][0]) for chain in sorted(heads))}"
+
+
+def verify(session: Session, anchor: str | None = None) -> Verdict:
+    """Walk every chain; the first entry found altered, removed or inserted is the verdict.
+
+    `anchor` is a value an earlier verify printed: then the chains must have grown from the
+    heads it names (each head still in place, unchanged)."""
+    heads = {
+        head.id: (head.last_seq, head.last_hash) for head in session.scalars(select(AuditChainHead))
+    }
+    pruned = _pruned(session)
     checked = 0
-    last_seq, last_hash = 0, GENESIS
-    anchor_seen = anchor is None or anchor[0] == 0
+    seen: dict[int, tuple[int, str]] = {chain: (0, GENESIS) for chain in heads}
+    expected: tuple[int, int, str] | None = None  # chain, chain_seq, prev_hash
 
     def bad(problem: str, seq: int | None) -> Verdict:
-        return Verdict(False, checked, last_seq, last_hash, problem, seq)
+        return Verdict(False, checked, "", problem, seq)
 
-    for entry in _entries(session):
-        if expected_seq is None:
-            # The first entry kept: the chain's start, or where a recorded prune ended.
-            if entry.seq == 1:
-                expected_prev = GENESIS
-            elif pruned.get(entry.seq - 1) == entry.prev_hash:
-                expected_prev = entry.prev_hash
-            else:
-                return bad(f"entries before {entry.seq} were removed (no prune recorded)", 1)
-            expected_seq = entry.seq
-        if entry.seq != expected_seq:
-            return bad(f"entries {expected_seq}..{entry.seq - 1} were removed", expected_seq)
-        if entry.prev_hash != expected_prev:
+    for entry in _entries(session, order=(AuditEntry.chain, AuditEntry.chain_seq)):
+        if entry.chain not in heads:
             return bad(
-                f"entry {entry.seq} does not follow entry {entry.seq - 1} "
-                "(an entry was inserted or replaced here)",
+                f"entry {entry.seq} is in chain {entry.chain}, which does not exist", entry.seq
+            )
+        if expected is None or expected[0] != entry.chain:
+            # The first entry kept of a chain: its start, or where a recorded prune ended.
+            if entry.chain_seq == 1:
+                expected = (entry.chain, 1, GENESIS)
+            elif (entry.chain, entry.chain_seq - 1, entry.prev_hash) in pruned:
+                expected = (entry.chain, entry.chain_seq, entry.prev_hash)
+            else:
+                return bad(
+                    f"chain {entry.chain}: entries before entry {entry.seq} were removed "
+                    "(no prune recorded)",
+                    entry.seq,
+                )
+        _, chain_seq, prev = expected
+        if entry.chain_seq != chain_seq:
+            return bad(
+                f"chain {entry.chain}: {entry.chain_seq - chain_seq} entries before entry "
+                f"{entry.seq} were removed",
+                entry.seq,
+            )
+        if entry.prev_hash != prev:
+            return bad(
+                f"entry {entry.seq} does not follow the entry before it in chain "
+                f"{entry.chain} (an entry was inserted or replaced here)",
                 entry.seq,
             )
         if entry_hash(_row(entry)) != entry.hash:
             return bad(
                 f"entry {entry.seq} was altered (its content does not match its hash)", entry.seq
             )
-        if anchor is not None and entry.seq == anchor[0]:
-            if entry.hash != anchor[1]:
-                return bad(f"entry {entry.seq} differs from the anchor kept outside", entry.seq)
-            anchor_seen = True
         checked += 1
-        last_seq, last_hash = entry.seq, entry.hash
-        expected_seq, expected_prev = entry.seq + 1, entry.hash
-    if (last_seq, last_hash) != (head_seq, head_hash):
-        if last_seq > head_seq:
-            return bad(
-                f"entries after {head_seq} were inserted past the chain's head", head_seq + 1
-            )
-        return bad(f"entries {last_seq + 1}..{head_seq} were removed from the end", last_seq + 1)
-    if not anchor_seen:
-        return bad(f"the anchor's entry {anchor[0]} is not in the trail", anchor[0])  # type: ignore[index]
-    return Verdict(True, checked, last_seq, last_hash)
+        seen[entry.chain] = (entry.chain_seq, entry.hash)
+        expected = (entry.chain, entry.chain_seq + 1, entry.hash)
+    for chain, head in sorted(heads.items()):
+        last = seen[chain]
+        if last == head:
+            continue
+        if last[0] > head[0]:
+            return bad(f"chain {chain}: entries were inserted past the chain's head", None)
+        if last[0] == head[0]:
+            return bad(f"chain {chain}: its last entry was replaced (not the chain's head)", None)
+        return bad(f"chain {chain}: {head[0] - last[0]} entries were removed from its end", None)
+    if anchor is not None:
+        problem = _against_anchor(session, anchor, heads)
+        if problem:
+            return bad(problem, None)
+    return Verdict(True, checked, anchor_of(heads))
+
+
+def _against_anchor(session: Session, anchor: str, heads: dict[int, tuple[int, str]]) -> str | None:
+    """Whether each chain still holds, at the length the anchor names, the entry it had."""
+    digest, _, lengths_text = anchor.partition(":")
+    try:
+        lengths = [int(n) for n in lengths_text.split(",")]
+    except ValueError:
+        return "the anchor is not one that `flask audit verify` printed"
+    if len(lengths) != len(heads):
+        return "the anchor names another number of chains"
+    then: dict[int, tuple[int, str]] = {}
+    for chain, length in zip(sorted(heads), lengths, strict=True):
+        if length == 0:
+            then[chain] = (0, GENESIS)
+            continue
+        found = session.scalar(
+            select(AuditEntry.hash).where(AuditEntry.chain == chain, AuditEntry.chain_seq == length)
+        )
+        if found is None:
+            return f"chain {chain} no longer holds its entry {length} named by the anchor"
+        then[chain] = (length, found)
+    if anchor_of(then) != f"{digest}:{lengths_text}":
+        return "the chains did not grow from the anchor: they were rewritten"
+    return None
 
 
 # --- retention and export --------------------------------------------------------------
 
 
 def prune(session: Session, days: int, now: datetime | None = None) -> int:
-    """Remove entries older than `days`, and say so in the trail itself, so that the chain
-    stays verifiable from the first entry kept (and a removal nobody recorded does not)."""
+    """Remove entries older than `days`, and say so in the trail itself (where each chain
+    now starts), so that the chains stay verifiable from the first entry kept, and a removal
+    nobody recorded does not pass."""
     cutoff = (now or utcnow()) - timedelta(days=days)
-    last = session.scalars(
-        select(AuditEntry).where(AuditEntry.at < cutoff).order_by(AuditEntry.seq.desc()).limit(1)
-    ).first()
-    if last is None:
-        return 0
-    removed = session.scalar(
-        select(func.count()).select_from(AuditEntry).where(AuditEntry.seq <= last.seq)
+    old = AuditEntry.at < cutoff
+    last_of_chain = (
+        select(AuditEntry.chain, func.max(AuditEntry.chain_seq).label("chain_seq"))
+        .where(old)
+        .group_by(AuditEntry.chain)
+        .subquery()
     )
+    ends = session.execute(
+        select(AuditEntry.chain, AuditEntry.chain_seq, AuditEntry.hash).join(
+            last_of_chain,
+            (AuditEntry.chain == last_of_chain.c.chain)
+            & (AuditEntry.chain_seq == last_of_chain.c.chain_seq),
+        )
+    ).all()
+    if not ends:
+        return 0
+    removed = 0
+    for chain, chain_seq, _ in ends:
+        result = session.execute(
+            delete(AuditEntry).where(AuditEntry.chain == chain, AuditEntry.chain_seq <= chain_seq)
+        )
+        removed += int(result.rowcount or 0)  # type: ignore[attr-defined]
     note(
         session,
         PRUNE,
         {
-            "removed_through_seq": last.seq,
-            "last_removed_hash": last.hash,
-            "removed": int(removed or 0),
+            "chains": {str(chain): [chain_seq, digest] for chain, chain_seq, digest in ends},
+            "removed": removed,
             "older_than": plain(cutoff),
         },
     )
-    session.execute(delete(AuditEntry).where(AuditEntry.seq <= last.seq))
     session.commit()
-    return int(removed or 0)
+    return removed
 
 
 def export_lines(session: Session, since: datetime | None, until: datetime | None) -> Iterator[str]:

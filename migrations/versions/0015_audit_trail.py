@@ -1,4 +1,5 @@
-"""Audit trail (issue 23): the hash-chained entries and the chain's head.
+"""Audit trail (issue 23): hash-chained entries, the heads of their chains, and the sequence
+that numbers entries across chains.
 
 Revision ID: 0015
 Revises: 0011
@@ -16,12 +17,18 @@ branch_labels = None
 depends_on = None
 
 GENESIS = "0" * 64
+#: As many chains as writers may run at once with room to spare (app/audit/trail.py).
+CHAINS = 32
 
 
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("CREATE SEQUENCE audit_entries_seq")
     op.create_table(
         "audit_entries",
         sa.Column("seq", sa.BigInteger(), autoincrement=False, nullable=False),
+        sa.Column("chain", sa.Integer(), nullable=False),
+        sa.Column("chain_seq", sa.BigInteger(), nullable=False),
         sa.Column("at", app.models.UTCDateTime(), nullable=False),
         sa.Column("actor_id", sa.Integer(), nullable=True),
         sa.Column("actor", sa.String(length=255), nullable=False),
@@ -34,24 +41,25 @@ def upgrade() -> None:
         sa.Column("hash", sa.String(length=64), nullable=False),
         sa.PrimaryKeyConstraint("seq"),
     )
+    op.create_index("ix_audit_entries_chain", "audit_entries", ["chain", "chain_seq"], unique=True)
     op.create_index("ix_audit_entries_record", "audit_entries", ["record_id", "seq"])
     op.create_index("ix_audit_entries_actor", "audit_entries", ["actor", "seq"])
     op.create_index("ix_audit_entries_action", "audit_entries", ["action", "seq"])
     op.create_index("ix_audit_entries_at", "audit_entries", ["at"])
-    head = op.create_table(
-        "audit_chain_head",
+    heads = op.create_table(
+        "audit_chain_heads",
         sa.Column("id", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("last_seq", sa.BigInteger(), nullable=False),
         sa.Column("last_hash", sa.String(length=64), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
-    op.bulk_insert(head, [{"id": 1, "last_seq": 0, "last_hash": GENESIS}])
+    op.bulk_insert(heads, [{"id": n, "last_seq": 0, "last_hash": GENESIS} for n in range(CHAINS)])
 
 
 def downgrade() -> None:
-    op.drop_table("audit_chain_head")
-    op.drop_index("ix_audit_entries_at", table_name="audit_entries")
-    op.drop_index("ix_audit_entries_action", table_name="audit_entries")
-    op.drop_index("ix_audit_entries_actor", table_name="audit_entries")
-    op.drop_index("ix_audit_entries_record", table_name="audit_entries")
+    op.drop_table("audit_chain_heads")
+    for name in ("at", "action", "actor", "record", "chain"):
+        op.drop_index(f"ix_audit_entries_{name}", table_name="audit_entries")
     op.drop_table("audit_entries")
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("DROP SEQUENCE audit_entries_seq")

@@ -161,10 +161,11 @@ def test_a_change_that_rolls_back_after_its_entry_was_written_leaves_neither(
     assert response.status_code == 500
     assert api.get(f"/api/files/{rid}", alice).get_json()["titel"] == "Vorher"
     assert entries(app) == before
-    # And the next change is chained right after the last committed entry.
+    # And the next change is chained right after the last committed entry of its chain.
     assert api.patch(rid, alice, {"titel": "Nachher"}).status_code == 200
-    after = entries(app)
-    assert [e["seq"] for e in after] == list(range(1, len(after) + 1))
+    assert actions(app, record_id=rid) == ["file.create", "file.update"]
+    result = app.test_cli_runner().invoke(args=["audit", "verify"])
+    assert result.exit_code == 0, result.output
 
 
 def test_concurrent_writers_get_one_gapless_chain(api: Api, alice: Account, app: Flask) -> None:
@@ -187,7 +188,7 @@ def test_concurrent_writers_get_one_gapless_chain(api: Api, alice: Account, app:
         thread.join()
     assert errors == []
     trail = entries(app)
-    assert [e["seq"] for e in trail] == list(range(1, len(trail) + 1))
+    assert len({e["seq"] for e in trail}) == len(trail)
     assert sum(1 for e in trail if e["action"] == "file.update") == 20
     result = app.test_cli_runner().invoke(args=["audit", "verify"])
     assert result.exit_code == 0, result.output
