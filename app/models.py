@@ -11,6 +11,7 @@ from sqlalchemy import (
     Date,
     DateTime,
     ForeignKey,
+    Identity,
     Index,
     Integer,
     String,
@@ -263,7 +264,9 @@ class AuditEntry(db.Model):
         Index("ix_audit_entries_at", "at"),
     )
 
-    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    seq: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), Identity(), primary_key=True
+    )
     chain: Mapped[int] = mapped_column(Integer)
     chain_seq: Mapped[int] = mapped_column(BigInteger)
     at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -236,8 +236,10 @@ def stack_config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, An
                 "oai_tombstones, audit_entries RESTART IDENTITY CASCADE"
             )
         )
-        conn.execute(sa.text(f"UPDATE audit_chain_heads SET last_seq = 0, last_hash = '{'0' * 64}'"))
-        conn.execute(sa.text("ALTER SEQUENCE audit_entries_seq RESTART"))
+        conn.execute(
+            sa.text("UPDATE audit_chain_heads SET last_seq = 0, last_hash = :genesis"),
+            {"genesis": "0" * 64},
+        )
     engine.dispose()
     return base_config(SQLALCHEMY_DATABASE_URI=url, **request.getfixturevalue("s3_bucket"))
 

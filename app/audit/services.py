@@ -108,7 +108,6 @@ def _entries(
 
 def _row(entry: AuditEntry) -> dict[str, Any]:
     return {
-        "seq": entry.seq,
         "chain": entry.chain,
         "chain_seq": entry.chain_seq,
         "at": entry.at,
@@ -153,6 +152,7 @@ def verify(session: Session, anchor: str | None = None) -> Verdict:
     checked = 0
     seen: dict[int, tuple[int, str]] = {chain: (0, GENESIS) for chain in heads}
     expected: tuple[int, int, str] | None = None  # chain, chain_seq, prev_hash
+    last_seq_in_chain = 0
 
     def bad(problem: str, seq: int | None) -> Verdict:
         return Verdict(False, checked, "", problem, seq)
@@ -164,6 +164,7 @@ def verify(session: Session, anchor: str | None = None) -> Verdict:
             )
         if expected is None or expected[0] != entry.chain:
             # The first entry kept of a chain: its start, or where a recorded prune ended.
+            last_seq_in_chain = 0
             if entry.chain_seq == 1:
                 expected = (entry.chain, 1, GENESIS)
             elif (entry.chain, entry.chain_seq - 1, entry.prev_hash) in pruned:
@@ -187,11 +188,14 @@ def verify(session: Session, anchor: str | None = None) -> Verdict:
                 f"{entry.chain} (an entry was inserted or replaced here)",
                 entry.seq,
             )
+        if entry.seq <= last_seq_in_chain:
+            return bad(f"entry {entry.seq} is out of order in chain {entry.chain}", entry.seq)
         if entry_hash(_row(entry)) != entry.hash:
             return bad(
                 f"entry {entry.seq} was altered (its content does not match its hash)", entry.seq
             )
         checked += 1
+        last_seq_in_chain = entry.seq
         seen[entry.chain] = (entry.chain_seq, entry.hash)
         expected = (entry.chain, entry.chain_seq + 1, entry.hash)
     for chain, head in sorted(heads.items()):

@@ -94,10 +94,10 @@ def canonical(data: Any) -> str:
 
 
 def entry_hash(row: dict[str, Any]) -> str:
-    """The hash of an entry: its content (the `changes` as stored, a canonical JSON text) and
-    its predecessor's hash."""
+    """The hash of an entry: its place in its chain, its content (the `changes` as stored, a
+    canonical JSON text) and its predecessor's hash. The number across chains (`seq`, the
+    database's identity) is not in it; verify checks that it grows along each chain."""
     content = {
-        "seq": row["seq"],
         "chain": row["chain"],
         "chain_seq": row["chain_seq"],
         "at": _timestamp(row["at"]),
@@ -121,7 +121,7 @@ def _actor() -> tuple[int | None, str | None]:
     if has_request_context():
         caller = g.get("caller")
         if caller is not None:
-            return caller.id, None
+            return caller.id, caller.email or None
         return None, None
     context = click.get_current_context(silent=True)
     if context is not None:
@@ -253,6 +253,8 @@ def _actor_name(session: Session, item: Pending, emails: dict[int, str]) -> tupl
         actor_id = subject.user_id  # a token is created by its owner signing in
     if actor_id is None:
         return None, actor or "system"
+    if actor is not None:
+        return actor_id, actor
     if actor_id not in emails:
         with session.no_autoflush:
             user = session.get(User, actor_id)
@@ -281,20 +283,6 @@ def _lock_a_chain(session: Session) -> Any:
     return head
 
 
-def _next_seqs(session: Session, n: int) -> list[int]:
-    """Sequence numbers across chains. PostgreSQL's sequence hands them out without waiting;
-    SQLite has one writer at a time (this transaction has written already), so the next
-    numbers after the largest are free."""
-    if session.get_bind().dialect.name == "postgresql":
-        return list(
-            session.scalars(
-                select(func.nextval("audit_entries_seq")).select_from(func.generate_series(1, n))
-            )
-        )
-    last = session.scalar(select(func.coalesce(func.max(AuditEntry.seq), 0)))
-    return list(range(last + 1, last + 1 + n))
-
-
 def _seal(session: Session) -> None:
     """Number, chain and insert this transaction's entries; the last thing before commit."""
     if not session.info.get(_PENDING) and not _has_audited(session):
@@ -308,14 +296,13 @@ def _seal(session: Session) -> None:
     at = utcnow()
     emails: dict[int, str] = {}
     rows = []
-    for item, seq in zip(pending, _next_seqs(session, len(pending)), strict=True):
+    for item in pending:
         chain_seq += 1
         if item.fields:
             item.changes = _values(item.subject, item.fields)
         record_id, account_id = _subject_ids(item)
         actor_id, actor = _actor_name(session, item, emails)
         row = {
-            "seq": seq,
             "chain": head.id,
             "chain_seq": chain_seq,
             "at": at,

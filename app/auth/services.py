@@ -91,6 +91,7 @@ class Caller:
     token_id: int
     id: int  # the owner's user id
     is_admin: bool
+    email: str = ""  # the owner's, as the audit trail names the actor
 
 
 # One statement, prepared once, with only the columns a check needs: it runs on every
@@ -101,6 +102,7 @@ _TOKEN_CHECK = (
         ApiToken.expires_at,
         ApiToken.last_used_at,
         ApiToken.user_id,
+        User.email,
         User.is_admin,
         User.is_active,
     )
@@ -135,7 +137,9 @@ def resolve_token(plain: str) -> Caller | None:
             token_hash=row.token_hash,
             expires_at=row.expires_at,
             last_used_at=row.last_used_at,
-            caller=Caller(token_id=token_id, id=row.user_id, is_admin=row.is_admin),
+            caller=Caller(
+                token_id=token_id, id=row.user_id, is_admin=row.is_admin, email=row.email
+            ),
         )
     if not hmac.compare_digest(entry.token_hash, digest):
         return None

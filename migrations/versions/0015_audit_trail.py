@@ -1,5 +1,4 @@
-"""Audit trail (issue 23): hash-chained entries, the heads of their chains, and the sequence
-that numbers entries across chains.
+"""Audit trail (issue 23): hash-chained entries and the heads of their chains.
 
 Revision ID: 0015
 Revises: 0011
@@ -22,11 +21,14 @@ CHAINS = 32
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("CREATE SEQUENCE audit_entries_seq")
     op.create_table(
         "audit_entries",
-        sa.Column("seq", sa.BigInteger(), autoincrement=False, nullable=False),
+        sa.Column(
+            "seq",
+            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+            sa.Identity(),
+            nullable=False,
+        ),
         sa.Column("chain", sa.Integer(), nullable=False),
         sa.Column("chain_seq", sa.BigInteger(), nullable=False),
         sa.Column("at", app.models.UTCDateTime(), nullable=False),
@@ -61,5 +63,3 @@ def downgrade() -> None:
     for name in ("at", "action", "actor", "record", "chain"):
         op.drop_index(f"ix_audit_entries_{name}", table_name="audit_entries")
     op.drop_table("audit_entries")
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("DROP SEQUENCE audit_entries_seq")
