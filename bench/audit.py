@@ -35,23 +35,27 @@ from bench.common import (
 TARGET = 0.9
 
 
-def untrailed_server(name: str, env: dict[str, str], workdir: Path) -> Server:
-    """The same app and server settings, the trail's listeners removed (this module's main)."""
+def start_server(name: str, env: dict[str, str], workdir: Path, trail: bool) -> Server:
+    """The app under waitress as `flask serve` runs it, both contenders started the same way;
+    without the trail, its listeners are removed (this module's main)."""
     port = free_port()
-    command = [PYTHON, "-m", "bench.audit", "--serve-untrailed", str(port)]
+    command = [PYTHON, "-m", "bench.audit", "--serve", str(port)]
+    if not trail:
+        command.append("--untrailed")
     return Server(name, command, env, workdir / f"{name}.log", port).start()
 
 
-def serve_untrailed(port: int) -> None:
+def serve(port: int, trail: bool) -> None:
     from sqlalchemy import event
     from sqlalchemy.orm import Session
 
     from app import create_app
     from app.audit import trail
-    from app.server import make_server
+    from app.server import make_server, release_freed_memory_to_the_system
 
+    release_freed_memory_to_the_system()
     app = create_app()
-    for name, listener in (
+    for name, listener in () if trail else (
         ("before_flush", trail._collect),
         ("before_commit", trail._seal),
         ("after_rollback", trail._forget),
@@ -133,10 +137,11 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--patches", type=int, default=150, help="per client and repetition")
     parser.add_argument("--repetitions", type=int, default=3)
-    parser.add_argument("--serve-untrailed", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--untrailed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve_untrailed:
-        serve_untrailed(args.serve_untrailed)
+    if args.serve:
+        serve(args.serve, trail=not args.untrailed)
         return 0
 
     postgres = Postgres()
@@ -144,31 +149,26 @@ def main() -> int:
         servers = []
         try:
             contenders = {}
-            for name, start in (("trail", None), ("no trail", untrailed_server)):
+            for name, trail in (("trail", True), ("no trail", False)):
                 env = app_env(
                     postgres.create("bench_audit"),
                     {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(work / name)},
                     work / f"{name}-tmp",
                 )
                 prepare_database(env)
-                if start is None:
-                    from bench.common import app_server
-
-                    server = app_server(name.replace(" ", "-"), env, work)
-                else:
-                    server = start(name.replace(" ", "-"), env, work)
-                servers.append(server)
-                contenders[name] = (server, prepare(server, env, args.clients))
+                started = start_server(name.replace(" ", "-"), env, work, trail)
+                servers.append(started)
+                contenders[name] = (started, prepare(started, env, args.clients))
             rates: dict[str, list[float]] = {name: [] for name in contenders}
             for repetition in range(args.repetitions):
                 order = list(contenders) if repetition % 2 == 0 else list(reversed(contenders))
                 for name in order:
-                    server, sessions = contenders[name]
-                    rates[name].append(patch_rate(server, sessions, args.patches))
+                    started, sessions = contenders[name]
+                    rates[name].append(patch_rate(started, sessions, args.patches))
                     log(f"{name}: {rates[name][-1]:.0f} PATCH/s")
         finally:
-            for server in servers:
-                server.stop()
+            for started in servers:
+                started.stop()
             postgres.drop_all()
     with_trail, without = median(rates["trail"]), median(rates["no trail"])
     ratio = with_trail / without
