@@ -78,11 +78,10 @@ def validate(schema: Schema, data: Any) -> tuple[dict[str, Any], dict[str, list[
 def base_url() -> str:
     """Where clients reach this service, without a trailing slash: `PUBLIC_BASE_URL`; else the
     request's host when it is trusted (listed in `TRUSTED_HOSTS`, which Flask checks, or set
-    by the `PROXY_COUNT` proxies in front). Once the operator sets any of these, a `Host`
-    header nobody vouched for never reaches a link (it would put an attacker's links into
-    cached answers). With none set, links use the host the client asked for, so that they work
-    out of the box (docs/security.md has the trade-off; the server warns when it listens beyond
-    loopback so); the server's own name only when the request names no valid host."""
+    by the `PROXY_COUNT` proxies in front). Once any of these is set, a `Host` header nobody
+    vouched for never reaches a link: it would put an attacker's links into cached answers.
+    With none set, links use the host the client asked for, so that they work out of the box
+    (the trade-off is in docs/security.md); the server's own name only without a valid one."""
     config = current_app.config
     if config.get("PUBLIC_BASE_URL"):
         return str(config["PUBLIC_BASE_URL"]).rstrip("/")
