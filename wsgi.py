@@ -4,9 +4,14 @@ import sys
 
 from app import create_app
 from app.config import ConfigError
+from app.server import waitress_serve_hosts, warn_when_links_follow_any_host
 
 try:
     app = create_app()
 except ConfigError as exc:
     print(f"configuration error: {exc}", file=sys.stderr)
     raise SystemExit(2) from None
+
+# `flask serve` says this itself; under `waitress-serve` nothing else knows where it listens.
+if (hosts := waitress_serve_hosts(sys.argv)) is not None:
+    warn_when_links_follow_any_host(app, hosts)

@@ -14,7 +14,11 @@ from flask.cli import with_appcontext
 @with_appcontext
 def serve_command(host: str | None, port: int | None, threads: int | None) -> None:
     """Serve the API with waitress."""
-    from app.server import make_server, release_freed_memory_to_the_system
+    from app.server import (
+        make_server,
+        release_freed_memory_to_the_system,
+        warn_when_links_follow_any_host,
+    )
 
     release_freed_memory_to_the_system()
     app = current_app._get_current_object()  # type: ignore[attr-defined]
@@ -24,6 +28,7 @@ def serve_command(host: str | None, port: int | None, threads: int | None) -> No
         port=port or app.config["PORT"],
         threads=threads or app.config["SERVER_THREADS"],
     )
+    warn_when_links_follow_any_host(app, [server.effective_host])
     click.echo(f"Serving on http://{server.effective_host}:{server.effective_port}")
     try:
         server.run()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -77,18 +78,27 @@ def validate(schema: Schema, data: Any) -> tuple[dict[str, Any], dict[str, list[
 def base_url() -> str:
     """Where clients reach this service, without a trailing slash: `PUBLIC_BASE_URL`; else the
     request's host when it is trusted (listed in `TRUSTED_HOSTS`, which Flask checks, or set
-    by the `PROXY_COUNT` proxies in front); else the server's own name. Never a `Host`
-    header that nobody vouched for: it would put an attacker's links into cached answers."""
+    by the `PROXY_COUNT` proxies in front). Once any of these is set, a `Host` header nobody
+    vouched for never reaches a link: it would put an attacker's links into cached answers.
+    With none set, links use the host the client asked for, so that they work out of the box
+    (the trade-off is in docs/security.md); the server's own name only without a valid one."""
     config = current_app.config
     if config.get("PUBLIC_BASE_URL"):
         return str(config["PUBLIC_BASE_URL"]).rstrip("/")
-    if config.get("TRUSTED_HOSTS") or config.get("PROXY_COUNT"):
-        return request.host_url.rstrip("/")
-    environ = request.environ
-    scheme, port = environ["wsgi.url_scheme"], str(environ.get("SERVER_PORT", ""))
-    default_port = {"http": "80", "https": "443"}.get(scheme)
-    host = environ["SERVER_NAME"] + ("" if port in ("", default_port) else f":{port}")
-    return f"{scheme}://{host}"
+    if links_follow_any_host(config) and not request.host:
+        environ = request.environ
+        scheme, port = environ["wsgi.url_scheme"], str(environ.get("SERVER_PORT", ""))
+        default_port = {"http": "80", "https": "443"}.get(scheme)
+        host = environ["SERVER_NAME"] + ("" if port in ("", default_port) else f":{port}")
+        return f"{scheme}://{host}"
+    return request.host_url.rstrip("/")
+
+
+def links_follow_any_host(config: Mapping[str, Any]) -> bool:
+    """True when the operator named no address: links then follow the request's `Host`."""
+    return not (
+        config.get("PUBLIC_BASE_URL") or config.get("TRUSTED_HOSTS") or config.get("PROXY_COUNT")
+    )
 
 
 def external_url(path: str, args: list[tuple[str, str]] | None = None) -> str:

@@ -371,7 +371,7 @@ class MetadataSchema(Schema):
         load_only=True,
         metadata={
             "description": "The original service's name of org_themen, accepted on input; "
-            "when both are sent they must be equal. Answers name the field org_themen.",
+            "when both are sent they must be equal. Answers carry both names.",
             "deprecated": True,
         },
     )
@@ -462,6 +462,16 @@ class FileRecordSchema(Schema):
     autoren = Text(metadata=about("autoren"))
     sachschlagwoerter = Text(metadata=about("sachschlagwoerter"))
     org_themen = Text(metadata=about("org_themen"))
+    # Existing clients fill their edit forms from this name and send it back on every save.
+    iab_themen = Text(
+        attribute="org_themen",
+        dump_only=True,
+        metadata={
+            "description": "The value of org_themen under the original service's name, kept "
+            "for its clients.",
+            "deprecated": True,
+        },
+    )
     sperrfrist = CalendarDate(allow_none=True, metadata=about("sperrfrist"))
     reihenfolge = fields.Integer(metadata=about("reihenfolge"))
     freigabe = fields.Boolean(metadata=about("freigabe"))
@@ -525,14 +535,14 @@ class FastDump:
 
     def __init__(self, schema: Schema) -> None:
         self.schema = schema
-        self._writers: list[tuple[str, Any]] = []
+        self._writers: list[tuple[str, str, Any]] = []
         for name, field in schema.dump_fields.items():
-            if field.attribute not in (None, name) or field.data_key not in (None, name):
+            if field.data_key not in (None, name):
                 raise TypeError(f"{name}: renamed fields are not supported")
             writer = _WRITERS.get(type(field))
             if writer is None:
                 raise TypeError(f"{name}: no fast writer for {type(field).__name__}")
-            self._writers.append((name, writer))
+            self._writers.append((name, field.attribute or name, writer))
 
     def dump(self, obj: Any, *, many: bool = False) -> Any:
         """Like ``Schema.dump``, for objects or for result rows (read by position)."""
@@ -540,12 +550,12 @@ class FastDump:
             return self._one(obj)
         if obj and isinstance(obj[0], Row):
             position = {name: index for index, name in enumerate(obj[0]._fields)}
-            plan = [(name, position[name], write) for name, write in self._writers]
+            plan = [(name, position[source], write) for name, source, write in self._writers]
             return [{name: write(row[index]) for name, index, write in plan} for row in obj]
         return [self._one(item) for item in obj]
 
     def _one(self, obj: Any) -> dict[str, Any]:
-        return {name: write(getattr(obj, name)) for name, write in self._writers}
+        return {name: write(getattr(obj, source)) for name, source, write in self._writers}
 
 
 record_rows = FastDump(record_schema)
@@ -555,6 +565,8 @@ public_record_rows = FastDump(public_record_schema)
 def dump_update_result(record: Any, changed: list[str]) -> dict[str, Any]:
     """PATCH answers with the id, the fields that were sent and the new updated_at."""
     full = record_schema.dump(record)
+    if "org_themen" in changed:
+        changed = [*changed, "iab_themen"]  # both names, as in every record answer
     return {
         "id": full["id"],
         **{name: full[name] for name in changed},

@@ -16,18 +16,21 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import ipaddress
 import json
 import logging
+import os
 import resource
 import socket
 import sys
 import termios
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
+from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
 from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.server import create_server
@@ -35,6 +38,7 @@ from waitress.task import ErrorTask, WSGITask
 from waitress.utilities import Error
 
 from app.errors import MESSAGES
+from app.http import links_follow_any_host
 from app.streaming import EVENT_LOOP_WAKE, PumpedBody
 
 log = logging.getLogger(__name__)
@@ -401,3 +405,41 @@ def _watch_clients(server: Any, header_timeout: float) -> None:
         maintenance(now)
 
     server.maintenance = watch
+
+
+def warn_when_links_follow_any_host(app: Flask, hosts: Iterable[str]) -> None:
+    """One log line when the server listens beyond loopback while links follow the client's
+    `Host` (no `PUBLIC_BASE_URL`, `TRUSTED_HOSTS` or `PROXY_COUNT`): fine on one's own
+    machine, the operator's decision anywhere else (docs/security.md)."""
+    beyond = sorted({host for host in hosts if not _is_loopback(host)})
+    if beyond and links_follow_any_host(app.config):
+        log.warning(
+            "listening on %s with neither PUBLIC_BASE_URL nor TRUSTED_HOSTS set: links in "
+            "answers use the Host header each client sends (see docs/security.md)",
+            ", ".join(beyond),
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0]).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def waitress_serve_hosts(argv: list[str]) -> list[str] | None:
+    """The addresses `waitress-serve` (or `python -m waitress`) is about to listen on when
+    this process is one, read from its command line as waitress reads it; None otherwise."""
+    program = argv[0] if argv else ""
+    if os.path.basename(program) != "waitress-serve" and not program.endswith(
+        os.path.join("waitress", "__main__.py")
+    ):
+        return None
+    try:
+        options, _ = Adjustments.parse_args(argv[1:])
+        options.pop("help", None)
+        options.pop("call", None)
+        listen = Adjustments(**options).listen
+    except Exception:  # waitress itself reports a command line it cannot use
+        return None
+    return [str(sockaddr[0]) for *_, sockaddr in listen]

@@ -628,7 +628,9 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
     metadata_fields = tuple(
         name for name, field in schemas.MetadataSchema().fields.items() if not field.load_only
     )
-    update_result_schema = schemas.FileRecordSchema(only=("id", *metadata_fields, "updated_at"))
+    update_result_schema = schemas.FileRecordSchema(
+        only=("id", *metadata_fields, "iab_themen", "updated_at")
+    )
     components.schema(
         "FileUpdateResult",
         {

@@ -32,6 +32,7 @@ CREATE_FIELDS = [
     "autoren",
     "sachschlagwoerter",
     "org_themen",
+    "iab_themen",
     "sperrfrist",
     "reihenfolge",
     "freigabe",
