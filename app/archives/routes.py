@@ -87,10 +87,16 @@ def _archive_response(user, cache_control: str) -> Response:
     path = load(archive_query_schema, request.args.to_dict())["path"]
     today = access.today()
     records = services.downloadable_records(user, path, today, _limits())
-    entries = services.entry_names(records)
-    dump = public_record_rows if user is None else record_rows
+    manifest = services.Manifest(
+        current_app._get_current_object(),
+        services.entry_names(records),
+        lambda: services.scope(user, path, today),
+        public_record_rows if user is None else record_rows,
+    )
+    del records
+    entries = manifest.measure()
     archive = services.folder_archive(
-        entries, services.manifest(entries, dump), current_app.extensions["storage"]
+        entries, manifest, manifest.size, current_app.extensions["storage"]
     )
     length = len(archive)
     # Sent by the server's event loop like downloads: a long archive holds no request thread.
