@@ -268,3 +268,26 @@ def test_public_search_reads_the_index_of_released_records(api: Api, library):
                 )
                 assert "ix_file_records_search_released" in plan, plan
             transaction.rollback()
+
+
+def test_ranking_cannot_see_records_the_caller_cannot_see(api: Api, alice, bob):
+    """The probe of issue 21 (item 5): a user ranks two own records, one with the word asked
+    about and one with a word nobody else has; hidden records that contain the word must not
+    change their order (on SQLite, bm25's statistics over the whole table did)."""
+    insert_rows(api, alice, [{"created_at": at(n), "titel": f"Neutral {n}"} for n in range(20)])
+    planted, probed = insert_rows(
+        api,
+        alice,
+        [
+            {"created_at": at(30), "titel": "Xqzvw"},
+            {"created_at": at(31), "titel": "Kranich"},
+        ],
+    )
+    probe = {"q": "kranich OR xqzvw", "sort": "relevance"}
+    own_before = search(api, "/api/files", alice, **probe)
+    public_before = public(api, **probe)
+    assert own_before == public_before == [probed, planted]  # a tie: newest first
+    hidden = [{"created_at": at(40 + n), "titel": "Kranich", "freigabe": False} for n in range(10)]
+    insert_rows(api, bob, hidden)
+    assert search(api, "/api/files", alice, **probe) == own_before
+    assert public(api, **probe) == public_before
