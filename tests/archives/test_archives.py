@@ -13,11 +13,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from app.archives import services as archives
 from app.storage import ObjectReader
 from tests.support import samples
 from tests.support.api import PUBLIC_FIELDS, RECORD_FIELDS, Account, Api
+from tests.test_no_500 import FUZZ
 
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 
@@ -289,3 +292,28 @@ def test_zip64_archive_over_4_gib_is_read_by_every_unpacker(tmp_path):
         listing = subprocess.run([*command, str(path)], capture_output=True, text=True)
         assert listing.returncode == 0, listing.stdout + listing.stderr
         assert str(size) in listing.stdout, listing.stdout
+
+
+@given(
+    path=st.one_of(
+        st.text(max_size=30),
+        st.lists(st.sampled_from(["a", "/", "..", ".", "\\", "%", "_", "\x00", "ä", " "])).map(
+            "".join
+        ),
+        st.just("x" * 300),
+    )
+)
+@FUZZ
+def test_any_path_is_answered_without_500(api: Api, alice: Account, path: str):
+    """Both archives: a ZIP, or a JSON 422 on `path` (issue 21, item 6)."""
+    if not api.rows():
+        api.create(alice, "a.txt", _text(10), path="a/b")
+    for url, account in (("/api/public/files.zip", None), ("/api/files.zip", alice)):
+        response = api.get(url, account, query_string={"path": path})
+        assert response.status_code in (200, 422), (path, response.status_code)
+        if response.status_code == 200:
+            body = response.get_data()
+            assert len(body) == int(response.headers["Content-Length"])
+            assert zipfile.ZipFile(io.BytesIO(body)).testzip() is None
+        else:
+            assert set(response.get_json()["errors"]) == {"path"}
