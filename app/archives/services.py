@@ -259,11 +259,20 @@ class Manifest:
         yield _close(not self.entries)
 
 
-def _content(storage: Storage, key: str) -> Iterator[bytes]:
+class _Content:
     """One entry's bytes, opened only when the archive reaches it and closed right after, in
-    the chunks downloads read (which the server's read-ahead is sized for)."""
-    with storage.open(key, chunk_size=streaming.READ_BYTES) as reader:
-        yield from reader
+    the chunks downloads read (which the server's read-ahead is sized for). An object of two
+    references rather than a generator: an archive holds one per file until it is sent."""
+
+    __slots__ = ("storage", "key")
+
+    def __init__(self, storage: Storage, key: str) -> None:
+        self.storage = storage
+        self.key = key
+
+    def __iter__(self) -> Iterator[bytes]:
+        with self.storage.open(self.key, chunk_size=streaming.READ_BYTES) as reader:
+            yield from reader
 
 
 def folder_archive(
@@ -273,7 +282,7 @@ def folder_archive(
     archive = ZipStream(compress_type=ZIP_STORED, sized=True)
     archive.add(iter(manifest), MANIFEST_NAME, size=manifest_size)
     for entry in entries:
-        archive.add(_content(storage, entry.stored_path), entry.name, size=entry.size)
+        archive.add(_Content(storage, entry.stored_path), entry.name, size=entry.size)
     return archive
 
 
