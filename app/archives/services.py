@@ -181,6 +181,10 @@ def _item(entry: Entry, row: dict[str, Any], sha256: str) -> bytes:
     return ("    " + text.replace("\n", "\n    ")).encode("utf-8")
 
 
+def _digest(item: bytes) -> bytes:
+    return hashlib.blake2b(item, digest_size=16).digest()
+
+
 _OPEN = b'{\n  "files": ['
 _SEPARATOR = b",\n"
 
@@ -238,7 +242,7 @@ class Manifest:
                     continue  # deleted or hidden since it was picked
                 size += len(_SEPARATOR if kept else b"\n") + len(item)
                 kept.append(entry)
-                self._digests.append(hashlib.blake2b(item, digest_size=16).digest())
+                self._digests.append(_digest(item))
         self.entries = kept
         self.size = size + len(_close(not kept))
         return kept
@@ -250,10 +254,7 @@ class Manifest:
             with self.app.app_context():
                 items = list(self._items(batch))
             for n, (entry, item) in enumerate(items, start):
-                if (
-                    item is None
-                    or hashlib.blake2b(item, digest_size=16).digest() != (self._digests[n])
-                ):
+                if item is None or _digest(item) != self._digests[n]:
                     raise ManifestChanged(f"record {entry.id} changed while its archive streamed")
                 yield (_SEPARATOR if n else b"\n") + item
         yield _close(not self.entries)
