@@ -56,9 +56,12 @@ def _archive_ok(cache: dict[str, Any]) -> dict[str, Any]:
         "description": (
             "A ZIP of stored (uncompressed) entries, ZIP64 where sizes need it, streamed: "
             "`<path>/<original_name>` of every file the caller may download right now (a "
-            "repeated name becomes `name (2).ext`), and first of all "
+            "repeated name, or a file name that is also a folder's there, becomes "
+            "`name (2).ext`), and first of all "
             f'`{services.MANIFEST_NAME}`: `{{"files": [{{"entry", "sha256", ...record}}]}}`. '
-            "A folder without such files gives an archive with only the manifest."
+            "A folder without such files gives an archive with only the manifest. A record "
+            "changed or deleted while the archive streams ends it early: the connection "
+            "closes before `Content-Length` bytes; ask again."
         ),
         "headers": {
             "Content-Length": header(
@@ -87,10 +90,15 @@ def _archive_response(user, cache_control: str) -> Response:
     path = load(archive_query_schema, request.args.to_dict())["path"]
     today = access.today()
     records = services.downloadable_records(user, path, today, _limits())
-    entries = services.entry_names(records)
-    dump = public_record_rows if user is None else record_rows
+    manifest = services.Manifest(
+        current_app._get_current_object(),
+        services.entry_names(records),
+        lambda: services.scope(user, path, today),
+        public_record_rows if user is None else record_rows,
+    )
+    entries = manifest.measure()
     archive = services.folder_archive(
-        entries, services.manifest(entries, dump), current_app.extensions["storage"]
+        entries, manifest, manifest.size, current_app.extensions["storage"]
     )
     length = len(archive)
     # Sent by the server's event loop like downloads: a long archive holds no request thread.
