@@ -13,7 +13,7 @@ from app.errors import error_response
 from app.extensions import limiter
 from app.models import ResumableUpload
 from app.storage import Storage
-from app.tus import bp, services
+from app.tus import bp, protocol, services
 from app.tus.api_doc import (
     ALWAYS,
     BYTES,
@@ -29,6 +29,8 @@ from app.tus.api_doc import (
     header_parameter,
     without_body,
 )
+from app.tus.copying import spooled_body
+from app.tus.pieces import Piece
 
 OFFSET_TYPE = "application/offset+octet-stream"
 TAGS = ["Uploads"]
@@ -43,8 +45,8 @@ def _upload_rate() -> str:
     return current_app.config["RATELIMIT_UPLOADS"]
 
 
-@bp.errorhandler(services.TusError)
-def _tus_error(exc: services.TusError) -> Response:
+@bp.errorhandler(protocol.TusError)
+def _tus_error(exc: protocol.TusError) -> Response:
     return error_response(exc.status, exc.message)
 
 
@@ -52,25 +54,29 @@ def _tus_error(exc: services.TusError) -> Response:
 def require_tus_version() -> Response | None:
     if request.method == "OPTIONS":
         return None
-    if request.headers.get("Tus-Resumable") != services.TUS_VERSION:
-        response = error_response(412, f"Send Tus-Resumable: {services.TUS_VERSION}.")
-        response.headers["Tus-Version"] = services.TUS_VERSION
+    if request.headers.get("Tus-Resumable") != protocol.TUS_VERSION:
+        response = error_response(412, f"Send Tus-Resumable: {protocol.TUS_VERSION}.")
+        response.headers["Tus-Version"] = protocol.TUS_VERSION
         return response
     return None
 
 
 @bp.after_request
 def tus_headers(response: Response) -> Response:
-    response.headers["Tus-Resumable"] = services.TUS_VERSION
+    response.headers["Tus-Resumable"] = protocol.TUS_VERSION
     response.headers["Cache-Control"] = "no-store"
     return response
 
 
+def _without_body(status: int, headers: dict[str, str] | None = None) -> Response:
+    """An answer with no body has no type either (Flask would label it text/html)."""
+    response = Response(status=status, headers=headers)
+    response.headers.pop("Content-Type", None)
+    return response
+
+
 def _whole_number(name: str) -> int:
-    raw = request.headers.get(name, "")
-    if not raw.isdigit() or len(raw) > 18:
-        raise services.TusError(f"{name} must be a whole number of bytes.")
-    return int(raw)
+    return protocol.whole_number(name, request.headers.get(name))
 
 
 def _checksum() -> tuple[str, bytes] | None:
@@ -78,14 +84,14 @@ def _checksum() -> tuple[str, bytes] | None:
     if raw is None:
         return None
     algorithm, _, encoded = raw.strip().partition(" ")
-    if algorithm not in services.CHECKSUMS:
-        raise services.UnsupportedChecksum(
-            f"Upload-Checksum: use one of {', '.join(services.CHECKSUMS)}."
+    if algorithm not in protocol.CHECKSUMS:
+        raise protocol.UnsupportedChecksum(
+            f"Upload-Checksum: use one of {', '.join(protocol.CHECKSUMS)}."
         )
     try:
         return algorithm, base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
-        raise services.TusError("Upload-Checksum: the checksum is not base64.") from None
+        raise protocol.TusError("Upload-Checksum: the checksum is not base64.") from None
 
 
 def _state_headers(upload: ResumableUpload) -> dict[str, str]:
@@ -102,9 +108,13 @@ def _state_headers(upload: ResumableUpload) -> dict[str, str]:
 def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
     user = current_user()
     if request.mimetype != OFFSET_TYPE:
-        raise services.UnsupportedMediaType(f"Send the bytes as {OFFSET_TYPE}.")
-    piece = services.Piece(
-        request.stream, upload_id, _checksum(), services.spooled_body(request.environ)
+        raise protocol.UnsupportedMediaType(f"Send the bytes as {OFFSET_TYPE}.")
+    piece = Piece(
+        request.stream,
+        upload_id,
+        _checksum(),
+        spooled_body(request.environ),
+        announced=request.content_length,
     )
     return services.append_piece(user, upload_id, offset, piece, _storage(), current_app.config)
 
@@ -135,13 +145,13 @@ def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
     },
 )
 def discover():
-    return Response(
-        status=204,
-        headers={
-            "Tus-Version": services.TUS_VERSION,
-            "Tus-Extension": services.EXTENSIONS,
+    return _without_body(
+        204,
+        {
+            "Tus-Version": protocol.TUS_VERSION,
+            "Tus-Extension": protocol.EXTENSIONS,
             "Tus-Max-Size": str(current_app.config["MAX_FILE_SIZE"]),
-            "Tus-Checksum-Algorithm": ",".join(services.CHECKSUMS),
+            "Tus-Checksum-Algorithm": ",".join(protocol.CHECKSUMS),
         },
     )
 
@@ -181,7 +191,7 @@ def discover():
 def create_upload():
     user = current_user()
     if "Upload-Defer-Length" in request.headers:
-        raise services.TusError("Upload-Defer-Length is not supported; send Upload-Length.")
+        raise protocol.TusError("Upload-Defer-Length is not supported; send Upload-Length.")
     length = _whole_number("Upload-Length")
     upload = services.create_upload(
         user,
@@ -191,10 +201,16 @@ def create_upload():
         current_app.config,
     )
     if request.mimetype == OFFSET_TYPE:  # Creation With Upload
-        upload = _append(upload.id, 0).upload
+        upload_id = upload.id
+        try:
+            upload = _append(upload_id, 0).upload
+        except BaseException:
+            # The client never learns this upload's location: nothing of it may stay.
+            services.discard_new(upload_id, _storage())
+            raise
     # Relative: never built from the request's Host header.
     headers = {**_state_headers(upload), "Location": f"{bp.url_prefix}/{upload.id}"}
-    return Response(status=201, headers=headers)
+    return _without_body(201, headers)
 
 
 @bp.route("/<uuid:upload_id>", methods=["HEAD"], provide_automatic_options=False)
@@ -222,7 +238,7 @@ def upload_state(upload_id: uuid.UUID):
     headers["Upload-Length"] = str(upload.length)
     if upload.upload_metadata:
         headers["Upload-Metadata"] = upload.upload_metadata
-    return Response(status=200, headers=headers)
+    return _without_body(200, headers)
 
 
 @bp.route("/<uuid:upload_id>", methods=["PATCH"], provide_automatic_options=False)
@@ -258,7 +274,7 @@ def append_to_upload(upload_id: uuid.UUID):
     current_user()
     offset = _whole_number("Upload-Offset")
     appended = _append(upload_id, offset)
-    return Response(status=204, headers=_state_headers(appended.upload))
+    return _without_body(204, _state_headers(appended.upload))
 
 
 @bp.route("/<uuid:upload_id>", methods=["DELETE"], provide_automatic_options=False)
@@ -276,4 +292,4 @@ def append_to_upload(upload_id: uuid.UUID):
 )
 def terminate_upload(upload_id: uuid.UUID):
     services.terminate(current_user(), upload_id, _storage())
-    return Response(status=204)
+    return _without_body(204)

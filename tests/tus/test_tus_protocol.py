@@ -182,10 +182,10 @@ def test_a_spooled_body_is_copied_and_hashed_whole_or_not_at_all(
 ):
     """The local backend copies a spooled body into the append file (in the kernel where it
     can, else through a buffer) and hashes it from the spool: every rule still holds."""
-    from app.tus import services
+    from app.tus import copying
 
     calls = []
-    real = services._copy_file_range
+    real = copying._copy_file_range
 
     def copy_file_range(*args):
         calls.append(args)
@@ -193,7 +193,7 @@ def test_a_spooled_body_is_copied_and_hashed_whole_or_not_at_all(
             raise OSError(errno.EXDEV, "cross-device")
         return real(*args)
 
-    monkeypatch.setattr(services, "_copy_file_range", copy_file_range)
+    monkeypatch.setattr(copying, "_copy_file_range", copy_file_range)
     url = create(api, alice).headers["Location"]
     half = len(TEXT) // 2
     wrong = spooled(api, alice, url, TEXT[:half], **_checksum("sha1", b"other"))
@@ -218,11 +218,11 @@ def test_the_sha256_is_read_back_when_this_process_missed_a_piece(
 ):
     """Another replica took a piece, or the process restarted: completion hashes the stored
     object instead of the running digest."""
-    from app.tus import services
+    from app.tus import hashing
 
     url = create(api, alice).headers["Location"]
     assert spooled(api, alice, url, TEXT[:1000]).status_code == 204
-    monkeypatch.setattr(services, "digests", services._Digests())
+    monkeypatch.setattr(hashing, "digests", hashing.Digests())
     done = spooled(api, alice, url, TEXT[1000:], offset=1000)
     assert done.status_code == 204
     assert api.row(done.headers["Upload-Record-Id"]).checksum_sha256 == (
