@@ -22,9 +22,13 @@ MAX_DIGITS = 18
 
 
 class TusError(DomainError):
-    """A request the protocol answers with a status of its own."""
+    """A request the protocol answers with a status of its own (and headers, if any)."""
 
     status = 400
+
+    def __init__(self, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.headers = headers or {}
 
 
 class OffsetMismatch(TusError):

@@ -47,7 +47,9 @@ def _upload_rate() -> str:
 
 @bp.errorhandler(protocol.TusError)
 def _tus_error(exc: protocol.TusError) -> Response:
-    return error_response(exc.status, exc.message)
+    response = error_response(exc.status, exc.message)
+    response.headers.update(exc.headers)
+    return response
 
 
 @bp.before_request

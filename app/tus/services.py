@@ -87,21 +87,21 @@ def find_upload(user: Caller, upload_id: uuid.UUID) -> ResumableUpload:
 def _check_room_for_another(user: Caller, config: Any) -> None:
     """At most `UPLOAD_MAX_UNFINISHED` unfinished uploads per user, each holding up to the
     file size limit in storage until it expires."""
-    limit = config["UPLOAD_MAX_UNFINISHED"]
     now = utcnow()
-    unfinished = db.session.scalar(
-        select(func.count())
-        .select_from(ResumableUpload)
-        .where(
+    unfinished, first_expiry = db.session.execute(
+        select(func.count(), func.min(ResumableUpload.expires_at)).where(
             ResumableUpload.user_id == user.id,
             ResumableUpload.completed_at.is_(None),
             ResumableUpload.expires_at > now,
         )
-    )
-    if unfinished >= limit:
+    ).one()
+    if unfinished >= config["UPLOAD_MAX_UNFINISHED"]:
+        # Without a new piece, the oldest of them expires by then and frees its place.
+        wait = max(1, int((first_expiry - now).total_seconds()) + 1)
         raise TooManyUploads(
             f"You have {unfinished} unfinished uploads, the most allowed: finish or terminate "
-            "(DELETE) one of them before starting another."
+            "(DELETE) one of them before starting another.",
+            headers={"Retry-After": str(wait)},
         )
 
 
@@ -336,6 +336,10 @@ def complete(
         )
     except _ClaimLost:
         db.session.rollback()
+        if db.session.get(ResumableUpload, upload_id) is None:
+            # Terminated while completing: nobody else will name the object.
+            _clean_up_failed(upload_id, upload.record_id, staged, storage)
+        db.session.rollback()
         raise _busy(upload.length) from None
     except BaseException:
         db.session.rollback()
@@ -368,25 +372,24 @@ def _clean_up_failed(
 
 
 def terminate(user: Caller, upload_id: uuid.UUID, storage: Storage) -> None:
-    """Remove the upload and its pieces; a finished upload's record stays. An upload being
-    written (claimed) is not removed under its writer (409)."""
+    """Remove the upload, then its pieces; a finished upload's record stays. A request still
+    writing the upload finds its claim gone and keeps nothing (what it stored after the
+    removal is an orphan for `storage reconcile --fix`)."""
     upload = find_upload(user, upload_id)
-    claim = _claim(upload, upload.offset) if upload.completed_at is None else None
-    try:
-        if claim is not None:
-            resumable_store(storage).abort(
-                str(upload.id), upload.stored_path, json.loads(upload.storage_state)
-            )
-        statement = sa_delete(ResumableUpload).where(ResumableUpload.id == upload_id)
-        if claim is not None:
-            statement = statement.where(ResumableUpload.claim == claim)
-        db.session.execute(statement.execution_options(synchronize_session=False))
-        db.session.commit()
-    except BaseException:
-        if claim is not None:
-            _release(upload_id, claim)
-        raise
+    unfinished = upload.completed_at is None
+    key, state = upload.stored_path, json.loads(upload.storage_state)
+    db.session.execute(
+        sa_delete(ResumableUpload)
+        .where(ResumableUpload.id == upload_id)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
     hashing.digests.keep(upload_id, 0, None)
+    if unfinished:
+        try:
+            resumable_store(storage).abort(str(upload_id), key, state)
+        except StorageError:
+            log.warning("could not remove the pieces of terminated upload %s", upload_id)
 
 
 def discard_new(upload_id: uuid.UUID, storage: Storage) -> None:
