@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,17 +16,21 @@ OFFSET_TYPE = "application/offset+octet-stream"
 BODY = b"Ein Bericht.\n" * 8
 
 # What a client can put in a header value (latin-1, no CR/LF), weighted towards what byte
-# counts and lists trip over: digits of other scripts, signs, separators, base64's alphabet.
-HEADER_TEXT = st.text(
-    alphabet=st.one_of(
-        st.sampled_from("0123456789-+=,;. */²³¹١٢０１AZaz/+=sha1sha256"),
-        st.characters(min_codepoint=0x20, max_codepoint=0xFF),
+# counts and lists trip over: digits that `str.isdigit()` takes and `int()` does not, signs,
+# separators, base64's alphabet.
+HEADER_TEXT = st.one_of(
+    st.text(alphabet="0123456789²³¹", min_size=1, max_size=20),
+    st.text(
+        alphabet=st.one_of(
+            st.sampled_from("0123456789-+=,;. */²³¹AZaz/+=sha1sha256"),
+            st.characters(min_codepoint=0x20, max_codepoint=0xFF),
+        ),
+        max_size=40,
     ),
-    max_size=40,
-).filter(lambda value: all(ord(ch) < 256 for ch in value))
+)
 
 FUZZ = settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 
 
@@ -46,20 +51,19 @@ def _post(api: Api, account: Account, **headers: str):
     )
 
 
-@given(
-    name=st.sampled_from(
-        [
-            "Upload-Length",
-            "Upload-Metadata",
-            "Tus-Resumable",
-            "Upload-Defer-Length",
-            "Upload-Concat",
-            "Upload-Checksum",
-            "Content-Type",
-        ]
-    ),
-    value=HEADER_TEXT,
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Upload-Length",
+        "Upload-Metadata",
+        "Tus-Resumable",
+        "Upload-Defer-Length",
+        "Upload-Concat",
+        "Upload-Checksum",
+        "Content-Type",
+    ],
 )
+@given(value=HEADER_TEXT)
 @FUZZ
 def test_any_creation_header_is_answered_without_500(
     api: Api, alice: Account, name: str, value: str
@@ -68,11 +72,10 @@ def test_any_creation_header_is_answered_without_500(
     assert response.status_code < 500, (name, value, response.data)
 
 
-@given(
-    name=st.sampled_from(["Upload-Offset", "Tus-Resumable", "Upload-Checksum", "Content-Type"]),
-    value=HEADER_TEXT,
-    method=st.sampled_from(["PATCH", "HEAD", "DELETE"]),
+@pytest.mark.parametrize(
+    "name", ["Upload-Offset", "Tus-Resumable", "Upload-Checksum", "Content-Type"]
 )
+@given(value=HEADER_TEXT, method=st.sampled_from(["PATCH", "HEAD", "DELETE"]))
 @FUZZ
 def test_any_header_of_an_upload_is_answered_without_500(
     api: Api, alice: Account, name: str, value: str, method: str
