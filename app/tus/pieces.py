@@ -45,7 +45,7 @@ class Piece:
         self.upload_id = upload_id
         self.checksum = checksum
         self.spooled = spooled
-        #: The request's Content-Length, when it sent one: refused before a byte is read.
+        #: The request's Content-Length, when it sent one: checked before a byte is read.
         self.announced = spooled.size if spooled is not None else announced
         self.size = 0
         self.room = 0
@@ -54,10 +54,7 @@ class Piece:
         self._hashing: Future[None] | None = None
 
     def start(self, upload: ResumableUpload) -> None:
-        """Measure the piece against the upload before anything is read."""
         self.room = upload.length - upload.offset
-        if self.announced is not None and self.announced > self.room:
-            raise self._too_large()
         self.digest = hashing.digests.at(upload.id, upload.offset)
 
     def _hashes(self) -> list[Any]:

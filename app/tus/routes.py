@@ -2,14 +2,17 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import uuid
+from collections.abc import Mapping
 from email.utils import format_datetime
 
 from flask import Response, current_app, request
 
-from app.auth.guard import current_user, user_rate_key
+from app.auth.guard import caller_of, current_user, user_rate_key
 from app.docs.openapi import NO_TOKEN, Configured, openapi
 from app.errors import error_response
+from app.exceptions import RecordNotFound
 from app.extensions import limiter
 from app.models import ResumableUpload
 from app.storage import Storage
@@ -94,6 +97,37 @@ def _checksum() -> tuple[str, bytes] | None:
         return algorithm, base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
         raise protocol.TusError("Upload-Checksum: the checksum is not base64.") from None
+
+
+PIECE_PATH = re.compile(rf"{bp.url_prefix}/([0-9a-fA-F-]{{32,36}})")
+
+
+def refuse_before_body(
+    method: str, path: str, headers: Mapping[str, str]
+) -> tuple[int, str, dict[str, str]] | None:
+    """For the server, before it receives a large body (app/server.py; waitress's header
+    names): a PATCH for no upload of the caller's, at the wrong offset or longer than the
+    room left is answered at once; anything else goes on to the view."""
+    match = PIECE_PATH.fullmatch(path)
+    if method != "PATCH" or match is None:
+        return None
+    caller = caller_of(headers.get("AUTHORIZATION", ""))
+    if caller is None or headers.get("TUS_RESUMABLE") != protocol.TUS_VERSION:
+        return None
+    always = {"Tus-Resumable": protocol.TUS_VERSION, "Cache-Control": "no-store"}
+    try:
+        upload_id = uuid.UUID(match[1])
+        offset = protocol.whole_number("Upload-Offset", headers.get("UPLOAD_OFFSET"))
+        length = headers.get("CONTENT_LENGTH")  # none when chunked
+        size = None if length is None else protocol.whole_number("Content-Length", length)
+        services.check_piece(caller, upload_id, offset, size)
+    except ValueError:  # not an upload id: the view's 404
+        return None
+    except RecordNotFound as exc:
+        return 404, exc.message, always
+    except protocol.TusError as exc:
+        return exc.status, exc.message, {**always, **exc.headers}
+    return None
 
 
 def _state_headers(upload: ResumableUpload) -> dict[str, str]:

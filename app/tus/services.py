@@ -205,6 +205,19 @@ def _release(upload_id: uuid.UUID, claim: uuid.UUID) -> None:
         log.warning("could not release the claim on upload %s", upload_id)
 
 
+def check_piece(
+    user: Caller, upload_id: uuid.UUID, offset: int, size: int | None
+) -> ResumableUpload:
+    """The upload a piece of `size` bytes (if announced) at `offset` may go to; run before
+    the body is read, here and by the server before it receives a large body."""
+    upload = find_upload(user, upload_id)
+    if upload.completed_at is not None or offset != upload.offset:
+        raise OffsetMismatch(f"Upload-Offset is {upload.offset}, not {offset}.")
+    if size is not None and size > upload.length - upload.offset:
+        raise TooLarge(f"The upload has room for {upload.length - upload.offset} more bytes.")
+    return upload
+
+
 @dataclass
 class Appended:
     upload: ResumableUpload
@@ -217,9 +230,7 @@ def append_piece(
     """Store the piece at `offset` and commit the new offset; the last piece completes the
     upload into a record. Lookup, offset and announced size are checked before the body is
     read, and the claim is taken before the backend is touched."""
-    upload = find_upload(user, upload_id)
-    if upload.completed_at is not None or offset != upload.offset:
-        raise OffsetMismatch(f"Upload-Offset is {upload.offset}, not {offset}.")
+    upload = check_piece(user, upload_id, offset, piece.announced)
     piece.start(upload)
     claim = _claim(upload, offset)
     store, old_state = resumable_store(storage), json.loads(upload.storage_state)
