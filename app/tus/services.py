@@ -44,20 +44,20 @@ from app.storage.resumable import ResumableStore, State, resumable_store
 from app.tus import hashing
 from app.tus.pieces import Piece
 
-# The API document and the routes name the protocol's constants and refusals here.
-from app.tus.protocol import (  # noqa: F401
-    CHECKSUMS,
-    EXTENSIONS,
+# CHECKSUMS, EXTENSIONS and TUS_VERSION: named as `services.X` where the operations are
+# declared (routes.py, api_doc.py).
+from app.tus.protocol import CHECKSUMS as CHECKSUMS
+from app.tus.protocol import EXTENSIONS as EXTENSIONS
+from app.tus.protocol import (
     FILE_FIELD,
-    TUS_VERSION,
     OffsetMismatch,
     TooLarge,
     TooManyUploads,
-    TusError,
     UploadGone,
     file_name,
     parse_metadata,
 )
+from app.tus.protocol import TUS_VERSION as TUS_VERSION
 
 log = logging.getLogger(__name__)
 
