@@ -46,7 +46,7 @@ def test_a_large_piece_it_cannot_take_is_answered_before_its_body(
         },
         timeout=30,
     )
-    path = created.headers["Location"]
+    path = upload = created.headers["Location"]
     size, offset, status = 2 * MiB, 0, 0
     if case == "no such upload":
         path, status = "/api/uploads/00000000-0000-4000-8000-000000000000", 404
@@ -74,4 +74,4 @@ def test_a_large_piece_it_cannot_take_is_answered_before_its_body(
     if case != "no such upload":
         state = requests.head(deployment.base + path, headers={**TUS, **auth}, timeout=30)
         assert state.headers["Upload-Offset"] == "0"
-    requests.delete(deployment.base + path, headers={**TUS, **auth}, timeout=30)
+    assert requests.delete(deployment.base + upload, headers={**TUS, **auth}, timeout=30).ok

@@ -119,6 +119,7 @@ def test_fifty_patches_at_once_make_one_record_from_one_body(deployment: Deploym
     assert leftovers(deployment) == []
     state = requests.head(url, headers={**TUS, **auth}, timeout=30)
     assert state.status_code == 200 and state.headers["Upload-Record-Id"] == record_id
+    assert "Content-Type" not in state.headers  # a HEAD through waitress too (issue 20)
     uploads = rows(
         deployment,
         'SELECT r."offset", r.completed_at IS NOT NULL, r.claim IS NULL FROM resumable_uploads r '
