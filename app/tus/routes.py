@@ -111,8 +111,11 @@ def refuse_before_body(
     match = PIECE_PATH.fullmatch(path)
     if method != "PATCH" or match is None:
         return None
+    mimetype = headers.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
+    if headers.get("TUS_RESUMABLE") != protocol.TUS_VERSION or mimetype != OFFSET_TYPE:
+        return None  # the view's 412 or 415 come first
     caller = caller_of(headers.get("AUTHORIZATION", ""))
-    if caller is None or headers.get("TUS_RESUMABLE") != protocol.TUS_VERSION:
+    if caller is None:
         return None
     always = {"Tus-Resumable": protocol.TUS_VERSION, "Cache-Control": "no-store"}
     try:
