@@ -306,7 +306,8 @@ def complete(
     claim. Whatever fails from here on (a refused type or metadata, storage or database
     gone) leaves nothing behind: no object, no upload; the client starts again. The clean-up
     never removes an object that a committed record names."""
-    upload_id = upload.id
+    # Read now: after a rollback the row may be unreadable.
+    upload_id, record_id, length = upload.id, upload.record_id, upload.length
     try:
         resumable_store(storage).complete(
             str(upload_id), upload.stored_path, json.loads(upload.storage_state)
@@ -315,15 +316,15 @@ def complete(
         # The pieces are still there: an empty PATCH at the end offset tries again.
         _release(upload_id, claim)
         raise
-    digest = hashing.digests.at(upload_id, upload.length)
+    digest = hashing.digests.at(upload_id, length)
     hashing.digests.keep(upload_id, 0, None)
     fields, field_errors = parse_metadata(upload.upload_metadata)
-    staged = StagedFile(0, FILE_FIELD, file_name(fields), size=upload.length)
+    staged = StagedFile(0, FILE_FIELD, file_name(fields), size=length)
     staged.key = upload.stored_path
     try:
         check_file(
             staged,
-            lambda: _sample(storage, upload.stored_path, upload.length),
+            lambda: _sample(storage, upload.stored_path, length),
             config["MAX_FILE_SIZE"],
         )
         if staged.error is None:
@@ -342,19 +343,17 @@ def complete(
         ).rowcount
         if completed != 1:
             raise _ClaimLost()
-        [record] = writes.create_records(
-            upload.user_id, [(upload.record_id, staged)], metadata, storage
-        )
+        [record] = writes.create_records(upload.user_id, [(record_id, staged)], metadata, storage)
     except _ClaimLost:
         db.session.rollback()
         if db.session.get(ResumableUpload, upload_id) is None:
             # Terminated while completing: nobody else will name the object.
-            _clean_up_failed(upload_id, upload.record_id, staged, storage)
+            _clean_up_failed(upload_id, record_id, staged, storage)
         db.session.rollback()
-        raise _busy(upload.length) from None
+        raise _busy(length) from None
     except BaseException:
         db.session.rollback()
-        _clean_up_failed(upload_id, upload.record_id, staged, storage)
+        _clean_up_failed(upload_id, record_id, staged, storage)
         raise
     db.session.refresh(upload)
     return record
