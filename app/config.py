@@ -110,6 +110,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "ZIP_MAX_FILES": _int(environ, "ZIP_MAX_FILES", 1000),
         "ZIP_MAX_MB": _int(environ, "ZIP_MAX_MB", 10240),
         "UPLOAD_EXPIRY_HOURS": _int(environ, "UPLOAD_EXPIRY_HOURS", 24),
+        "UPLOAD_MAX_UNFINISHED": _int(environ, "UPLOAD_MAX_UNFINISHED", 20),
     }
 
 
@@ -179,7 +180,7 @@ def validate(config: Mapping[str, Any]) -> None:
     base_url = config.get("PUBLIC_BASE_URL")
     if base_url is not None and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", base_url):
         raise ConfigError(f"PUBLIC_BASE_URL must be an http(s) URL, got {base_url!r}")
-    for name in ("ZIP_MAX_FILES", "ZIP_MAX_MB", "UPLOAD_EXPIRY_HOURS"):
+    for name in ("ZIP_MAX_FILES", "ZIP_MAX_MB", "UPLOAD_EXPIRY_HOURS", "UPLOAD_MAX_UNFINISHED"):
         value = config.get(name)
         if not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
