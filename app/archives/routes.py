@@ -22,7 +22,8 @@ from app.files.downloads import content_disposition
 from app.files.routes import PRIVATE_CACHE
 from app.http import load
 from app.public.routes import PUBLIC_CACHE
-from app.schemas import PlainString, public_record_rows, record_rows
+from app.schemas.fast_dump import public_record_rows, record_rows
+from app.schemas.field_types import PlainString
 
 
 class ArchiveQuerySchema(Schema):

@@ -4,11 +4,11 @@ from flask import current_app, request
 
 from app.auth import bp
 from app.auth.guard import current_user
+from app.auth.schemas import TokenRequestSchema
 from app.auth.services import authenticate, issue_token, revoke_token
 from app.docs.openapi import NO_TOKEN, RATE_LIMIT_HEADERS, errors, json_content, openapi, ref
 from app.extensions import limiter
 from app.http import json_body, load
-from app.schemas import TokenRequestSchema
 
 token_request_schema = TokenRequestSchema()
 

@@ -24,9 +24,10 @@ from apispec.ext.marshmallow.field_converter import DEFAULT_FIELD_MAPPING
 from flask import Flask
 from marshmallow import fields
 
-from app import schemas
+from app.auth.schemas import TokenRequestSchema
 from app.detection.mime import ALLOWED_MIME_TYPES
-from app.schemas import created_record_schema, public_record_schema, record_schema
+from app.schemas import field_types, records
+from app.schemas.records import created_record_schema, public_record_schema, record_schema
 
 OPENAPI_VERSION = "3.1.0"
 BEARER = "bearerAuth"
@@ -194,14 +195,14 @@ class _Converter(OpenAPIConverter):
 
     field_mapping = {
         **DEFAULT_FIELD_MAPPING,
-        schemas.Text: ("string", None),
-        schemas.CalendarDate: ("string", "date"),
-        schemas.Timestamp: ("string", "date-time"),
-        schemas.Int32: ("integer", "int32"),
-        schemas.PageNumber: ("integer", None),
-        schemas.ReleaseFilter: ("string", None),
-        schemas.Since: ("string", None),
-        schemas.Flag: (None, None),
+        field_types.Text: ("string", None),
+        field_types.CalendarDate: ("string", "date"),
+        field_types.Timestamp: ("string", "date-time"),
+        field_types.Int32: ("integer", "int32"),
+        field_types.PageNumber: ("integer", None),
+        field_types.ReleaseFilter: ("string", None),
+        field_types.Since: ("string", None),
+        field_types.Flag: (None, None),
     }
 
     def init_attribute_functions(self) -> None:
@@ -209,21 +210,21 @@ class _Converter(OpenAPIConverter):
         self.attribute_functions.append(self.field2service_rules)
 
     def field2service_rules(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
-        if isinstance(field, schemas.VirtualPath):
+        if isinstance(field, field_types.VirtualPath):
             return {"maxLength": field.max_length, "pattern": PATH_PATTERN}
-        if isinstance(field, schemas.Text):
+        if isinstance(field, field_types.Text):
             return {"maxLength": field.max_length}
-        if isinstance(field, schemas.Int32):
-            return {"minimum": schemas.INT32_MIN, "maximum": schemas.INT32_MAX}
-        if isinstance(field, schemas.PageNumber):
+        if isinstance(field, field_types.Int32):
+            return {"minimum": field_types.INT32_MIN, "maximum": field_types.INT32_MAX}
+        if isinstance(field, field_types.PageNumber):
             return {"minimum": 1, "maximum": 999_999_999}
-        if isinstance(field, schemas.ReleaseFilter):
+        if isinstance(field, field_types.ReleaseFilter):
             return {"enum": ["0", "1"]}
-        if isinstance(field, schemas.Since):
+        if isinstance(field, field_types.Since):
             return {"pattern": SINCE_PATTERN, "examples": ["2026-04-30", "2026-04-30T10:15:00Z"]}
-        if isinstance(field, schemas.Timestamp):
+        if isinstance(field, field_types.Timestamp):
             return {"pattern": TIMESTAMP_PATTERN, "examples": ["2026-04-30T10:15:00.123456Z"]}
-        if isinstance(field, schemas.Flag):
+        if isinstance(field, field_types.Flag):
             return {
                 "anyOf": [
                     {"type": "boolean"},
@@ -590,7 +591,7 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
             "additionalProperties": False,
         },
     )
-    components.schema("TokenRequest", schema=schemas.TokenRequestSchema())
+    components.schema("TokenRequest", schema=TokenRequestSchema())
     components.schema(
         "Token",
         {
@@ -607,13 +608,13 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
         },
     )
 
-    records = {
+    record_components = {
         "FileRecord": (record_schema, "A file record."),
         "CreatedFileRecord": (created_record_schema, "A file record as create returns it."),
         "PublicFileRecord": (public_record_schema, "A released file record."),
     }
     mime_types = sorted(ALLOWED_MIME_TYPES)
-    for name, (schema, description) in records.items():
+    for name, (schema, description) in record_components.items():
         components.schema(
             name,
             {
@@ -626,9 +627,9 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
         components.schemas[name]["properties"]["mime_type"]["enum"] = mime_types
 
     metadata_fields = tuple(
-        name for name, field in schemas.MetadataSchema().fields.items() if not field.load_only
+        name for name, field in records.MetadataSchema().fields.items() if not field.load_only
     )
-    update_result_schema = schemas.FileRecordSchema(only=("id", *metadata_fields, "updated_at"))
+    update_result_schema = records.FileRecordSchema(only=("id", *metadata_fields, "updated_at"))
     components.schema(
         "FileUpdateResult",
         {
@@ -650,10 +651,10 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
             "minProperties": 1,
             "additionalProperties": False,
         },
-        schema=schemas.UpdateSchema(),
+        schema=records.UpdateSchema(),
     )
     assert plugin.converter is not None
-    metadata_form = plugin.converter.schema2jsonschema(schemas.CreateMetadataSchema())
+    metadata_form = plugin.converter.schema2jsonschema(records.CreateMetadataSchema())
     binary = {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"}
     components.schema(
         "FileUploadForm",

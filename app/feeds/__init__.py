@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from app.extensions import read_without_transaction
+from app.database import read_without_transaction
 
 bp = Blueprint("feeds", __name__, url_prefix="/api/public")
 bp.before_request(read_without_transaction)

@@ -22,7 +22,7 @@ from app.http import load
 from app.oai.routes import absolute_url
 from app.oai.xml import xml_text
 from app.public.routes import PUBLIC_CACHE
-from app.schemas import PlainString
+from app.schemas.field_types import PlainString
 
 ATOM = "http://www.w3.org/2005/Atom"
 ATOM_TYPE = "application/atom+xml; charset=utf-8"

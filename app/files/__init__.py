@@ -3,7 +3,7 @@
 from flask import Blueprint, request
 
 from app.auth.guard import current_user
-from app.extensions import read_without_transaction
+from app.database import read_without_transaction
 
 bp = Blueprint("files", __name__, url_prefix="/api/files")
 

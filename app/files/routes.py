@@ -26,13 +26,13 @@ from app.files.pagination import list_response
 from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
 from app.files.validation import validated
 from app.http import json_body, load
-from app.schemas import (
+from app.schemas.fast_dump import record_rows
+from app.schemas.records import (
     INPUT_ALIASES,
     CreateMetadataSchema,
     UpdateSchema,
     created_record_schema,
     dump_update_result,
-    record_rows,
     record_schema,
 )
 from app.search.schemas import SearchListQuerySchema

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from app.extensions import read_without_transaction
+from app.database import read_without_transaction
 from app.oai.tombstones import init_app
 
 bp = Blueprint("oai", __name__)

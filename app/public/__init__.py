@@ -2,7 +2,7 @@
 
 from flask import Blueprint
 
-from app.extensions import read_without_transaction
+from app.database import read_without_transaction
 
 bp = Blueprint("public", __name__, url_prefix="/api/public/files")
 bp.before_request(read_without_transaction)

@@ -22,7 +22,7 @@ from app.files.listing import Listing
 from app.files.pagination import list_response
 from app.http import load
 from app.public import bp
-from app.schemas import public_record_rows
+from app.schemas.fast_dump import public_record_rows
 from app.search.schemas import SearchListQuerySchema
 
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"

@@ -43,11 +43,6 @@ def _upload_rate() -> str:
     return current_app.config["RATELIMIT_UPLOADS"]
 
 
-@bp.errorhandler(services.TusError)
-def _tus_error(exc: services.TusError) -> Response:
-    return error_response(exc.status, exc.message)
-
-
 @bp.before_request
 def require_tus_version() -> Response | None:
     if request.method == "OPTIONS":

@@ -20,7 +20,7 @@ from app import create_app
 from app.detection.mime import ALLOWED_MIME_TYPES
 from app.docs.openapi import ID_PARAMETER, Configured, openapi, openapi_document
 from app.extensions import db
-from app.schemas import CreateMetadataSchema, FileRecordSchema, MetadataSchema
+from app.schemas.records import CreateMetadataSchema, FileRecordSchema, MetadataSchema
 from tests.support.api import CREATE_FIELDS, PUBLIC_FIELDS, RECORD_FIELDS, Api
 from tests.support.openapi_client import OpenAPIValidatingClient
 
