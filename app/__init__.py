@@ -98,15 +98,15 @@ def _init_storage(app: Flask) -> None:
 
 
 def _register_blueprints(app: Flask) -> None:
-    from app.archives import bp as archives_bp
-    from app.auth import bp as auth_bp
-    from app.docs import bp as docs_bp
-    from app.feeds import bp as feeds_bp
-    from app.files import bp as files_bp
+    from app.archives.routes import bp as archives_bp
+    from app.auth.routes import bp as auth_bp
+    from app.docs.routes import bp as docs_bp
+    from app.feeds.routes import bp as feeds_bp
+    from app.files.routes import bp as files_bp
     from app.health import bp as health_bp
-    from app.oai import bp as oai_bp
-    from app.public import bp as public_bp
-    from app.tus import bp as tus_bp
+    from app.oai.routes import bp as oai_bp
+    from app.public.routes import bp as public_bp
+    from app.tus.routes import bp as tus_bp
 
     app.register_blueprint(auth_bp)
     app.register_blueprint(files_bp)

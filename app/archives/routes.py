@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, current_app, request
+from flask import Blueprint, Response, current_app, request
 from marshmallow import EXCLUDE, Schema
 
 from app import streaming
-from app.archives import bp, services
+from app.archives import services
 from app.auth.guard import current_user
 from app.docs.openapi import (
     NO_TOKEN,
@@ -24,6 +24,10 @@ from app.http import load
 from app.public.routes import PUBLIC_CACHE
 from app.schemas.fast_dump import public_record_rows, record_rows
 from app.schemas.field_types import PlainString
+
+# Not in autocommit like the other reads: the records are read through a server-side cursor,
+# which PostgreSQL only keeps inside a transaction.
+bp = Blueprint("archives", __name__)
 
 
 class ArchiveQuerySchema(Schema):

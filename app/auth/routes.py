@@ -1,14 +1,16 @@
 from __future__ import annotations
 
-from flask import current_app, request
+from flask import Blueprint, current_app, request
 
-from app.auth import bp
 from app.auth.guard import current_user
 from app.auth.schemas import TokenRequestSchema
 from app.auth.services import authenticate, issue_token, revoke_token
 from app.docs.openapi import NO_TOKEN, RATE_LIMIT_HEADERS, errors, json_content, openapi, ref
 from app.extensions import limiter
 from app.http import json_body, load
+
+bp = Blueprint("auth", __name__)
+
 
 token_request_schema = TokenRequestSchema()
 

@@ -721,10 +721,38 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
     )
 
 
+UPLOADS_TAG = """\
+Resumable uploads with the [tus 1.0.0 protocol](https://tus.io/protocols/resumable-upload):
+a dropped connection costs one piece, not the whole file. Use a tus client; with
+[Uppy](https://uppy.io/docs/tus/):
+
+```js
+new Uppy({ meta: { titel: "Jahresbericht", path: "reports/2026" } }).use(Tus, {
+  endpoint: "/api/uploads",
+  headers: { Authorization: `Bearer ${token}` },
+  chunkSize: 8 * 1024 * 1024,
+  allowedMetaFields: ["titel", "path", "sperrfrist", "freigabe", "beschreibung"],
+});
+```
+
+or [tus-js-client](https://github.com/tus/tus-js-client):
+
+```js
+new tus.Upload(file, {
+  endpoint: "/api/uploads",
+  headers: { Authorization: `Bearer ${token}` },
+  chunkSize: 8 * 1024 * 1024,
+  metadata: { filename: file.name, titel: "Jahresbericht" },
+  onAfterResponse: (req, res) => console.log(res.getHeader("Upload-Record-Id")),
+}).start();
+```
+
+Only the owner sees or continues an upload. Unfinished uploads expire after the configured
+hours without a new piece (`Upload-Expires`)."""
+
+
 @lru_cache(maxsize=8)
 def _build(limits: Limits, routes: tuple[Route, ...]) -> dict[str, Any]:
-    from app.tus.api_doc import TAG as uploads_tag
-
     plugin = _Plugin()
     spec = APISpec(
         title="File repository API",
@@ -737,7 +765,7 @@ def _build(limits: Limits, routes: tuple[Route, ...]) -> dict[str, Any]:
             {"name": "Tokens", "description": "Personal access tokens."},
             {"name": "Files", "description": "Your records (administrators: all records)."},
             {"name": "Public", "description": "Released records, without a token."},
-            {"name": "Uploads", "description": uploads_tag},
+            {"name": "Uploads", "description": UPLOADS_TAG},
             {"name": "Documentation", "description": "This document and its page."},
             {"name": "Harvesting", "description": "OAI-PMH 2.0 for catalogues and aggregators."},
             {"name": "Operations", "description": "Probes for load balancers and orchestrators."},

@@ -5,11 +5,10 @@ from __future__ import annotations
 import hashlib
 from functools import cache
 
-from flask import Flask, Response, current_app, request, url_for
+from flask import Blueprint, Flask, Response, current_app, request, url_for
 from markupsafe import escape
 from werkzeug.exceptions import NotFound
 
-from app.docs import bp
 from app.docs.assets import (
     ASSET_TYPES,
     INITIALIZER,
@@ -25,6 +24,9 @@ from app.docs.openapi import (
     openapi,
     openapi_document,
 )
+
+bp = Blueprint("docs", __name__)
+
 
 ASSET_MAX_AGE = 24 * 60 * 60
 INITIALIZER_VERSION = hashlib.sha256(INITIALIZER_JS.encode()).hexdigest()[:12]
@@ -46,6 +48,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "frame-ancestors 'none'",
     ]
 )
+
 
 PAGE = """\
 <!DOCTYPE html>

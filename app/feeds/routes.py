@@ -4,10 +4,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from feedgen.feed import FeedGenerator
-from flask import Response, current_app, request, url_for
+from flask import Blueprint, Response, current_app, request, url_for
 from lxml import etree
 from marshmallow import EXCLUDE, Schema
 
+from app.database import read_without_transaction
 from app.docs.openapi import (
     NO_TOKEN,
     REVALIDATION_ETAG,
@@ -16,13 +17,17 @@ from app.docs.openapi import (
     openapi,
     public_cache,
 )
-from app.feeds import bp, services
+from app.feeds import services
 from app.files import access
 from app.http import load
 from app.oai.routes import absolute_url
 from app.oai.xml import xml_text
 from app.public.routes import PUBLIC_CACHE
 from app.schemas.field_types import PlainString
+
+bp = Blueprint("feeds", __name__, url_prefix="/api/public")
+bp.before_request(read_without_transaction)
+
 
 ATOM = "http://www.w3.org/2005/Atom"
 ATOM_TYPE = "application/atom+xml; charset=utf-8"

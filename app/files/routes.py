@@ -3,9 +3,10 @@ from __future__ import annotations
 import re
 import uuid
 
-from flask import current_app, request
+from flask import Blueprint, current_app, request
 
 from app.auth.guard import current_user, user_rate_key
+from app.database import read_without_transaction
 from app.docs.openapi import (
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
@@ -19,7 +20,7 @@ from app.docs.openapi import (
 )
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
-from app.files import access, bp, writes
+from app.files import access, writes
 from app.files.downloads import download_response
 from app.files.listing import Listing
 from app.files.pagination import list_response
@@ -37,6 +38,18 @@ from app.schemas.records import (
 )
 from app.search.schemas import SearchListQuerySchema
 from app.storage import Storage
+
+bp = Blueprint("files", __name__, url_prefix="/api/files")
+
+
+@bp.before_app_request
+def require_token() -> None:
+    """Every path under /api/files needs a token, even one that matches no route, so an
+    anonymous caller learns nothing (not even 404 or 405) before authenticating."""
+    if request.path == bp.url_prefix or request.path.startswith(f"{bp.url_prefix}/"):
+        read_without_transaction()
+        current_user()
+
 
 FILES_FIELD = re.compile(r"files(\[\d*\])?")
 PRIVATE_CACHE = "private, no-store"

@@ -13,13 +13,18 @@ import uuid
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from flask import Response, current_app, g, request, url_for
+from flask import Blueprint, Response, current_app, g, request, url_for
 
+from app.database import read_without_transaction
 from app.docs.openapi import NO_TOKEN, errors, openapi
 from app.files import access
 from app.http import external_url
-from app.oai import bp, harvest
+from app.oai import harvest
 from app.oai import xml as oai_xml
+
+bp = Blueprint("oai", __name__)
+bp.before_request(read_without_transaction)
+
 
 PAGE_SIZE = 200
 TOKEN_LIFETIME = timedelta(hours=24)

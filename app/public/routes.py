@@ -3,8 +3,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from flask import current_app, request
+from flask import Blueprint, current_app, request
 
+from app.database import read_without_transaction
 from app.docs.openapi import (
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
@@ -21,9 +22,12 @@ from app.files.downloads import download_response
 from app.files.listing import Listing
 from app.files.pagination import list_response
 from app.http import load
-from app.public import bp
 from app.schemas.fast_dump import public_record_rows
 from app.search.schemas import SearchListQuerySchema
+
+bp = Blueprint("public", __name__, url_prefix="/api/public/files")
+bp.before_request(read_without_transaction)
+
 
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 

@@ -128,33 +128,3 @@ COMPLETION = (
     "creation of `POST /api/files`: the answer carries `Upload-Record-Id` and the record's "
     "`Location`, or a 422 on `file` (type) with nothing stored."
 )
-
-
-TAG = """\
-Resumable uploads with the [tus 1.0.0 protocol](https://tus.io/protocols/resumable-upload):
-a dropped connection costs one piece, not the whole file. Use a tus client; with
-[Uppy](https://uppy.io/docs/tus/):
-
-```js
-new Uppy({ meta: { titel: "Jahresbericht", path: "reports/2026" } }).use(Tus, {
-  endpoint: "/api/uploads",
-  headers: { Authorization: `Bearer ${token}` },
-  chunkSize: 8 * 1024 * 1024,
-  allowedMetaFields: ["titel", "path", "sperrfrist", "freigabe", "beschreibung"],
-});
-```
-
-or [tus-js-client](https://github.com/tus/tus-js-client):
-
-```js
-new tus.Upload(file, {
-  endpoint: "/api/uploads",
-  headers: { Authorization: `Bearer ${token}` },
-  chunkSize: 8 * 1024 * 1024,
-  metadata: { filename: file.name, titel: "Jahresbericht" },
-  onAfterResponse: (req, res) => console.log(res.getHeader("Upload-Record-Id")),
-}).start();
-```
-
-Only the owner sees or continues an upload. Unfinished uploads expire after the configured
-hours without a new piece (`Upload-Expires`)."""

@@ -5,7 +5,7 @@ import binascii
 import uuid
 from email.utils import format_datetime
 
-from flask import Response, current_app, request
+from flask import Blueprint, Response, current_app, request
 
 from app.auth.guard import current_user, user_rate_key
 from app.docs.openapi import NO_TOKEN, Configured, openapi
@@ -13,7 +13,7 @@ from app.errors import error_response
 from app.extensions import limiter
 from app.models import ResumableUpload
 from app.storage import Storage
-from app.tus import bp, services
+from app.tus import services
 from app.tus.api_doc import (
     ALWAYS,
     BYTES,
@@ -29,6 +29,9 @@ from app.tus.api_doc import (
     header_parameter,
     without_body,
 )
+
+bp = Blueprint("tus", __name__, url_prefix="/api/uploads")
+
 
 OFFSET_TYPE = "application/offset+octet-stream"
 TAGS = ["Uploads"]
