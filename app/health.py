@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, current_app
+from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.docs.openapi import NO_TOKEN, json_content, openapi
+from app.docs.openapi import NO_TOKEN, Blueprint, json_content
 from app.extensions import db
 from app.storage import StorageError
 
-bp = Blueprint("health", __name__)
+bp = Blueprint("health", __name__, tag="Operations")
 log = logging.getLogger(__name__)
 
 NO_STORE = {"Cache-Control": "no-store"}
-TAGS = ["Operations"]
 CHECKS = {
     "type": "object",
     "properties": {
@@ -28,8 +27,7 @@ CHECKS = {
 
 
 @bp.get("/healthz")
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="getHealth",
     summary="Liveness: the process answers (dependencies are not checked)",
     security=NO_TOKEN,
@@ -52,8 +50,7 @@ def healthz():
 
 
 @bp.get("/readyz")
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="getReadiness",
     summary="Readiness: the database and the bucket answer",
     security=NO_TOKEN,

@@ -1,4 +1,4 @@
-"""The body of `POST /api/tokens`."""
+"""The body of `POST /api/tokens` and of its answer."""
 
 from __future__ import annotations
 
@@ -50,3 +50,15 @@ class TokenRequestSchema(Schema):
             )
         if errors:
             raise ValidationError(errors)
+
+
+class TokenSchema(Schema):
+    """The answer of `POST /api/tokens`."""
+
+    token = fields.String(
+        required=True,
+        metadata={
+            "pattern": r"^[0-9]+\|[A-Za-z0-9_-]{43,}$",
+            "description": "`<id>|<secret>`; shown only this once.",
+        },
+    )

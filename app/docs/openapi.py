@@ -1,33 +1,42 @@
-"""The OpenAPI 3.1 document, generated with apispec from the marshmallow schemas that validate
-the requests and shape the responses, so that the document cannot drift from the code.
+"""The OpenAPI 3.1 document, built by flask-smorest from what each view declares beside it.
 
-Each operation is declared beside its view with `@openapi(...)`; this module holds what the
-whole document shares (description, security scheme, error responses, headers, the component
-schemas) and collects the operations by walking the application's routes. The limits it states
-come from the application's configuration (`Configured` text); the document is built once per
-set of limits and routes, and shared (treat it as read-only).
+A view's blueprint is this module's `Blueprint` (flask-smorest's): the view states its operation
+with `doc`, its answers with `alt_response` and `errors`, and nothing else needs to know about a
+new endpoint. This module holds what the whole document shares: its description, the security
+scheme, the error responses, headers, and the component schemas. What keeps the document true
+is the validating test client and Schemathesis (tests/docs). The limits it states come from the
+configuration (`Configured` text); the document is built once per set of limits and blueprints,
+and shared (treat it as read-only).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NamedTuple, TypeVar
 
-from apispec import APISpec
+import flask_smorest
 from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
 from apispec.ext.marshmallow.field_converter import DEFAULT_FIELD_MAPPING
 from flask import Flask
-from marshmallow import fields
+from flask_smorest.spec.plugins import FlaskPlugin
+from flask_smorest.utils import deepupdate
+from marshmallow import Schema, fields
 
-from app.auth.schemas import TokenRequestSchema
+from app.auth.schemas import TokenRequestSchema, TokenSchema
 from app.detection.mime import ALLOWED_MIME_TYPES
 from app.schemas import field_types, records
-from app.schemas.records import created_record_schema, public_record_schema, record_schema
+from app.schemas.pages import page_envelope
+from app.schemas.records import (
+    CreatedFilesSchema,
+    created_record_schema,
+    public_record_schema,
+    record_schema,
+)
 
 OPENAPI_VERSION = "3.1.0"
 BEARER = "bearerAuth"
@@ -69,15 +78,8 @@ def openapi_document(app: Flask) -> dict[str, Any]:
         zip_max_files=config["ZIP_MAX_FILES"],
         zip_max_mb=config["ZIP_MAX_MB"],
     )
-    routes = tuple(
-        Route(rule.rule, _own_methods(rule), app.view_functions[rule.endpoint])
-        for rule in app.url_map.iter_rules()
-        if hasattr(app.view_functions[rule.endpoint], _DECLARATIONS)
-    )
-    return _build(limits, routes)
-
-
-# --- declaring operations beside their views --------------------------------------------
+    blueprints = tuple(bp for bp in app.blueprints.values() if isinstance(bp, Blueprint))
+    return _build(limits, blueprints)
 
 
 @dataclass(frozen=True)
@@ -91,60 +93,94 @@ class Configured:
         return self.template.format_map(limits._asdict())
 
 
+# --- declaring operations beside their views --------------------------------------------
+
 View = TypeVar("View", bound=Callable[..., Any])
-_DECLARATIONS = "__openapi__"
-
-
-def openapi(
-    *,
-    method: str | None = None,
-    path_parameters: Mapping[str, dict[str, Any]] | None = None,
-    **operation: Any,
-) -> Callable[[View], View]:
-    """Declares the OpenAPI operation of the view below; the keywords are the fields of an
-    OpenAPI operation object (`tags`, `operationId`, `summary`, `parameters`, `responses`, ...).
-
-    `path_parameters` maps each variable of the route (`record_id` of `/<uuid:record_id>`) to
-    its parameter in the document, whose name is the one the document's path uses; they are
-    stated once for the whole path. A view that answers several methods declares one operation
-    per `method`. `Configured` text anywhere in the operation is formatted with the limits.
-    """
-
-    def declare(view: View) -> View:
-        declarations = view.__dict__.setdefault(_DECLARATIONS, {})
-        key = method.upper() if method else None
-        if key in declarations:
-            raise ValueError(f"{view.__qualname__}: the operation of {key or 'its method'} twice")
-        declarations[key] = (dict(path_parameters or {}), operation)
-        return view
-
-    return declare
-
-
-class Route(NamedTuple):
-    rule: str
-    methods: tuple[str, ...]
-    view: Callable[..., Any]
-
-
 _VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 
-def _own_methods(rule: Any) -> tuple[str, ...]:
-    """The methods of the view itself: not the HEAD that Flask adds to GET, nor its OPTIONS."""
-    methods = rule.methods or set()
-    return tuple(
-        method
-        for method in ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
-        if method in methods
-        and not (method == "HEAD" and "GET" in methods)
-        and not (method == "OPTIONS" and getattr(rule, "provide_automatic_options", True))
-    )
+class Blueprint(flask_smorest.Blueprint):
+    """flask-smorest's blueprint with this service's conventions: operations carry the tag
+    `tag`; a view's docstring says why for readers and stays out of the document; `errors`
+    adds shared error answers by name (written out with `error_headers`, if any); and
+    `doc(method=...)` declares one method of a view that answers several."""
+
+    DOCSTRING_INFO_DELIMITER = ""
+
+    def __init__(self, *args: Any, tag: str, error_headers: dict | None = None, **kw: Any):
+        super().__init__(*args, **kw)
+        self.tag = tag
+        self.error_headers = error_headers or {}
+
+    def route(self, rule: str, *, parameters: Any = None, tags: Any = None, **options: Any):
+        return super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
+
+    def doc(self, method: str | None = None, **operation: Any) -> Callable[[View], View]:  # type: ignore[override]
+        return super().doc(**({"per_method": {method.lower(): operation}} if method else operation))
+
+    def errors(self, *names: str, headers: dict | None = None) -> Callable[[View], View]:
+        """The error answers of `ERROR_RESPONSES`, by name; with `headers` (by default the
+        blueprint's `error_headers`) each is written out with them."""
+        headers = self.error_headers if headers is None else headers
+
+        def declare(view: View) -> View:
+            for name in names:
+                status, response = ERROR_RESPONSES[name]
+                if headers:
+                    response = copy.deepcopy(response)
+                    response["headers"] = {**response.get("headers", {}), **headers}
+                    view = self.doc(responses={str(status): response})(view)
+                else:
+                    view = self.alt_response(status, response=name)(view)
+            return view
+
+        return declare
+
+    def _store_endpoint_docs(self, endpoint: str, obj: Any, *args: Any, **kw: Any) -> None:
+        super()._store_endpoint_docs(endpoint, obj, *args, **kw)
+        for method, doc in self._docs[endpoint].items():
+            if method != "parameters":
+                manual = doc.setdefault("manual_doc", {})
+                deepupdate(manual, manual.pop("per_method", {}).get(method, {}))
+
+
+class _Paths(FlaskPlugin):
+    """A route's variables take the names of the path parameters declared with the route, in
+    order: `/<uuid:record_id>` with `ID_PARAMETER` is `/{id}`."""
+
+    def path_helper(self, rule: Any, operations: Any, parameters: list, **kwargs: Any) -> str:
+        variables = _VARIABLE.findall(rule.rule)
+        names = [p["name"] for p in parameters if isinstance(p, dict) and p["in"] == "path"]
+        if len(names) != len(variables):
+            raise ValueError(f"{rule.rule}: declare the path parameters {variables}, no others")
+        return _VARIABLE.sub(lambda _: "{" + names.pop(0) + "}", rule.rule)
+
+
+class _Api(flask_smorest.Api):
+    """Only builds the document: errors keep the app's own handlers, JSON shape and error
+    responses (app/errors.py, `ERROR_RESPONSES`), and the document names its tags itself."""
+
+    DEFAULT_ERROR_RESPONSE_NAME = None
+
+    def _register_error_handlers(self) -> None:
+        pass
+
+    def _register_responses(self) -> None:
+        pass
+
+    def _register_etag_headers(self) -> None:
+        pass
+
+    def _register_pagination_header(self) -> None:
+        pass
+
+    def register_blueprint(self, blp: Blueprint, **options: Any) -> None:
+        self._app.register_blueprint(blp, **options)
+        blp.register_views_in_doc(self, self._app, self.spec, name=blp.name, parameters=None)
 
 
 def _rendered(value: Any, limits: Limits) -> Any:
-    """A copy of the declaration with its `Configured` text formatted (never shared: apispec
-    rewrites what it is given)."""
+    """A copy of the document with its `Configured` text formatted."""
     if isinstance(value, Configured):
         return value.render(limits)
     if isinstance(value, dict):
@@ -152,39 +188,6 @@ def _rendered(value: Any, limits: Limits) -> Any:
     if isinstance(value, list | tuple):
         return [_rendered(item, limits) for item in value]
     return value
-
-
-def _document_path(
-    rule: str, path_parameters: Mapping[str, dict[str, Any]]
-) -> tuple[str, list[dict[str, Any]]]:
-    """The document's path of a route (`/<uuid:record_id>` becomes `/{id}`) and its parameters."""
-    variables = _VARIABLE.findall(rule)
-    if sorted(variables) != sorted(path_parameters):
-        raise ValueError(f"{rule}: declare the path parameters {variables}, no others")
-    path = _VARIABLE.sub(lambda match: "{" + path_parameters[match[1]]["name"] + "}", rule)
-    return path, [path_parameters[name] for name in variables]
-
-
-def _add_paths(spec: APISpec, routes: Iterable[Route], limits: Limits) -> None:
-    """One path item per documented path, in the order of the routes."""
-    paths: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
-    for route in routes:
-        declarations = getattr(route.view, _DECLARATIONS)
-        for method in route.methods:
-            if method in declarations:
-                path_parameters, operation = declarations[method]
-            elif None in declarations and len(route.methods) == 1:
-                path_parameters, operation = declarations[None]
-            else:
-                raise ValueError(f"{route.rule}: no OpenAPI operation declared for {method}")
-            path, parameters = _document_path(route.rule, path_parameters)
-            parameters = _rendered(parameters, limits)
-            known, operations = paths.setdefault(path, (parameters, {}))
-            if known != parameters:
-                raise ValueError(f"{path}: the operations state different path parameters")
-            operations[method.lower()] = _rendered(operation, limits)
-    for path, (parameters, operations) in paths.items():
-        spec.path(path, parameters=parameters or None, operations=operations)
 
 
 # --- marshmallow fields of this service -------------------------------------------------
@@ -204,6 +207,14 @@ class _Converter(OpenAPIConverter):
         field_types.Since: ("string", None),
         field_types.Flag: (None, None),
     }
+
+    def fields2jsonschema(self, fields: Any, *, partial: Any = None) -> dict[str, Any]:
+        """`required` in the order of the fields (apispec sorts it), as the document had it."""
+        converted = super().fields2jsonschema(fields, partial=partial)
+        if "required" in converted:
+            required = set(converted["required"])
+            converted["required"] = [name for name in converted["properties"] if name in required]
+        return converted
 
     def init_attribute_functions(self) -> None:
         super().init_attribute_functions()
@@ -239,15 +250,48 @@ class _Plugin(MarshmallowPlugin):
     Converter = _Converter
 
 
+# --- the error bodies -------------------------------------------------------------------
+
+
+class ErrorSchema(Schema):
+    """Every error answer (app/errors.py)."""
+
+    message = fields.String(required=True)
+
+
+class ValidationErrorSchema(ErrorSchema):
+    """A 422: `errors` names each field key with its messages."""
+
+    errors = fields.Dict(
+        keys=fields.String(),
+        values=fields.List(fields.String(), metadata={"minItems": 1}),
+        required=True,
+        metadata={"minProperties": 1},
+    )
+
+
 # --- reusable pieces --------------------------------------------------------------------
 
 
-def ref(kind: str, name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/{kind}/{name}"}
+def ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
 
 
 def json_content(schema: Any) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
+
+
+def form_body(schema: str) -> dict[str, Any]:
+    """A required multipart/form-data body, streamed (hand-written: no schema loads it)."""
+    return {"required": True, "content": {"multipart/form-data": {"schema": ref(schema)}}}
+
+
+def json_body_doc(schema: Any, *, form: bool = False) -> dict[str, Any]:
+    """A required JSON request body (`form`: a form-encoded one is accepted too)."""
+    content = json_content(schema)
+    if form:
+        content["application/x-www-form-urlencoded"] = {"schema": schema}
+    return {"required": True, "content": content}
 
 
 def header(description: str, schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
@@ -287,13 +331,14 @@ RATE_LIMIT_HEADERS = {
 def error(description: str, **headers: dict[str, Any]) -> dict[str, Any]:
     response: dict[str, Any] = {
         "description": description,
-        "content": json_content(ref("schemas", "Error")),
+        "content": json_content(ref("Error")),
     }
     if headers:
         response["headers"] = headers
     return response
 
 
+SERVER = ("ServerError", "ServiceUnavailable")
 ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     "BadRequest": (
         400,
@@ -336,7 +381,7 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
         422,
         {
             "description": "The input broke a rule; `errors` names each field with its messages.",
-            "content": json_content(ref("schemas", "ValidationError")),
+            "content": json_content(ref("ValidationError")),
         },
     ),
     "TooManyRequests": (
@@ -438,7 +483,7 @@ def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
                 "ETag": ETAG,
                 "Cache-Control": cache,
             },
-            "content": json_content(ref("schemas", "Error")),
+            "content": json_content(ref("Error")),
         },
     }
 
@@ -510,103 +555,12 @@ response under `/api/public/` carries `Cache-Control: public, max-age=0, must-re
 """
 
 
-def _page_envelope(item: dict[str, Any], page_size: int) -> dict[str, Any]:
-    position = {"type": ["integer", "null"], "minimum": 1}
-    url = {"type": "string", "format": "uri"}
-    optional_url = {"type": ["string", "null"], "format": "uri"}
-    properties = {
-        "data": {"type": "array", "items": item, "maxItems": page_size},
-        "current_page": {"type": "integer", "minimum": 1},
-        "per_page": {"type": "integer", "minimum": 1},
-        "total": {"type": "integer", "minimum": 0},
-        "last_page": {"type": "integer", "minimum": 1},
-        "from": {**position, "description": "Position of the first record; null when empty."},
-        "to": {**position, "description": "Position of the last record; null when empty."},
-        "first_page_url": url,
-        "last_page_url": url,
-        "next_page_url": {**optional_url, "description": "null on the last page."},
-        "prev_page_url": {**optional_url, "description": "null on the first page."},
-        "path": {**url, "description": "The list URL without query."},
-        "next_cursor": {
-            "type": ["string", "null"],
-            "description": "Continue with ?cursor=<this> (keyset pagination); null at the end.",
-        },
-    }
-    page = {
-        "type": "object",
-        "title": "Numbered page",
-        "description": (
-            "One page of records, newest first (created_at, then id, descending), in the form "
-            "of Laravel's length-aware paginator. The page URLs keep the other query parameters."
-        ),
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-    keyset = {
-        "type": "object",
-        "title": "Keyset page (with ?cursor=)",
-        "description": "The records after the cursor, same order; no total is counted.",
-        "properties": {
-            "data": properties["data"],
-            "path": properties["path"],
-            "per_page": properties["per_page"],
-            "next_cursor": properties["next_cursor"],
-            "next_page_url": {**optional_url, "description": "null after the last record."},
-        },
-        "required": ["data", "path", "per_page", "next_cursor", "next_page_url"],
-        "additionalProperties": False,
-    }
-    return {"oneOf": [page, keyset]}
-
-
-def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
+def _register_schemas(spec: Any, plugin: _Plugin, limits: Limits) -> None:
     components = spec.components
-    components.schema(
-        "Error",
-        {
-            "type": "object",
-            "properties": {"message": {"type": "string"}},
-            "required": ["message"],
-            "additionalProperties": False,
-        },
-    )
-    components.schema(
-        "ValidationError",
-        {
-            "type": "object",
-            "properties": {
-                "message": {"type": "string"},
-                "errors": {
-                    "type": "object",
-                    "additionalProperties": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "minItems": 1,
-                    },
-                    "minProperties": 1,
-                },
-            },
-            "required": ["message", "errors"],
-            "additionalProperties": False,
-        },
-    )
+    components.schema("Error", schema=ErrorSchema)
+    components.schema("ValidationError", schema=ValidationErrorSchema)
     components.schema("TokenRequest", schema=TokenRequestSchema())
-    components.schema(
-        "Token",
-        {
-            "type": "object",
-            "properties": {
-                "token": {
-                    "type": "string",
-                    "pattern": r"^[0-9]+\|[A-Za-z0-9_-]{43,}$",
-                    "description": "`<id>|<secret>`; shown only this once.",
-                }
-            },
-            "required": ["token"],
-            "additionalProperties": False,
-        },
-    )
+    components.schema("Token", schema=TokenSchema)
 
     record_components = {
         "FileRecord": (record_schema, "A file record."),
@@ -696,29 +650,33 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
             "required": ["file"],
         },
     )
-    components.schema(
-        "CreatedFiles",
-        {
-            "type": "object",
-            "properties": {
-                "files": {
-                    "type": "array",
-                    "items": ref("schemas", "CreatedFileRecord"),
-                    "minItems": 1,
-                    "maxItems": limits.max_files,
-                }
-            },
-            "required": ["files"],
-            "additionalProperties": False,
-        },
-    )
-    components.schema(
-        "FileRecordPage", _page_envelope(ref("schemas", "FileRecord"), limits.page_size)
-    )
-    components.schema(
-        "PublicFileRecordPage",
-        _page_envelope(ref("schemas", "PublicFileRecord"), limits.page_size),
-    )
+    components.schema("CreatedFiles", schema=CreatedFilesSchema)
+    components.schemas["CreatedFiles"]["properties"]["files"]["maxItems"] = limits.max_files
+    for name, record in (("FileRecord", record_schema), ("PublicFileRecord", public_record_schema)):
+        components.schema(f"{name}Page", _page(plugin, record, limits.page_size))
+
+
+PAGE_KINDS = (
+    (
+        "Numbered page",
+        "One page of records, newest first (created_at, then id, descending), in the form of "
+        "Laravel's length-aware paginator. The page URLs keep the other query parameters.",
+    ),
+    (
+        "Keyset page (with ?cursor=)",
+        "The records after the cursor, same order; no total is counted.",
+    ),
+)
+
+
+def _page(plugin: _Plugin, record: Schema, page_size: int) -> dict[str, Any]:
+    """A list answer: a numbered page or a keyset page, of at most `page_size` records."""
+    kinds = []
+    for (title, description), schema in zip(PAGE_KINDS, page_envelope(record), strict=True):
+        converted = plugin.converter.schema2jsonschema(schema)
+        converted["properties"]["data"]["maxItems"] = page_size
+        kinds.append({"title": title, "description": description, **converted})
+    return {"oneOf": kinds}
 
 
 UPLOADS_TAG = """\
@@ -750,27 +708,36 @@ new tus.Upload(file, {
 Only the owner sees or continues an upload. Unfinished uploads expire after the configured
 hours without a new piece (`Upload-Expires`)."""
 
+TAGS = {
+    "Tokens": "Personal access tokens.",
+    "Files": "Your records (administrators: all records).",
+    "Public": "Released records, without a token.",
+    "Uploads": UPLOADS_TAG,
+    "Documentation": "This document and its page.",
+    "Harvesting": "OAI-PMH 2.0 for catalogues and aggregators.",
+    "Operations": "Probes for load balancers and orchestrators.",
+}
+
 
 @lru_cache(maxsize=8)
-def _build(limits: Limits, routes: tuple[Route, ...]) -> dict[str, Any]:
+def _build(limits: Limits, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]:
     plugin = _Plugin()
-    spec = APISpec(
-        title="File repository API",
-        version=_api_version(),
-        openapi_version=OPENAPI_VERSION,
-        plugins=[plugin],
-        info={"description": _description(limits)},
-        security=[{BEARER: []}],
-        tags=[
-            {"name": "Tokens", "description": "Personal access tokens."},
-            {"name": "Files", "description": "Your records (administrators: all records)."},
-            {"name": "Public", "description": "Released records, without a token."},
-            {"name": "Uploads", "description": UPLOADS_TAG},
-            {"name": "Documentation", "description": "This document and its page."},
-            {"name": "Harvesting", "description": "OAI-PMH 2.0 for catalogues and aggregators."},
-            {"name": "Operations", "description": "Probes for load balancers and orchestrators."},
-        ],
+    # The blueprints are registered on an app of the document's own: building it changes
+    # nothing in the app it describes.
+    api = _Api(
+        Flask(__name__),
+        spec_kwargs={
+            "title": "File repository API",
+            "version": _api_version(),
+            "openapi_version": OPENAPI_VERSION,
+            "flask_plugin": _Paths(),
+            "marshmallow_plugin": plugin,
+            "info": {"description": _description(limits)},
+            "security": [{BEARER: []}],
+            "tags": [{"name": name, "description": text} for name, text in TAGS.items()],
+        },
     )
+    spec = api.spec
     spec.components.security_scheme(
         BEARER,
         {
@@ -783,5 +750,6 @@ def _build(limits: Limits, routes: tuple[Route, ...]) -> dict[str, Any]:
     for name, (_status, response) in ERROR_RESPONSES.items():
         spec.components.response(name, response)
     _register_schemas(spec, plugin, limits)
-    _add_paths(spec, routes, limits)
-    return spec.to_dict()
+    for blueprint in blueprints:
+        api.register_blueprint(blueprint)
+    return _rendered(spec.to_dict(), limits)

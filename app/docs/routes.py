@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from functools import cache
 
-from flask import Blueprint, Flask, Response, current_app, request, url_for
+from flask import Flask, Response, current_app, request, url_for
 from markupsafe import escape
 from werkzeug.exceptions import NotFound
 
@@ -19,19 +19,24 @@ from app.docs.assets import (
 from app.docs.openapi import (
     NO_TOKEN,
     REVALIDATION_ETAG,
+    Blueprint,
     error,
     json_content,
-    openapi,
     openapi_document,
 )
 
-bp = Blueprint("docs", __name__)
+bp = Blueprint("docs", __name__, tag="Documentation")
 
 
 ASSET_MAX_AGE = 24 * 60 * 60
 INITIALIZER_VERSION = hashlib.sha256(INITIALIZER_JS.encode()).hexdigest()[:12]
-TAGS = ["Documentation"]
 NOT_MODIFIED = {"description": "The cached copy is current."}
+ASSET_NAME = {
+    "name": "name",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "enum": sorted(ASSET_TYPES)},
+}
 
 # Scripts and style sheets from this service only; the document is fetched from it too.
 # Swagger UI sets inline styles and uses data: images in its style sheet.
@@ -80,8 +85,7 @@ def _document_json(app: Flask) -> bytes:
 
 
 @bp.get("/api/openapi.json")
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="getOpenApiDocument",
     summary="This OpenAPI document",
     security=NO_TOKEN,
@@ -107,8 +111,7 @@ def _asset_url(name: str) -> str:
 
 
 @bp.get("/api/docs")
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="getDocsPage",
     summary="Interactive documentation (Swagger UI)",
     description="Works offline: every asset is served by the service itself.",
@@ -145,17 +148,8 @@ def _asset_bytes(name: str) -> bytes:
     return (SWAGGER_UI_DIST / name).read_bytes()
 
 
-@bp.get("/api/docs/assets/<name>")
-@openapi(
-    path_parameters={
-        "name": {
-            "name": "name",
-            "in": "path",
-            "required": True,
-            "schema": {"type": "string", "enum": sorted(ASSET_TYPES)},
-        }
-    },
-    tags=TAGS,
+@bp.get("/api/docs/assets/<name>", parameters=[ASSET_NAME])
+@bp.doc(
     operationId="getDocsAsset",
     summary="A script, style sheet or icon of the documentation page",
     security=NO_TOKEN,

@@ -4,28 +4,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 from feedgen.feed import FeedGenerator
-from flask import Blueprint, Response, current_app, request, url_for
+from flask import Response, current_app, request, url_for
 from lxml import etree
 from marshmallow import EXCLUDE, Schema
 
 from app.database import read_without_transaction
-from app.docs.openapi import (
-    NO_TOKEN,
-    REVALIDATION_ETAG,
-    errors,
-    header,
-    openapi,
-    public_cache,
-)
+from app.docs.openapi import NO_TOKEN, REVALIDATION_ETAG, SERVER, Blueprint, header
 from app.feeds import services
 from app.files import access
 from app.http import load
 from app.oai.routes import absolute_url
 from app.oai.xml import xml_text
-from app.public.routes import PUBLIC_CACHE
+from app.public.routes import CACHED
 from app.schemas.field_types import PlainString
 
-bp = Blueprint("feeds", __name__, url_prefix="/api/public")
+bp = Blueprint("feeds", __name__, url_prefix="/api/public", tag="Public", error_headers=CACHED)
 bp.before_request(read_without_transaction)
 
 
@@ -47,9 +40,7 @@ feed_query_schema = FeedQuerySchema()
 
 def _feed_operation(operation_id: str, summary: str, description: str, media_type: str) -> Any:
     """The operation of a feed: the same parameters and answers, in its own media type."""
-    cache = public_cache(PUBLIC_CACHE)
-    return openapi(
-        tags=["Public"],
+    declare = bp.doc(
         operationId=operation_id,
         summary=summary,
         description=description + " Revalidate with If-None-Match or If-Modified-Since.",
@@ -59,23 +50,18 @@ def _feed_operation(operation_id: str, summary: str, description: str, media_typ
             "200": {
                 "description": "The feed.",
                 "headers": {
-                    "Cache-Control": cache,
+                    **CACHED,
                     "ETag": REVALIDATION_ETAG,
                     "Last-Modified": header(
-                        "The newest change or release in the feed.",
-                        {"type": "string"},
-                        required=False,
+                        "The newest change or release in the feed.", {"type": "string"}, False
                     ),
                 },
                 "content": {media_type: {"schema": {"type": "string"}}},
             },
-            "304": {
-                "description": "The cached copy is current.",
-                "headers": {"Cache-Control": cache},
-            },
-            **errors("ValidationFailed", "ServerError", "ServiceUnavailable", cache=cache),
+            "304": {"description": "The cached copy is current.", "headers": CACHED},
         },
     )
+    return lambda view: declare(bp.errors("ValidationFailed", *SERVER)(view))
 
 
 def _path() -> str | None:

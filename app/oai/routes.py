@@ -13,16 +13,16 @@ import uuid
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from flask import Blueprint, Response, current_app, g, request, url_for
+from flask import Response, current_app, g, request, url_for
 
 from app.database import read_without_transaction
-from app.docs.openapi import NO_TOKEN, errors, openapi
+from app.docs.openapi import NO_TOKEN, SERVER, Blueprint
 from app.files import access
 from app.http import external_url
 from app.oai import harvest
 from app.oai import xml as oai_xml
 
-bp = Blueprint("oai", __name__)
+bp = Blueprint("oai", __name__, tag="Harvesting")
 bp.before_request(read_without_transaction)
 
 
@@ -73,7 +73,6 @@ ANSWERS = {
         ),
         "content": {"text/xml": {"schema": {"type": "string"}}},
     },
-    **errors("ServerError", "ServiceUnavailable"),
 }
 
 
@@ -122,26 +121,19 @@ def _record_id(identifier: str) -> uuid.UUID:
 
 
 @bp.route("/oai", methods=["GET", "POST"], endpoint="endpoint")
-@openapi(
+@bp.doc(
     method="GET",
-    tags=["Harvesting"],
     operationId="oaiPmhGet",
     summary="OAI-PMH request",
-    description=ABOUT,
-    security=NO_TOKEN,
     parameters=[
         {"name": name, "in": "query", "required": name == "verb", "schema": schema}
         for name, schema in ARGUMENTS.items()
     ],
-    responses=ANSWERS,
 )
-@openapi(
+@bp.doc(
     method="POST",
-    tags=["Harvesting"],
     operationId="oaiPmhPost",
     summary="OAI-PMH request (form-encoded body)",
-    description=ABOUT,
-    security=NO_TOKEN,
     requestBody={
         "required": True,
         "content": {
@@ -150,8 +142,9 @@ def _record_id(identifier: str) -> uuid.UUID:
             }
         },
     },
-    responses=ANSWERS,
 )
+@bp.doc(description=ABOUT, security=NO_TOKEN, responses=ANSWERS)
+@bp.errors(*SERVER)
 def endpoint() -> Response:
     source = request.form if request.method == "POST" else request.args
     arguments = {key: source.getlist(key) for key in source}

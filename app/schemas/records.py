@@ -164,6 +164,14 @@ created_record_schema = FileRecordSchema(exclude=("updated_at",))
 public_record_schema = FileRecordSchema(exclude=("erstellt_von", "freigegeben_von"))
 
 
+class CreatedFilesSchema(Schema):
+    """The answer of an upload: one record per file, in upload order."""
+
+    files = fields.List(
+        fields.Nested(created_record_schema), required=True, metadata={"minItems": 1}
+    )
+
+
 def dump_update_result(record: Any, changed: list[str]) -> dict[str, Any]:
     """PATCH answers with the id, the fields that were sent and the new updated_at."""
     full = record_schema.dump(record)

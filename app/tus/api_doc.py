@@ -74,7 +74,7 @@ ERRORS = {
     412: {
         "description": "`Tus-Resumable` is missing or not 1.0.0.",
         "headers": {"Tus-Version": header("Versions spoken.")},
-        "content": doc.json_content(doc.ref("schemas", "Error")),
+        "content": doc.json_content(doc.ref("Error")),
     },
     413: _tus_error(
         "`Upload-Length` is over `Tus-Max-Size`, or the body goes beyond `Upload-Length`."

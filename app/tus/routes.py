@@ -5,10 +5,10 @@ import binascii
 import uuid
 from email.utils import format_datetime
 
-from flask import Blueprint, Response, current_app, request
+from flask import Response, current_app, request
 
 from app.auth.guard import current_user, user_rate_key
-from app.docs.openapi import NO_TOKEN, Configured, openapi
+from app.docs.openapi import NO_TOKEN, Blueprint, Configured
 from app.errors import error_response
 from app.extensions import limiter
 from app.models import ResumableUpload
@@ -30,12 +30,10 @@ from app.tus.api_doc import (
     without_body,
 )
 
-bp = Blueprint("tus", __name__, url_prefix="/api/uploads")
+bp = Blueprint("tus", __name__, url_prefix="/api/uploads", tag="Uploads")
 
 
 OFFSET_TYPE = "application/offset+octet-stream"
-TAGS = ["Uploads"]
-PATH = {"upload_id": UPLOAD_ID}
 
 
 def _storage() -> Storage:
@@ -108,8 +106,7 @@ def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
 
 
 @bp.route("", methods=["OPTIONS"], provide_automatic_options=False)
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="discoverUploads",
     summary="What this tus server speaks",
     security=NO_TOKEN,
@@ -146,8 +143,7 @@ def discover():
 
 @bp.route("", methods=["POST"], provide_automatic_options=False)
 @limiter.limit(_upload_rate, key_func=user_rate_key)
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="createUpload",
     summary="Start a resumable upload (tus creation)",
     description=Configured(
@@ -195,10 +191,10 @@ def create_upload():
     return Response(status=201, headers=headers)
 
 
-@bp.route("/<uuid:upload_id>", methods=["HEAD"], provide_automatic_options=False)
-@openapi(
-    path_parameters=PATH,
-    tags=TAGS,
+@bp.route(
+    "/<uuid:upload_id>", parameters=[UPLOAD_ID], methods=["HEAD"], provide_automatic_options=False
+)
+@bp.doc(
     operationId="readUpload",
     summary="How far an upload got",
     parameters=[TUS_RESUMABLE],
@@ -223,10 +219,10 @@ def upload_state(upload_id: uuid.UUID):
     return Response(status=200, headers=headers)
 
 
-@bp.route("/<uuid:upload_id>", methods=["PATCH"], provide_automatic_options=False)
-@openapi(
-    path_parameters=PATH,
-    tags=TAGS,
+@bp.route(
+    "/<uuid:upload_id>", parameters=[UPLOAD_ID], methods=["PATCH"], provide_automatic_options=False
+)
+@bp.doc(
     operationId="appendToUpload",
     summary="Send the next piece",
     description=(
@@ -259,10 +255,10 @@ def append_to_upload(upload_id: uuid.UUID):
     return Response(status=204, headers=_state_headers(appended.upload))
 
 
-@bp.route("/<uuid:upload_id>", methods=["DELETE"], provide_automatic_options=False)
-@openapi(
-    path_parameters=PATH,
-    tags=TAGS,
+@bp.route(
+    "/<uuid:upload_id>", parameters=[UPLOAD_ID], methods=["DELETE"], provide_automatic_options=False
+)
+@bp.doc(
     operationId="terminateUpload",
     summary="Abandon an upload (tus termination)",
     description="Its pieces are removed; the record of a finished upload stays.",
