@@ -5,11 +5,11 @@ from flask import current_app, request
 from app.auth.guard import current_user
 from app.auth.schemas import TokenRequestSchema, TokenSchema
 from app.auth.services import authenticate, issue_token, revoke_token
-from app.docs.openapi import NO_TOKEN, RATE_LIMIT_HEADERS, SERVER, Blueprint, json_body_doc, ref
+from app.docs.openapi import NO_TOKEN, RATE_LIMIT_HEADERS, SERVER, Blueprint, json_body_doc
 from app.extensions import limiter
 from app.http import json_body, load
 
-bp = Blueprint("auth", __name__, tag="Tokens")
+bp = Blueprint("auth", __name__, tag="Tokens", errors=SERVER)
 
 
 token_request_schema = TokenRequestSchema()
@@ -31,10 +31,10 @@ def _login_rate_key() -> str:
     description="Wrong email or password answer the same 422 (`errors.email`). Rate limited "
     "per client address and email.",
     security=NO_TOKEN,
-    requestBody=json_body_doc(ref("TokenRequest"), form=True),
+    requestBody=json_body_doc(TokenRequestSchema, form=True),
 )
 @bp.alt_response(201, schema=TokenSchema, description="The new token.", headers=RATE_LIMIT_HEADERS)
-@bp.errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests", *SERVER)
+@bp.errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def create_token():
     data = load(token_request_schema, json_body())
     user = authenticate(data["email"], data["password"])
@@ -48,7 +48,7 @@ def create_token():
     description="The revoked token answers 401 from then on.",
 )
 @bp.alt_response(204, description="Revoked; no body.")
-@bp.errors("Unauthenticated", *SERVER)
+@bp.errors("Unauthenticated")
 def delete_current_token():
     revoke_token(current_user().token_id)
     return "", 204

@@ -2,11 +2,11 @@
 
 A view's blueprint is this module's `Blueprint` (flask-smorest's): the view states its operation
 with `doc`, its answers with `alt_response` and `errors`, and nothing else needs to know about a
-new endpoint. This module holds what the whole document shares: its description, the security
-scheme, the error responses, headers, and the component schemas. What keeps the document true
-is the validating test client and Schemathesis (tests/docs). The limits it states come from the
-configuration (`Configured` text); the document is built once per set of limits and blueprints,
-and shared (treat it as read-only).
+new endpoint (a schema it names becomes a component by its class name). This module holds what
+the whole document shares: its description, the error responses, headers and the components
+that carry configured limits. What keeps the document true is the validating test client and
+Schemathesis (tests/docs). `Configured` text is formatted with the limits of the configuration;
+the document is built once per set of limits and blueprints, and shared (treat it as read-only).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 import flask_smorest
 from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
@@ -27,12 +27,15 @@ from flask_smorest.spec.plugins import FlaskPlugin
 from flask_smorest.utils import deepupdate
 from marshmallow import Schema, fields
 
-from app.auth.schemas import TokenRequestSchema, TokenSchema
 from app.detection.mime import ALLOWED_MIME_TYPES
-from app.schemas import field_types, records
+from app.schemas import field_types as types
 from app.schemas.pages import page_envelope
 from app.schemas.records import (
     CreatedFilesSchema,
+    CreateMetadataSchema,
+    FileRecordSchema,
+    MetadataSchema,
+    UpdateSchema,
     created_record_schema,
     public_record_schema,
     record_schema,
@@ -41,6 +44,17 @@ from app.schemas.records import (
 OPENAPI_VERSION = "3.1.0"
 BEARER = "bearerAuth"
 NO_TOKEN: list[dict[str, list[str]]] = []
+SERVER = ("ServerError", "ServiceUnavailable")
+#: The settings `Configured` text may name, by the name it uses.
+LIMITS = {
+    "max_files": "MAX_FILES_PER_REQUEST",
+    "max_file_size": "MAX_FILE_SIZE",
+    "page_size": "PAGE_SIZE",
+    "max_json_body": "MAX_JSON_BODY",
+    "max_request_size": "MAX_CONTENT_LENGTH",
+    "zip_max_files": "ZIP_MAX_FILES",
+    "zip_max_mb": "ZIP_MAX_MB",
+}
 
 # The canonical form of a stored path (input is trimmed first; an empty string means null).
 PATH_PATTERN = r"^(?!(?:.*/)?\.\.(?:/|$))(?:[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*)?$"
@@ -54,43 +68,29 @@ SINCE_PATTERN = (
 FLAG_STRING_PATTERN = r"^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
 
-class Limits(NamedTuple):
-    """The configured numbers the document states."""
-
-    max_files: int
-    max_file_size: int
-    page_size: int
-    max_json_body: int
-    max_request_size: int | None
-    zip_max_files: int = 1000
-    zip_max_mb: int = 10240
-
-
 def openapi_document(app: Flask) -> dict[str, Any]:
     """The document for this application (built on first use, then shared)."""
-    config = app.config
-    limits = Limits(
-        max_files=config["MAX_FILES_PER_REQUEST"],
-        max_file_size=config["MAX_FILE_SIZE"],
-        page_size=config["PAGE_SIZE"],
-        max_json_body=config["MAX_JSON_BODY"],
-        max_request_size=config.get("MAX_CONTENT_LENGTH"),
-        zip_max_files=config["ZIP_MAX_FILES"],
-        zip_max_mb=config["ZIP_MAX_MB"],
-    )
+    limits = tuple((name, app.config.get(setting)) for name, setting in LIMITS.items())
     blueprints = tuple(bp for bp in app.blueprints.values() if isinstance(bp, Blueprint))
     return _build(limits, blueprints)
 
 
 @dataclass(frozen=True)
 class Configured:
-    """Text that states configured limits: `str.format`ted with the fields of `Limits` when
-    the document is built, e.g. `Configured("At most {max_file_size:,} bytes.")`."""
+    """Text that states configured limits, formatted with the names of `LIMITS` when the
+    document is built, e.g. `Configured("At most {max_file_size:,} bytes.")`."""
 
     template: str
 
-    def render(self, limits: Limits) -> str:
-        return self.template.format_map(limits._asdict())
+
+def _rendered(value: Any, limits: dict[str, Any]) -> Any:
+    if isinstance(value, Configured):
+        return value.template.format_map(limits)
+    if isinstance(value, dict):
+        return {key: _rendered(item, limits) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_rendered(item, limits) for item in value]
+    return value
 
 
 # --- declaring operations beside their views --------------------------------------------
@@ -101,27 +101,29 @@ _VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 class Blueprint(flask_smorest.Blueprint):
     """flask-smorest's blueprint with this service's conventions: operations carry the tag
-    `tag`; a view's docstring says why for readers and stays out of the document; `errors`
-    adds shared error answers by name (written out with `error_headers`, if any); and
-    `doc(method=...)` declares one method of a view that answers several."""
+    `tag` and the error answers `errors` (by name, written out with `error_headers` if any); a
+    view's docstring says why for readers and stays out of the document; `doc(method=...)`
+    declares one method of a view that answers several."""
 
     DOCSTRING_INFO_DELIMITER = ""
 
-    def __init__(self, *args: Any, tag: str, error_headers: dict | None = None, **kw: Any):
+    def __init__(
+        self, *args: Any, tag: str, errors: tuple = (), error_headers: Any = None, **kw: Any
+    ) -> None:
         super().__init__(*args, **kw)
-        self.tag = tag
-        self.error_headers = error_headers or {}
+        self.tag, self.common_errors, self.error_headers = tag, errors, error_headers
 
     def route(self, rule: str, *, parameters: Any = None, tags: Any = None, **options: Any):
-        return super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
+        register = super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
+        return lambda view: register(self.errors(*self.common_errors)(view))
 
-    def doc(self, method: str | None = None, **operation: Any) -> Callable[[View], View]:  # type: ignore[override]
+    def doc(self, method: str | None = None, **operation: Any) -> Any:  # type: ignore[override]
         return super().doc(**({"per_method": {method.lower(): operation}} if method else operation))
 
-    def errors(self, *names: str, headers: dict | None = None) -> Callable[[View], View]:
-        """The error answers of `ERROR_RESPONSES`, by name; with `headers` (by default the
-        blueprint's `error_headers`) each is written out with them."""
-        headers = self.error_headers if headers is None else headers
+    def errors(self, *names: str, headers: Any = None) -> Callable[[View], View]:
+        """The error answers of `ERROR_RESPONSES` by name; with `headers` (by default the
+        blueprint's `error_headers`) written out with them."""
+        headers = headers or self.error_headers
 
         def declare(view: View) -> View:
             for name in names:
@@ -136,8 +138,8 @@ class Blueprint(flask_smorest.Blueprint):
 
         return declare
 
-    def _store_endpoint_docs(self, endpoint: str, obj: Any, *args: Any, **kw: Any) -> None:
-        super()._store_endpoint_docs(endpoint, obj, *args, **kw)
+    def _store_endpoint_docs(self, endpoint: str, *args: Any, **kw: Any) -> None:
+        super()._store_endpoint_docs(endpoint, *args, **kw)
         for method, doc in self._docs[endpoint].items():
             if method != "parameters":
                 manual = doc.setdefault("manual_doc", {})
@@ -162,35 +164,27 @@ class _Api(flask_smorest.Api):
 
     DEFAULT_ERROR_RESPONSE_NAME = None
 
-    def _register_error_handlers(self) -> None:
-        pass
-
-    def _register_responses(self) -> None:
-        pass
-
-    def _register_etag_headers(self) -> None:
-        pass
-
-    def _register_pagination_header(self) -> None:
-        pass
+    def _register_error_handlers(self) -> None: ...
+    def _register_responses(self) -> None: ...
+    def _register_etag_headers(self) -> None: ...
+    def _register_pagination_header(self) -> None: ...
 
     def register_blueprint(self, blp: Blueprint, **options: Any) -> None:
         self._app.register_blueprint(blp, **options)
         blp.register_views_in_doc(self, self._app, self.spec, name=blp.name, parameters=None)
 
 
-def _rendered(value: Any, limits: Limits) -> Any:
-    """A copy of the document with its `Configured` text formatted."""
-    if isinstance(value, Configured):
-        return value.render(limits)
-    if isinstance(value, dict):
-        return {key: _rendered(item, limits) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_rendered(item, limits) for item in value]
-    return value
-
-
 # --- marshmallow fields of this service -------------------------------------------------
+
+FLAG = {"type": "string", "pattern": FLAG_STRING_PATTERN}
+SERVICE_RULES: dict[type, dict[str, Any]] = {
+    types.Int32: {"minimum": types.INT32_MIN, "maximum": types.INT32_MAX},
+    types.PageNumber: {"minimum": 1, "maximum": 999_999_999},
+    types.ReleaseFilter: {"enum": ["0", "1"]},
+    types.Since: {"pattern": SINCE_PATTERN, "examples": ["2026-04-30", "2026-04-30T10:15:00Z"]},
+    types.Timestamp: {"pattern": TIMESTAMP_PATTERN, "examples": ["2026-04-30T10:15:00.123456Z"]},
+    types.Flag: {"anyOf": [{"type": "boolean"}, {"type": "integer", "enum": [0, 1]}, FLAG]},
+}
 
 
 class _Converter(OpenAPIConverter):
@@ -198,15 +192,25 @@ class _Converter(OpenAPIConverter):
 
     field_mapping = {
         **DEFAULT_FIELD_MAPPING,
-        field_types.Text: ("string", None),
-        field_types.CalendarDate: ("string", "date"),
-        field_types.Timestamp: ("string", "date-time"),
-        field_types.Int32: ("integer", "int32"),
-        field_types.PageNumber: ("integer", None),
-        field_types.ReleaseFilter: ("string", None),
-        field_types.Since: ("string", None),
-        field_types.Flag: (None, None),
+        types.Text: ("string", None),
+        types.CalendarDate: ("string", "date"),
+        types.Timestamp: ("string", "date-time"),
+        types.Int32: ("integer", "int32"),
+        types.PageNumber: ("integer", None),
+        types.ReleaseFilter: ("string", None),
+        types.Since: ("string", None),
+        types.Flag: (None, None),
     }
+
+    def init_attribute_functions(self) -> None:
+        super().init_attribute_functions()
+        self.attribute_functions.append(self.field2service_rules)
+
+    def field2service_rules(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
+        rules = {"maxLength": field.max_length} if isinstance(field, types.Text) else {}
+        if isinstance(field, types.VirtualPath):
+            rules["pattern"] = PATH_PATTERN
+        return {**rules, **SERVICE_RULES.get(type(field), {})}
 
     def fields2jsonschema(self, fields: Any, *, partial: Any = None) -> dict[str, Any]:
         """`required` in the order of the fields (apispec sorts it), as the document had it."""
@@ -216,41 +220,12 @@ class _Converter(OpenAPIConverter):
             converted["required"] = [name for name in converted["properties"] if name in required]
         return converted
 
-    def init_attribute_functions(self) -> None:
-        super().init_attribute_functions()
-        self.attribute_functions.append(self.field2service_rules)
-
-    def field2service_rules(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
-        if isinstance(field, field_types.VirtualPath):
-            return {"maxLength": field.max_length, "pattern": PATH_PATTERN}
-        if isinstance(field, field_types.Text):
-            return {"maxLength": field.max_length}
-        if isinstance(field, field_types.Int32):
-            return {"minimum": field_types.INT32_MIN, "maximum": field_types.INT32_MAX}
-        if isinstance(field, field_types.PageNumber):
-            return {"minimum": 1, "maximum": 999_999_999}
-        if isinstance(field, field_types.ReleaseFilter):
-            return {"enum": ["0", "1"]}
-        if isinstance(field, field_types.Since):
-            return {"pattern": SINCE_PATTERN, "examples": ["2026-04-30", "2026-04-30T10:15:00Z"]}
-        if isinstance(field, field_types.Timestamp):
-            return {"pattern": TIMESTAMP_PATTERN, "examples": ["2026-04-30T10:15:00.123456Z"]}
-        if isinstance(field, field_types.Flag):
-            return {
-                "anyOf": [
-                    {"type": "boolean"},
-                    {"type": "integer", "enum": [0, 1]},
-                    {"type": "string", "pattern": FLAG_STRING_PATTERN},
-                ]
-            }
-        return {}
-
 
 class _Plugin(MarshmallowPlugin):
     Converter = _Converter
 
 
-# --- the error bodies -------------------------------------------------------------------
+# --- what operations share --------------------------------------------------------------
 
 
 class ErrorSchema(Schema):
@@ -268,9 +243,6 @@ class ValidationErrorSchema(ErrorSchema):
         required=True,
         metadata={"minProperties": 1},
     )
-
-
-# --- reusable pieces --------------------------------------------------------------------
 
 
 def ref(name: str) -> dict[str, str]:
@@ -294,51 +266,39 @@ def json_body_doc(schema: Any, *, form: bool = False) -> dict[str, Any]:
     return {"required": True, "content": content}
 
 
-def header(description: str, schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
-    return {"description": description, "required": required, "schema": schema}
+def header(description: str, schema: Any = None, required: bool = True) -> dict[str, Any]:
+    return {"description": description, "required": required, "schema": schema or STRING}
+
+
+def const(value: Any) -> dict[str, Any]:
+    return {"type": "string", "const": value}
 
 
 def public_cache(value: str) -> dict[str, Any]:
     """The Cache-Control header of public answers (`value`: the one the views send)."""
-    return header(
-        "Public responses may be cached but must be revalidated.",
-        {"type": "string", "const": value},
-    )
+    return header("Public responses may be cached but must be revalidated.", const(value))
 
 
 def private_cache(value: str) -> dict[str, Any]:
     """The Cache-Control header of authenticated downloads."""
-    return header(
-        "Authenticated downloads are never stored by caches.", {"type": "string", "const": value}
+    return header("Authenticated downloads are never stored by caches.", const(value))
+
+
+def error(description: str, **headers: Any) -> dict[str, Any]:
+    return {"description": description, "content": json_content(ref("Error"))} | (
+        {"headers": headers} if headers else {}
     )
 
 
-ETAG = header("SHA-256 of the content, a strong entity tag.", {"type": "string"})
-REVALIDATION_ETAG = header("Entity tag for revalidation with If-None-Match.", {"type": "string"})
+STRING = {"type": "string"}
+INTEGER = {"type": "integer"}
+ETAG = header("SHA-256 of the content, a strong entity tag.")
+REVALIDATION_ETAG = header("Entity tag for revalidation with If-None-Match.")
 RATE_LIMIT_HEADERS = {
-    "X-RateLimit-Limit": header(
-        "Requests allowed in the current window.", {"type": "integer"}, required=False
-    ),
-    "X-RateLimit-Remaining": header(
-        "Requests left in the current window.", {"type": "integer"}, required=False
-    ),
-    "X-RateLimit-Reset": header(
-        "When the window resets (Unix time).", {"type": "integer"}, required=False
-    ),
+    "X-RateLimit-Limit": header("Requests allowed in the current window.", INTEGER, False),
+    "X-RateLimit-Remaining": header("Requests left in the current window.", INTEGER, False),
+    "X-RateLimit-Reset": header("When the window resets (Unix time).", INTEGER, False),
 }
-
-
-def error(description: str, **headers: dict[str, Any]) -> dict[str, Any]:
-    response: dict[str, Any] = {
-        "description": description,
-        "content": json_content(ref("Error")),
-    }
-    if headers:
-        response["headers"] = headers
-    return response
-
-
-SERVER = ("ServerError", "ServiceUnavailable")
 ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     "BadRequest": (
         400,
@@ -348,11 +308,7 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
         401,
         error(
             "No valid bearer token: missing, malformed, unknown, expired or revoked.",
-            **{
-                "WWW-Authenticate": header(
-                    "The authentication scheme to use.", {"type": "string", "const": "Bearer"}
-                )
-            },
+            **{"WWW-Authenticate": header("The authentication scheme to use.", const("Bearer"))},
         ),
     ),
     "Forbidden": (
@@ -371,10 +327,7 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     ),
     "MethodNotAllowed": (
         405,
-        error(
-            "The path does not offer this method.",
-            Allow=header("The methods the path offers.", {"type": "string"}),
-        ),
+        error("The path does not offer this method.", Allow=header("The methods the path offers.")),
     ),
     "PayloadTooLarge": (413, error("The request body is larger than allowed.")),
     "ValidationFailed": (
@@ -390,35 +343,15 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
             "Rate limit exceeded.",
             **{
                 "Retry-After": header(
-                    "Seconds to wait before trying again.", {"type": "integer", "minimum": 0}
-                ),
+                    "Seconds to wait before trying again.", INTEGER | {"minimum": 0}
+                )
             },
             **RATE_LIMIT_HEADERS,
         ),
     ),
     "ServerError": (500, error("Unexpected server error; no details are disclosed.")),
-    "ServiceUnavailable": (
-        503,
-        error("The database or the file storage cannot be reached."),
-    ),
+    "ServiceUnavailable": (503, error("The database or the file storage cannot be reached.")),
 }
-
-
-def errors(*names: str, cache: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Error responses by component name; with `cache` (public answers) each one is written out
-    with that Cache-Control header too."""
-    responses: dict[str, Any] = {}
-    for name in names:
-        status, response = ERROR_RESPONSES[name]
-        if cache is not None:
-            response = copy.deepcopy(response)
-            response.setdefault("headers", {})["Cache-Control"] = cache
-            responses[str(status)] = response
-        else:
-            responses[str(status)] = name
-    return responses
-
-
 ID_PARAMETER = {
     "name": "id",
     "in": "path",
@@ -431,23 +364,25 @@ ID_PARAMETER = {
 def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
     """200/206/304/416 of a download; the body is the stored content, streamed. `cache`: the
     Cache-Control header (`public_cache` or `private_cache`)."""
+    disposition = {
+        "type": "string",
+        "pattern": '^attachment; filename="[^"]*"; filename\\*=UTF-8\'\'',
+    }
     common = {
         "Content-Disposition": header(
             "`attachment` with an ASCII fallback name and the exact original name in RFC 8187 "
             "form (`filename*=UTF-8''...`).",
-            {"type": "string", "pattern": '^attachment; filename="[^"]*"; filename\\*=UTF-8\'\''},
+            disposition,
         ),
         "ETag": ETAG,
-        "Accept-Ranges": header(
-            "Single byte ranges are served.", {"type": "string", "const": "bytes"}
-        ),
-        "X-Content-Type-Options": header(
-            "Browsers must not sniff.", {"type": "string", "const": "nosniff"}
-        ),
+        "Accept-Ranges": header("Single byte ranges are served.", const("bytes")),
+        "X-Content-Type-Options": header("Browsers must not sniff.", const("nosniff")),
         "Cache-Control": cache,
+        "Content-Length": header("Bytes in this response.", INTEGER | {"minimum": 0}),
     }
-    length = header("Bytes in this response.", {"type": "integer", "minimum": 0})
     content = {mime: {} for mime in sorted(ALLOWED_MIME_TYPES)}
+    served = {"type": "string", "pattern": r"^bytes [0-9]+-[0-9]+/[0-9]+$"}
+    size = {"type": "string", "pattern": r"^bytes \*/[0-9]+$"}
     return {
         "200": {
             "description": (
@@ -455,18 +390,14 @@ def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
                 "ranges, other range units, or an If-Range that does not name the current ETag "
                 "also get the whole content."
             ),
-            "headers": {**common, "Content-Length": length},
+            "headers": common,
             "content": content,
         },
         "206": {
             "description": "The single byte range asked for with `Range: bytes=...`.",
             "headers": {
                 **common,
-                "Content-Length": length,
-                "Content-Range": header(
-                    "The range served and the full size.",
-                    {"type": "string", "pattern": r"^bytes [0-9]+-[0-9]+/[0-9]+$"},
-                ),
+                "Content-Range": header("The range served and the full size.", served),
             },
             "content": content,
         },
@@ -477,9 +408,7 @@ def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
         "416": {
             "description": "The range cannot be satisfied.",
             "headers": {
-                "Content-Range": header(
-                    "The full size.", {"type": "string", "pattern": r"^bytes \*/[0-9]+$"}
-                ),
+                "Content-Range": header("The full size.", size),
                 "ETag": ETAG,
                 "Cache-Control": cache,
             },
@@ -488,28 +417,22 @@ def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-DOWNLOAD_REQUEST_HEADERS: list[dict[str, Any]] = [
-    {
-        "name": "Range",
+def header_parameter(name: str, description: str, schema: Any = None, required: bool = False):
+    return {
+        "name": name,
         "in": "header",
-        "required": False,
-        "description": "One byte range, e.g. `bytes=0-1023`, `bytes=1024-` or `bytes=-500`.",
-        "schema": {"type": "string"},
-    },
-    {
-        "name": "If-Range",
-        "in": "header",
-        "required": False,
-        "description": "Serve the range only if this is the current (strong) ETag.",
-        "schema": {"type": "string"},
-    },
-    {
-        "name": "If-None-Match",
-        "in": "header",
-        "required": False,
-        "description": "304 when it names the current ETag.",
-        "schema": {"type": "string"},
-    },
+        "required": required,
+        "description": description,
+        "schema": schema or STRING,
+    }
+
+
+DOWNLOAD_REQUEST_HEADERS = [
+    header_parameter(
+        "Range", "One byte range, e.g. `bytes=0-1023`, `bytes=1024-` or `bytes=-500`."
+    ),
+    header_parameter("If-Range", "Serve the range only if this is the current (strong) ETag."),
+    header_parameter("If-None-Match", "304 when it names the current ETag."),
 ]
 
 
@@ -523,11 +446,11 @@ def _api_version() -> str:
         return "0.0.0"
 
 
-def _description(limits: Limits) -> str:
+def _description(limits: dict[str, Any]) -> str:
     body_limit = (
-        f"a request body larger than {limits.max_request_size:,} bytes is refused with 413 "
+        f"a request body larger than {limits['max_request_size']:,} bytes is refused with 413 "
         "before it is read"
-        if limits.max_request_size
+        if limits["max_request_size"]
         else "request bodies have no overall limit"
     )
     return f"""\
@@ -545,9 +468,9 @@ field key (`files`, `files.N`, `file`, a metadata field, a query parameter, or `
 messages; `message` is the first message, followed by `(and N more errors)` when there are more.
 A method that a path does not offer answers 405 with `Allow`; an unknown path answers 404.
 
-**Limits of this instance.** At most {limits.max_files} files per upload, each of 1 to
-{limits.max_file_size:,} bytes; {limits.page_size} records a page; JSON bodies up to
-{limits.max_json_body:,} bytes; {body_limit}. Token creation and uploads are rate limited (429
+**Limits of this instance.** At most {limits["max_files"]} files per upload, each of 1 to
+{limits["max_file_size"]:,} bytes; {limits["page_size"]} records a page; JSON bodies up to
+{limits["max_json_body"]:,} bytes; {body_limit}. Token creation and uploads are rate limited (429
 with `Retry-After`).
 
 **Public endpoints** need no token, only ever show released records (`freigabe` true), and every
@@ -555,35 +478,36 @@ response under `/api/public/` carries `Cache-Control: public, max-age=0, must-re
 """
 
 
-def _register_schemas(spec: Any, plugin: _Plugin, limits: Limits) -> None:
+def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
+    """The components whose text or bounds follow the configuration, or that no view names."""
     components = spec.components
+    components.security_scheme(
+        BEARER,
+        {
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "<id>|<secret>",
+            "description": "A personal access token from `POST /api/tokens`.",
+        },
+    )
+    for name, (_status, response) in ERROR_RESPONSES.items():
+        components.response(name, response)
     components.schema("Error", schema=ErrorSchema)
     components.schema("ValidationError", schema=ValidationErrorSchema)
-    components.schema("TokenRequest", schema=TokenRequestSchema())
-    components.schema("Token", schema=TokenSchema)
-
-    record_components = {
+    records = {
         "FileRecord": (record_schema, "A file record."),
         "CreatedFileRecord": (created_record_schema, "A file record as create returns it."),
         "PublicFileRecord": (public_record_schema, "A released file record."),
     }
-    mime_types = sorted(ALLOWED_MIME_TYPES)
-    for name, (schema, description) in record_components.items():
-        components.schema(
-            name,
-            {
-                "description": description,
-                "required": list(schema.fields),
-                "additionalProperties": False,
-            },
-            schema=schema,
-        )
-        components.schemas[name]["properties"]["mime_type"]["enum"] = mime_types
-
-    metadata_fields = tuple(
-        name for name, field in records.MetadataSchema().fields.items() if not field.load_only
-    )
-    update_result_schema = records.FileRecordSchema(only=("id", *metadata_fields, "updated_at"))
+    for name, (schema, description) in records.items():
+        strict = {"required": list(schema.fields), "additionalProperties": False}
+        components.schema(name, {"description": description, **strict}, schema=schema)
+        components.schemas[name]["properties"]["mime_type"]["enum"] = sorted(ALLOWED_MIME_TYPES)
+    for name, schema in (("FileRecord", record_schema), ("PublicFileRecord", public_record_schema)):
+        components.schema(f"{name}Page", _page(plugin, schema, limits["page_size"]))
+    components.schema("CreatedFiles", schema=CreatedFilesSchema)
+    components.schemas["CreatedFiles"]["properties"]["files"]["maxItems"] = limits["max_files"]
+    metadata = [name for name, field in MetadataSchema().fields.items() if not field.load_only]
     components.schema(
         "FileUpdateResult",
         {
@@ -592,7 +516,7 @@ def _register_schemas(spec: Any, plugin: _Plugin, limits: Limits) -> None:
             "minProperties": 3,
             "additionalProperties": False,
         },
-        schema=update_result_schema,
+        schema=FileRecordSchema(only=("id", *metadata, "updated_at")),
     )
     components.schema(
         "FileUpdate",
@@ -605,55 +529,36 @@ def _register_schemas(spec: Any, plugin: _Plugin, limits: Limits) -> None:
             "minProperties": 1,
             "additionalProperties": False,
         },
-        schema=records.UpdateSchema(),
+        schema=UpdateSchema(),
     )
-    assert plugin.converter is not None
-    metadata_form = plugin.converter.schema2jsonschema(records.CreateMetadataSchema())
+    # Multipart bodies are streamed, not loaded by a schema: their forms are written out.
     binary = {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"}
+    size = f"1 to {limits['max_file_size']:,} bytes"
+    files = {
+        "type": "array",
+        "items": binary,
+        "minItems": 1,
+        "maxItems": limits["max_files"],
+        "description": f"1 to {limits['max_files']} files of {size} each, of the allowed types. "
+        "Parts named `files` or `files[N]` count too.",
+    }
     components.schema(
         "FileUploadForm",
         {
             "type": "object",
-            "description": (
-                "The files and the metadata that applies to every one of them. Strings are "
-                "trimmed and an empty string means null; unknown form fields are ignored. The "
-                "type of each file is detected from its bytes."
-            ),
+            "description": "The files and the metadata that applies to every one of them. "
+            "Strings are trimmed and an empty string means null; unknown form fields are "
+            "ignored. The type of each file is detected from its bytes.",
             "properties": {
-                "files[]": {
-                    "type": "array",
-                    "items": binary,
-                    "minItems": 1,
-                    "maxItems": limits.max_files,
-                    "description": (
-                        f"1 to {limits.max_files} files of 1 to {limits.max_file_size:,} bytes "
-                        "each, of the allowed types. Parts named `files` or `files[N]` count too."
-                    ),
-                },
-                **metadata_form["properties"],
+                "files[]": files,
+                **plugin.converter.schema2jsonschema(CreateMetadataSchema())["properties"],
             },
             "required": ["files[]"],
         },
     )
-    components.schema(
-        "ContentReplaceForm",
-        {
-            "type": "object",
-            "properties": {
-                "file": {
-                    **binary,
-                    "description": (
-                        f"The new content: 1 to {limits.max_file_size:,} bytes of an allowed type."
-                    ),
-                }
-            },
-            "required": ["file"],
-        },
-    )
-    components.schema("CreatedFiles", schema=CreatedFilesSchema)
-    components.schemas["CreatedFiles"]["properties"]["files"]["maxItems"] = limits.max_files
-    for name, record in (("FileRecord", record_schema), ("PublicFileRecord", public_record_schema)):
-        components.schema(f"{name}Page", _page(plugin, record, limits.page_size))
+    content = {**binary, "description": f"The new content: {size} of an allowed type."}
+    form = {"type": "object", "properties": {"file": content}, "required": ["file"]}
+    components.schema("ContentReplaceForm", form)
 
 
 PAGE_KINDS = (
@@ -720,7 +625,8 @@ TAGS = {
 
 
 @lru_cache(maxsize=8)
-def _build(limits: Limits, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]:
+def _build(settings: tuple, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]:
+    limits = dict(settings)
     plugin = _Plugin()
     # The blueprints are registered on an app of the document's own: building it changes
     # nothing in the app it describes.
@@ -737,19 +643,7 @@ def _build(limits: Limits, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]:
             "tags": [{"name": name, "description": text} for name, text in TAGS.items()],
         },
     )
-    spec = api.spec
-    spec.components.security_scheme(
-        BEARER,
-        {
-            "type": "http",
-            "scheme": "bearer",
-            "bearerFormat": "<id>|<secret>",
-            "description": "A personal access token from `POST /api/tokens`.",
-        },
-    )
-    for name, (_status, response) in ERROR_RESPONSES.items():
-        spec.components.response(name, response)
-    _register_schemas(spec, plugin, limits)
+    _components(api.spec, plugin, limits)
     for blueprint in blueprints:
         api.register_blueprint(blueprint)
-    return _rendered(spec.to_dict(), limits)
+    return _rendered(api.spec.to_dict(), limits)

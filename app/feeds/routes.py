@@ -18,7 +18,9 @@ from app.oai.xml import xml_text
 from app.public.routes import CACHED
 from app.schemas.field_types import PlainString
 
-bp = Blueprint("feeds", __name__, url_prefix="/api/public", tag="Public", error_headers=CACHED)
+bp = Blueprint(
+    "feeds", __name__, url_prefix="/api/public", tag="Public", errors=SERVER, error_headers=CACHED
+)
 bp.before_request(read_without_transaction)
 
 
@@ -61,7 +63,7 @@ def _feed_operation(operation_id: str, summary: str, description: str, media_typ
             "304": {"description": "The cached copy is current.", "headers": CACHED},
         },
     )
-    return lambda view: declare(bp.errors("ValidationFailed", *SERVER)(view))
+    return lambda view: declare(bp.errors("ValidationFailed")(view))
 
 
 def _path() -> str | None:

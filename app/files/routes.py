@@ -41,7 +41,9 @@ from app.schemas.records import (
 from app.search.schemas import SearchListQuerySchema
 from app.storage import Storage
 
-bp = Blueprint("files", __name__, url_prefix="/api/files", tag="Files")
+bp = Blueprint(
+    "files", __name__, url_prefix="/api/files", tag="Files", errors=("Unauthenticated", *SERVER)
+)
 
 
 @bp.before_app_request
@@ -106,14 +108,7 @@ def _receive(
     description="One record per uploaded file, in upload order.",
     headers=RATE_LIMIT_HEADERS,
 )
-@bp.errors(
-    "BadRequest",
-    "Unauthenticated",
-    "PayloadTooLarge",
-    "ValidationFailed",
-    "TooManyRequests",
-    *SERVER,
-)
+@bp.errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def create_files():
     # Read before the body streams: afterwards nothing may need the database until the
     # records are inserted, or a failure there could leave the stored objects behind.
@@ -152,7 +147,7 @@ def create_files():
     parameters=[{"in": "query", "schema": list_query_schema}],
 )
 @bp.alt_response(200, schema=ref("FileRecordPage"), description="One page.")
-@bp.errors("Unauthenticated", "ValidationFailed", *SERVER)
+@bp.errors("ValidationFailed")
 def list_files():
     params = load(list_query_schema, request.args.to_dict())
     return list_response(Listing.of(current_user(), params), params, record_rows)
@@ -161,7 +156,7 @@ def list_files():
 @bp.get("/<uuid:record_id>", parameters=[ID_PARAMETER])
 @bp.doc(operationId="readFile", summary="Read one record")
 @bp.alt_response(200, schema=record_schema, description="The record.")
-@bp.errors("Unauthenticated", "NotFound", *SERVER)
+@bp.errors("NotFound")
 def read_file(record_id: uuid.UUID):
     return record_rows.dump(access.read_record(current_user(), record_id))
 
@@ -174,7 +169,7 @@ def read_file(record_id: uuid.UUID):
     parameters=DOWNLOAD_REQUEST_HEADERS,
     responses=download_responses(private_cache(PRIVATE_CACHE)),
 )
-@bp.errors("Unauthenticated", "Forbidden", "NotFound", *SERVER)
+@bp.errors("Forbidden", "NotFound")
 def download_file(record_id: uuid.UUID):
     return download_response(request, current_user(), record_id, _storage(), PRIVATE_CACHE)
 
@@ -191,9 +186,7 @@ def download_file(record_id: uuid.UUID):
     schema=ref("FileUpdateResult"),
     description="The id, the fields sent, and the new updated_at.",
 )
-@bp.errors(
-    "BadRequest", "Unauthenticated", "NotFound", "PayloadTooLarge", "ValidationFailed", *SERVER
-)
+@bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed")
 def update_file(record_id: uuid.UUID):
     body = json_body()
     changes = load(update_schema, body)
@@ -215,15 +208,7 @@ def update_file(record_id: uuid.UUID):
 @bp.alt_response(
     200, schema=record_schema, description="The full record.", headers=RATE_LIMIT_HEADERS
 )
-@bp.errors(
-    "BadRequest",
-    "Unauthenticated",
-    "NotFound",
-    "PayloadTooLarge",
-    "ValidationFailed",
-    "TooManyRequests",
-    *SERVER,
-)
+@bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def replace_file_content(record_id: uuid.UUID):
     caller = current_user()
     access.find_record(caller, record_id)  # a 404 before the body is read
@@ -246,7 +231,7 @@ def replace_file_content(record_id: uuid.UUID):
 @bp.delete("/<uuid:record_id>", parameters=[ID_PARAMETER])
 @bp.doc(operationId="deleteFile", summary="Delete record and content")
 @bp.alt_response(204, description="Deleted; no body.")
-@bp.errors("Unauthenticated", "NotFound", *SERVER)
+@bp.errors("NotFound")
 def delete_file(record_id: uuid.UUID):
     writes.delete_record(current_user(), record_id, _storage())
     return "", 204

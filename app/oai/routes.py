@@ -22,7 +22,7 @@ from app.http import external_url
 from app.oai import harvest
 from app.oai import xml as oai_xml
 
-bp = Blueprint("oai", __name__, tag="Harvesting")
+bp = Blueprint("oai", __name__, tag="Harvesting", errors=SERVER)
 bp.before_request(read_without_transaction)
 
 
@@ -144,7 +144,6 @@ def _record_id(identifier: str) -> uuid.UUID:
     },
 )
 @bp.doc(description=ABOUT, security=NO_TOKEN, responses=ANSWERS)
-@bp.errors(*SERVER)
 def endpoint() -> Response:
     source = request.form if request.method == "POST" else request.args
     arguments = {key: source.getlist(key) for key in source}

@@ -27,7 +27,12 @@ from app.search.schemas import SearchListQuerySchema
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 CACHED = {"Cache-Control": public_cache(PUBLIC_CACHE)}
 bp = Blueprint(
-    "public", __name__, url_prefix="/api/public/files", tag="Public", error_headers=CACHED
+    "public",
+    __name__,
+    url_prefix="/api/public/files",
+    tag="Public",
+    errors=SERVER,
+    error_headers=CACHED,
 )
 bp.before_request(read_without_transaction)
 
@@ -47,7 +52,7 @@ RECORD_ID = {**ID_PARAMETER, "description": "Unreleased, unknown and malformed i
     parameters=[{"in": "query", "schema": list_query_schema}],
 )
 @bp.alt_response(200, schema=ref("PublicFileRecordPage"), description="One page.", headers=CACHED)
-@bp.errors("ValidationFailed", *SERVER)
+@bp.errors("ValidationFailed")
 def list_released():
     params = load(list_query_schema, request.args.to_dict())
     return list_response(Listing.of(None, params), params, public_record_rows)
@@ -61,7 +66,7 @@ def list_released():
     security=NO_TOKEN,
 )
 @bp.alt_response(200, schema=public_record_schema, description="The record.", headers=CACHED)
-@bp.errors("NotFound", *SERVER)
+@bp.errors("NotFound")
 def read_released(record_id: uuid.UUID):
     return public_record_rows.dump(access.read_record(None, record_id))
 
@@ -75,7 +80,7 @@ def read_released(record_id: uuid.UUID):
     parameters=DOWNLOAD_REQUEST_HEADERS,
     responses=download_responses(CACHED["Cache-Control"]),
 )
-@bp.errors("Forbidden", "NotFound", *SERVER)
+@bp.errors("Forbidden", "NotFound")
 def download_released(record_id: uuid.UUID):
     storage = current_app.extensions["storage"]
     return download_response(request, None, record_id, storage, PUBLIC_CACHE)
