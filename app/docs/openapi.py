@@ -118,7 +118,11 @@ class Blueprint(flask_smorest.Blueprint):
         return lambda view: register(self.errors(*self.common_errors)(view))
 
     def doc(self, method: str | None = None, **operation: Any) -> Any:  # type: ignore[override]
-        return super().doc(**({"per_method": {method.lower(): operation}} if method else operation))
+        declared = {"per_method": {method.lower(): operation}} if method else operation
+        return _annotating(super().doc(**declared))
+
+    def alt_response(self, *args: Any, **kwargs: Any) -> Any:
+        return _annotating(super().alt_response(*args, **kwargs))
 
     def errors(self, *names: str, headers: Any = None) -> Callable[[View], View]:
         """The error answers of `ERROR_RESPONSES` by name; with `headers` (by default the
@@ -144,6 +148,17 @@ class Blueprint(flask_smorest.Blueprint):
             if method != "parameters":
                 manual = doc.setdefault("manual_doc", {})
                 deepupdate(manual, manual.pop("per_method", {}).get(method, {}))
+
+
+def _annotating(decorator: Callable[[View], View]) -> Callable[[View], View]:
+    """flask-smorest's documenting decorator without its wrapper: the view itself carries what
+    it declares, and a request calls the view, not a stack of wrappers."""
+
+    def annotate(view: View) -> View:
+        view._apidoc = decorator(view)._apidoc  # type: ignore[attr-defined]
+        return view
+
+    return annotate
 
 
 class _Paths(FlaskPlugin):
