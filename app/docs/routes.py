@@ -20,9 +20,8 @@ from app.docs.openapi import (
     NO_TOKEN,
     REVALIDATION_ETAG,
     Blueprint,
-    error,
-    json_content,
     openapi_document,
+    ref,
 )
 
 bp = Blueprint("docs", __name__, tag="Documentation")
@@ -30,7 +29,8 @@ bp = Blueprint("docs", __name__, tag="Documentation")
 
 ASSET_MAX_AGE = 24 * 60 * 60
 INITIALIZER_VERSION = hashlib.sha256(INITIALIZER_JS.encode()).hexdigest()[:12]
-NOT_MODIFIED = {"description": "The cached copy is current."}
+NOT_MODIFIED = "The cached copy is current."
+ETAGGED = {"ETag": REVALIDATION_ETAG}
 ASSET_NAME = {
     "name": "name",
     "in": "path",
@@ -85,19 +85,11 @@ def _document_json(app: Flask) -> bytes:
 
 
 @bp.get("/api/openapi.json")
-@bp.doc(
-    operationId="getOpenApiDocument",
-    summary="This OpenAPI document",
-    security=NO_TOKEN,
-    responses={
-        "200": {
-            "description": "The document (OpenAPI 3.1).",
-            "headers": {"ETag": REVALIDATION_ETAG},
-            "content": json_content({"type": "object"}),
-        },
-        "304": NOT_MODIFIED,
-    },
+@bp.doc(operationId="getOpenApiDocument", summary="This OpenAPI document", security=NO_TOKEN)
+@bp.alt_response(
+    200, schema={"type": "object"}, description="The document (OpenAPI 3.1).", headers=ETAGGED
 )
+@bp.alt_response(304, description=NOT_MODIFIED)
 def openapi_json() -> Response:
     response = Response(_document_json(current_app), mimetype="application/json")
     response.cache_control.no_cache = True
@@ -116,13 +108,8 @@ def _asset_url(name: str) -> str:
     summary="Interactive documentation (Swagger UI)",
     description="Works offline: every asset is served by the service itself.",
     security=NO_TOKEN,
-    responses={
-        "200": {
-            "description": "The page.",
-            "content": {"text/html": {"schema": {"type": "string"}}},
-        }
-    },
 )
+@bp.alt_response(200, schema={"type": "string"}, content_type="text/html", description="The page.")
 def docs_page() -> Response:
     html = PAGE.format(
         css=escape(_asset_url("swagger-ui.css")),
@@ -156,13 +143,13 @@ def _asset_bytes(name: str) -> bytes:
     responses={
         "200": {
             "description": "The asset; cacheable for a day and revalidated by ETag.",
-            "headers": {"ETag": REVALIDATION_ETAG},
+            "headers": ETAGGED,
             "content": {mimetype: {} for mimetype in sorted(set(ASSET_TYPES.values()))},
-        },
-        "304": NOT_MODIFIED,
-        "404": error("No such asset."),
+        }
     },
 )
+@bp.alt_response(304, description=NOT_MODIFIED)
+@bp.alt_response(404, schema=ref("Error"), description="No such asset.")
 def docs_asset(name: str) -> Response:
     """Cacheable for a day, revalidated by ETag; the page's links change with each version."""
     mimetype = ASSET_TYPES.get(name)
