@@ -121,7 +121,7 @@ DEFAULTS: dict[str, Any] = {
     # Statement parameters never reach error messages or logs.
     "SQLALCHEMY_ENGINE_OPTIONS": {"hide_parameters": True},
     # A pooled connection idle for longer than this is checked before use (not one in
-    # steady use: see extensions.ping_idle_connections).
+    # steady use: see database.ping_idle_connections).
     "DB_PING_AFTER_IDLE_SECONDS": 1.0,
     "MAX_CONTENT_LENGTH": MAX_REQUEST_SIZE,
     "MAX_FILE_SIZE": MAX_FILE_SIZE,

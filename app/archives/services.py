@@ -30,7 +30,7 @@ from app.extensions import db
 from app.files import access
 from app.files.listing import Listing
 from app.models import FileRecord
-from app.schemas import FastDump
+from app.schemas.fast_dump import FastDump
 from app.storage import Storage
 
 MANIFEST_NAME = "manifest.json"

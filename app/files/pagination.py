@@ -10,7 +10,8 @@ from flask import current_app, request
 
 from app.files.listing import KeysetPage, Listing, Page, keyset_page, paginate
 from app.http import external_url
-from app.schemas import FastDump, encode_cursor
+from app.schemas.cursor import encode_cursor
+from app.schemas.fast_dump import FastDump
 
 
 def _url_with(name: str, value: str) -> str:

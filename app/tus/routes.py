@@ -8,15 +8,16 @@ from collections.abc import Mapping
 from email.utils import format_datetime
 
 from flask import Response, current_app, request
+from flask.blueprints import BlueprintSetupState
 
 from app.auth.guard import caller_of, current_user, user_rate_key
-from app.docs.openapi import NO_TOKEN, Configured, openapi
+from app.docs.openapi import NO_TOKEN, Blueprint, Configured
 from app.errors import error_response
 from app.exceptions import RecordNotFound
 from app.extensions import limiter
 from app.models import ResumableUpload
 from app.storage import Storage
-from app.tus import bp, protocol, services
+from app.tus import protocol, services
 from app.tus.api_doc import (
     ALWAYS,
     BYTES,
@@ -35,9 +36,16 @@ from app.tus.api_doc import (
 from app.tus.copying import spooled_body
 from app.tus.pieces import Piece
 
+bp = Blueprint("tus", __name__, url_prefix="/api/uploads", tag="Uploads")
+
+
+@bp.record_once
+def _check_pieces_before_their_body(state: BlueprintSetupState) -> None:
+    """The server asks before it receives a large body (app/server.py)."""
+    state.app.extensions.setdefault("body_checks", []).append(refuse_before_body)
+
+
 OFFSET_TYPE = "application/offset+octet-stream"
-TAGS = ["Uploads"]
-PATH = {"upload_id": UPLOAD_ID}
 
 
 def _storage() -> Storage:
@@ -46,13 +54,6 @@ def _storage() -> Storage:
 
 def _upload_rate() -> str:
     return current_app.config["RATELIMIT_UPLOADS"]
-
-
-@bp.errorhandler(protocol.TusError)
-def _tus_error(exc: protocol.TusError) -> Response:
-    response = error_response(exc.status, exc.message)
-    response.headers.update(exc.headers)
-    return response
 
 
 @bp.before_request
@@ -159,8 +160,7 @@ def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
 
 
 @bp.route("", methods=["OPTIONS"], provide_automatic_options=False)
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="discoverUploads",
     summary="What this tus server speaks",
     security=NO_TOKEN,
@@ -197,8 +197,7 @@ def discover():
 
 @bp.route("", methods=["POST"], provide_automatic_options=False)
 @limiter.limit(_upload_rate, key_func=user_rate_key)
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="createUpload",
     summary="Start a resumable upload (tus creation)",
     description=Configured(
@@ -252,10 +251,10 @@ def create_upload():
     return _without_body(201, headers)
 
 
-@bp.route("/<uuid:upload_id>", methods=["HEAD"], provide_automatic_options=False)
-@openapi(
-    path_parameters=PATH,
-    tags=TAGS,
+@bp.route(
+    "/<uuid:upload_id>", parameters=[UPLOAD_ID], methods=["HEAD"], provide_automatic_options=False
+)
+@bp.doc(
     operationId="readUpload",
     summary="How far an upload got",
     parameters=[TUS_RESUMABLE],
@@ -280,10 +279,10 @@ def upload_state(upload_id: uuid.UUID):
     return _without_body(200, headers)
 
 
-@bp.route("/<uuid:upload_id>", methods=["PATCH"], provide_automatic_options=False)
-@openapi(
-    path_parameters=PATH,
-    tags=TAGS,
+@bp.route(
+    "/<uuid:upload_id>", parameters=[UPLOAD_ID], methods=["PATCH"], provide_automatic_options=False
+)
+@bp.doc(
     operationId="appendToUpload",
     summary="Send the next piece",
     description=(
@@ -316,10 +315,10 @@ def append_to_upload(upload_id: uuid.UUID):
     return _without_body(204, _state_headers(appended.upload))
 
 
-@bp.route("/<uuid:upload_id>", methods=["DELETE"], provide_automatic_options=False)
-@openapi(
-    path_parameters=PATH,
-    tags=TAGS,
+@bp.route(
+    "/<uuid:upload_id>", parameters=[UPLOAD_ID], methods=["DELETE"], provide_automatic_options=False
+)
+@bp.doc(
     operationId="terminateUpload",
     summary="Abandon an upload (tus termination)",
     description="Its pieces are removed; the record of a finished upload stays.",

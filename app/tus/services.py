@@ -37,7 +37,7 @@ from app.files import writes
 from app.files.uploads import StagedFile, check_file, discard
 from app.files.validation import validated
 from app.models import FileRecord, ResumableUpload, utcnow
-from app.schemas import CreateMetadataSchema
+from app.schemas.records import CreateMetadataSchema
 from app.storage import Storage, StorageError
 from app.storage.resumable import PREFIX as PIECES_PREFIX
 from app.storage.resumable import ResumableStore, State, resumable_store
