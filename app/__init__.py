@@ -1,4 +1,5 @@
-"""Application factory: configure, middleware, extensions, storage, blueprints, errors, CLI."""
+"""Application factory: configure, middleware, extensions, storage, blueprints, the rules
+every response follows, errors, CLI."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
     _init_extensions(app)
     _init_storage(app)
     _register_blueprints(app)
+    _add_response_rules(app)
     _register_error_handlers(app)
     _register_cli(app)
     return app
@@ -67,7 +69,8 @@ def _init_extensions(app: Flask) -> None:
         oai,
         search,
     )
-    from app.extensions import db, limiter, migrate, ping_idle_connections
+    from app.database import ping_idle_connections, sqlite_pragmas
+    from app.extensions import db, limiter, migrate
 
     db.init_app(app)
     search.init_app()
@@ -77,7 +80,7 @@ def _init_extensions(app: Flask) -> None:
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):
             ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE_SECONDS"])
         if db.engine.dialect.name == "sqlite":
-            event.listen(db.engine, "connect", _sqlite_pragmas)
+            event.listen(db.engine, "connect", sqlite_pragmas)
         cache.init_app(app, db)
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
     migrate.init_app(app, db, directory=migrations, render_as_batch=True)
@@ -85,15 +88,6 @@ def _init_extensions(app: Flask) -> None:
         limiter.init_app(app)
     except LimitsConfigurationError as exc:
         raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
-
-
-def _sqlite_pragmas(connection: Any, _record: Any) -> None:
-    """Foreign keys on, and concurrent requests wait for a lock instead of failing at once."""
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=15000")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.close()
 
 
 def _init_storage(app: Flask) -> None:
@@ -106,15 +100,16 @@ def _init_storage(app: Flask) -> None:
 
 
 def _register_blueprints(app: Flask) -> None:
-    from app.archives import bp as archives_bp
-    from app.auth import bp as auth_bp
-    from app.docs import bp as docs_bp
-    from app.feeds import bp as feeds_bp
-    from app.files import bp as files_bp
+    from app.archives.routes import bp as archives_bp
+    from app.audit.routes import bp as audit_bp
+    from app.auth.routes import bp as auth_bp
+    from app.docs.routes import bp as docs_bp
+    from app.feeds.routes import bp as feeds_bp
+    from app.files.routes import bp as files_bp
     from app.health import bp as health_bp
-    from app.oai import bp as oai_bp
-    from app.public import bp as public_bp
-    from app.tus import bp as tus_bp
+    from app.oai.routes import bp as oai_bp
+    from app.public.routes import bp as public_bp
+    from app.tus.routes import bp as tus_bp
 
     app.register_blueprint(auth_bp)
     app.register_blueprint(files_bp)
@@ -125,6 +120,11 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(health_bp)
     app.register_blueprint(oai_bp)
     app.register_blueprint(feeds_bp)
+    app.register_blueprint(audit_bp)
+
+
+def _add_response_rules(app: Flask) -> None:
+    """The headers every response gets, whichever blueprint (or error handler) made it."""
 
     @app.after_request
     def public_cache_headers(response: Response) -> Response:

@@ -1,31 +1,12 @@
-"""What this process has already read from PostgreSQL and may answer again without a query.
+"""The token and record caches: on PostgreSQL, this process keeps the caller's token check and
+the record of `GET /api/files/{id}` and of downloads, and answers them again without a query.
 
-In two sentences: PostgreSQL triggers announce every committed change to the tables an entry
-was read from (whoever makes it: any process, the CLI, SQL by hand), and the announcement
-empties that kind of entry in every process; this process does not wait for its own
-announcements, because its session empties them when it sends a change and again at commit.
-Entries also end after `max_age` seconds, which bounds what a lost announcement could hide.
-
-Two kinds of reads repeat on almost every request: the check of the caller's token and, for
-`GET /api/files/{id}` and the downloads, the record itself. Each costs a database round trip,
-more than the rest of the request. On PostgreSQL this process keeps their results, and every
-change that could make one wrong is announced by the database itself, whoever makes it (a
-request in any process, the CLI, SQL by hand): triggers send a notification on a channel per
-kind of entry (`TOKENS`: tokens and accounts, migration 0007; `RECORDS`: file records,
-migration 0008).
-
-The cache listens on a connection of its own. It does not need a thread: before each lookup it
-takes in, without waiting, whatever notifications have reached that connection, and a
-notification empties the entries of its channel. Changes made in this process empty them at
-once as well (`_watch_sessions`: the ORM's flushes, and UPDATE, DELETE and hand-written SQL
-statements sent through `Session.execute`). The app writes the watched tables through its
-session only; a write that bypassed it (`session.connection().execute`, `engine.begin()`) would
-be seen in this process only when its notification arrives, like another process's. Another
-process's change is seen as soon as PostgreSQL
-has delivered its notification, which it sends at commit (well under a millisecond on one
-host). While the listening connection is down, or the triggers are missing, nothing is cached;
-entries are also re-read after their channel's `max_age` seconds whatever happens, which bounds
-what a silently dropped connection could hide.
+Every committed change to a watched table, whoever makes it (any process, the CLI, SQL by
+hand), makes a PostgreSQL trigger notify that table's channel, and the notification empties the
+channel's entries in every process, this one also emptying them itself when its session sends
+the change and again at commit (the session is the app's only write path to watched tables).
+Whatever happens, an entry is re-read after its channel's `max_age` seconds, and nothing is
+cached while the listening connection is down or the triggers are missing.
 """
 
 from __future__ import annotations

@@ -111,6 +111,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "ZIP_MAX_MB": _int(environ, "ZIP_MAX_MB", 10240),
         "UPLOAD_EXPIRY_HOURS": _int(environ, "UPLOAD_EXPIRY_HOURS", 24),
         "AUDIT_RETENTION_DAYS": _int(environ, "AUDIT_RETENTION_DAYS", 395),
+        "UPLOAD_MAX_UNFINISHED": _int(environ, "UPLOAD_MAX_UNFINISHED", 20),
     }
 
 
@@ -121,7 +122,7 @@ DEFAULTS: dict[str, Any] = {
     # Statement parameters never reach error messages or logs.
     "SQLALCHEMY_ENGINE_OPTIONS": {"hide_parameters": True},
     # A pooled connection idle for longer than this is checked before use (not one in
-    # steady use: see extensions.ping_idle_connections).
+    # steady use: see database.ping_idle_connections).
     "DB_PING_AFTER_IDLE_SECONDS": 1.0,
     "MAX_CONTENT_LENGTH": MAX_REQUEST_SIZE,
     "MAX_FILE_SIZE": MAX_FILE_SIZE,
@@ -181,7 +182,7 @@ def validate(config: Mapping[str, Any]) -> None:
     base_url = config.get("PUBLIC_BASE_URL")
     if base_url is not None and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", base_url):
         raise ConfigError(f"PUBLIC_BASE_URL must be an http(s) URL, got {base_url!r}")
-    for name in ("ZIP_MAX_FILES", "ZIP_MAX_MB", "UPLOAD_EXPIRY_HOURS"):
+    for name in ("ZIP_MAX_FILES", "ZIP_MAX_MB", "UPLOAD_EXPIRY_HOURS", "UPLOAD_MAX_UNFINISHED"):
         value = config.get(name)
         if not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a positive whole number, got {value!r}")

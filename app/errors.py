@@ -8,13 +8,7 @@ from flask import Flask, Response, jsonify, request
 from sqlalchemy.exc import DBAPIError, OperationalError
 from werkzeug.exceptions import HTTPException
 
-from app.exceptions import (
-    DomainError,
-    DownloadBlocked,
-    NotAuthenticated,
-    RecordNotFound,
-    ValidationFailed,
-)
+from app.exceptions import DomainError
 from app.extensions import db
 from app.storage import ObjectNotFound, StorageUnavailable
 
@@ -56,18 +50,10 @@ def _http_error(exc: HTTPException) -> Response:
 
 
 def _domain_error(exc: DomainError) -> Response:
-    if isinstance(exc, ValidationFailed):
-        return error_response(422, exc.message, errors=exc.errors)
-    if isinstance(exc, NotAuthenticated):
-        response = error_response(401, exc.message)
-        response.headers["WWW-Authenticate"] = "Bearer"
-        return response
-    if isinstance(exc, RecordNotFound):
-        return error_response(404, exc.message)
-    if isinstance(exc, DownloadBlocked):
-        return error_response(403, exc.message)
-    # Anything else the client sent that cannot be processed at all, e.g. a broken body.
-    return error_response(400, exc.message)
+    response = jsonify(exc.body())
+    response.status_code = exc.status
+    response.headers.update(exc.headers)
+    return response
 
 
 def _storage_unavailable(exc: StorageUnavailable) -> Response:

@@ -1,18 +1,28 @@
-"""Domain errors raised by the services; `app.errors` turns them into HTTP answers."""
+"""Domain errors raised by the services. Each names its HTTP status (and any headers) here, and
+`app.errors` has one handler that answers all of them in the one JSON shape."""
 
 from __future__ import annotations
 
 
 class DomainError(Exception):
-    """Base of the errors the service functions raise on purpose."""
+    """Base of the errors the service functions raise on purpose; by default the client sent
+    something that cannot be processed at all (400), e.g. a broken body."""
+
+    status = 400
+    headers: dict[str, str] = {}
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
 
+    def body(self) -> dict[str, object]:
+        return {"message": self.message}
+
 
 class RecordNotFound(DomainError):
     """The record does not exist or the caller may not know that it does."""
+
+    status = 404
 
     def __init__(self, message: str = "Not found.") -> None:
         super().__init__(message)
@@ -21,13 +31,26 @@ class RecordNotFound(DomainError):
 class DownloadBlocked(DomainError):
     """The record is visible, but its content may not be handed out to this caller yet."""
 
+    status = 403
+
+
+class AdministratorsOnly(DomainError):
+    """Only administrators may do this; the caller is authenticated but not one."""
+
+    status = 403
+
 
 class ValidationFailed(DomainError):
     """Input broke a rule; `errors` maps each field key to its messages."""
 
+    status = 422
+
     def __init__(self, errors: dict[str, list[str]]) -> None:
         self.errors = errors
         super().__init__(summary_message(errors))
+
+    def body(self) -> dict[str, object]:
+        return {"message": self.message, "errors": self.errors}
 
 
 def summary_message(errors: dict[str, list[str]]) -> str:
@@ -44,6 +67,9 @@ def summary_message(errors: dict[str, list[str]]) -> str:
 
 class NotAuthenticated(DomainError):
     """No valid bearer token came with the request."""
+
+    status = 401
+    headers = {"WWW-Authenticate": "Bearer"}
 
     def __init__(self) -> None:
         super().__init__("Unauthenticated.")

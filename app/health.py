@@ -4,85 +4,51 @@ from __future__ import annotations
 
 import logging
 
-from flask import Blueprint, current_app
+from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.docs.openapi import NO_TOKEN, json_content, openapi
+from app.docs.openapi import NO_TOKEN, Blueprint
 from app.extensions import db
 from app.storage import StorageError
 
-bp = Blueprint("health", __name__)
+bp = Blueprint("health", __name__, tag="Operations")
 log = logging.getLogger(__name__)
 
 NO_STORE = {"Cache-Control": "no-store"}
-TAGS = ["Operations"]
-CHECKS = {
-    "type": "object",
-    "properties": {
-        "database": {"type": "string", "enum": ["ok", "fail"]},
-        "storage": {"type": "string", "enum": ["ok", "fail"]},
-    },
-    "required": ["database", "storage"],
-}
+
+
+def _object(**properties: object) -> dict[str, object]:
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+CHECK = {"type": "string", "enum": ["ok", "fail"]}
+CHECKS = _object(database=CHECK, storage=CHECK)
 
 
 @bp.get("/healthz")
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="getHealth",
     summary="Liveness: the process answers (dependencies are not checked)",
     security=NO_TOKEN,
-    responses={
-        "200": {
-            "description": "Alive.",
-            "content": json_content(
-                {
-                    "type": "object",
-                    "properties": {"status": {"const": "ok"}},
-                    "required": ["status"],
-                }
-            ),
-        }
-    },
 )
+@bp.alt_response(200, schema=_object(status={"const": "ok"}), description="Alive.")
 def healthz():
     """The process answers; says nothing about its dependencies."""
     return {"status": "ok"}, 200, NO_STORE
 
 
 @bp.get("/readyz")
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="getReadiness",
     summary="Readiness: the database and the bucket answer",
     security=NO_TOKEN,
-    responses={
-        "200": {
-            "description": "Ready.",
-            "content": json_content(
-                {
-                    "type": "object",
-                    "properties": {"status": {"const": "ok"}, "checks": CHECKS},
-                    "required": ["status", "checks"],
-                }
-            ),
-        },
-        "503": {
-            "description": "A dependency does not answer; `checks` says which.",
-            "content": json_content(
-                {
-                    "type": "object",
-                    "properties": {
-                        "message": {"type": "string"},
-                        "status": {"const": "unavailable"},
-                        "checks": CHECKS,
-                    },
-                    "required": ["message", "status", "checks"],
-                }
-            ),
-        },
-    },
+)
+@bp.alt_response(200, schema=_object(status={"const": "ok"}, checks=CHECKS), description="Ready.")
+@bp.alt_response(
+    503,
+    schema=_object(message={"type": "string"}, status={"const": "unavailable"}, checks=CHECKS),
+    description="A dependency does not answer; `checks` says which.",
 )
 def readyz():
     """Ready when the database and the bucket both answer; 503 names what does not."""

@@ -244,6 +244,10 @@ class ResumableUpload(db.Model):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: The request writing a piece now, and until when its claim holds if its process dies
+    #: (app/tus/services.py: one PATCH at a time per upload, on any replica).
+    claim: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class AuditEntry(db.Model):

@@ -6,8 +6,10 @@ What waitress does not do by itself, added here (the reasons are in docs/securit
   `CLIENT_STALL_SECONDS` is disconnected (waitress's idle check).
 - A request whose headers are not complete within `HEADER_TIMEOUT_SECONDS` is closed, and the
   connection limit is high (poll, not select), so idle or trickling connections lock nobody out.
-- Before a body is read: one larger than 1 MiB needs a valid token (401 otherwise), and all
-  bodies being received together stay within `SPOOL_LIMIT_MB` (503 with Retry-After otherwise).
+- Before a body is read: one larger than 1 MiB needs a valid token (401 otherwise), the app
+  may answer it from its headers (`app.extensions["body_checks"]`, e.g. a tus PATCH for no
+  upload), and all bodies being received together stay within `SPOOL_LIMIT_MB` (503 with
+  Retry-After otherwise).
 - A request with both Content-Length and Transfer-Encoding is refused (400).
 - Waitress's own answers (413, 400, 401, 503) use the API's JSON error shape.
 """
@@ -27,6 +29,7 @@ import termios
 import threading
 import time
 from collections.abc import Callable, Iterable
+from http import HTTPStatus
 from typing import Any
 
 from flask import Flask
@@ -60,6 +63,19 @@ class SpoolFull(Error):
     reason = "Service Unavailable"
     message = "The server is receiving too many uploads at once; try again shortly."
     headers = (("Retry-After", "30"),)
+
+
+class Refused(Error):
+    """An answer the app gives before a large body is read (`app.extensions["body_checks"]`)."""
+
+    def __init__(self, code: int, message: str, headers: dict[str, str]) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+        try:
+            self.reason = HTTPStatus(code).phrase
+        except ValueError:  # a status of the app's own, such as tus's 460
+            self.reason = "Refused"
+        self.headers = tuple(headers.items())
 
 
 class JSONErrorTask(ErrorTask):
@@ -179,11 +195,26 @@ class Admission:
         except Exception:
             log.exception("token check before a large body failed")
             error = SpoolFull("token check failed")
+        if error is None:
+            error = self._refused_by_the_app()
         if error is None and not request.budget.reserve(request.admitted_size()):
             error = SpoolFull("spool limit reached")
         elif error is None:
             request.reserved += request.admitted_size()
         self.channel.resume(request, error)
+
+    def _refused_by_the_app(self) -> Error | None:
+        """The app's own answer to this request before its body, if it has one (a tus
+        PATCH for no upload, or longer than the upload's room)."""
+        request = self.request
+        try:
+            refusal = self.channel.server.refuse_before_body(
+                request.command, request.path, request.headers
+            )
+        except Exception:
+            log.exception("the app's check before a large body failed")
+            return None  # the request goes on; the app answers it after the body
+        return Refused(*refusal) if refusal is not None else None
 
     def cancel(self) -> None:
         self.channel.will_close = True
@@ -337,6 +368,7 @@ def make_server(
     )
     server.channel_class = channel
     server.may_send_large_body = may_send_large_body or _token_check(app)
+    server.refuse_before_body = _body_checks(app)
     _watch_clients(server, config["HEADER_TIMEOUT_SECONDS"])
     _accept_in_batches(server)
     return server
@@ -354,6 +386,31 @@ def _token_check(app: Flask) -> Any:
                 db.session.remove()
 
     return may_send_large_body
+
+
+def _body_checks(app: Flask) -> Any:
+    """The app's checks of a held request (`app.extensions["body_checks"]`: callables of
+    method, path and waitress's headers returning (status, message, headers) or None)."""
+
+    def refuse_before_body(
+        method: str, path: str, headers: dict[str, str]
+    ) -> tuple[int, str, dict[str, str]] | None:
+        from app.extensions import db
+
+        checks = app.extensions.get("body_checks", ())
+        if not checks:
+            return None
+        with app.app_context():
+            try:
+                for check in checks:
+                    refusal = check(method, path, headers)
+                    if refusal is not None:
+                        return refusal
+                return None
+            finally:
+                db.session.remove()
+
+    return refuse_before_body
 
 
 def _accept_in_batches(server: Any, batch: int = 64) -> None:

@@ -14,8 +14,13 @@ that a run takes minutes:
    and the server's temporary files stay under 1 MiB per request.
 4. Upload speed: a 200 MiB upload to the service against the bare waitress app
    (bench/bare.py, the same server settings) in the same run; the ratio is printed.
+5. Archive readers (issue 21): 1,000 released records with metadata at maximum length in one
+   folder (a manifest of about 20 MB); 100 anonymous clients read its public folder ZIP at
+   50 KB/s each. The server's memory over idle is divided by the readers (target: at most
+   1 MiB each) and a public list request is timed meanwhile (target: p99 under 1 s).
 
     .venv/bin/python -m bench.open_internet [--slow 200] [--stalled 20] [--flood 1000]
+    .venv/bin/python -m bench.open_internet --only archive [--archive-readers 100]
 """
 
 from __future__ import annotations
@@ -352,6 +357,145 @@ def upload_speed(report: Report, port: int, token: str, workdir: Path, args: Any
     )
 
 
+#: The archived folder: a path at its maximum length (255 characters).
+ARCHIVE_PATH = "archiv/" + "/".join(["abcdefghij" * 4] * 6)[: 255 - len("archiv/")].rstrip("/")
+#: Every text field at its maximum length, in a character UTF-8 needs three bytes for.
+MAXIMAL_TEXT = {
+    name: "€" * 255
+    for name in (
+        "titel",
+        "autoren",
+        "sachschlagwoerter",
+        "org_themen",
+        "aktiv_id",
+        "reprotyp",
+        "erstellt_von",
+        "freigegeben_von",
+    )
+}
+FILES_PER_UPLOAD = 25
+
+
+def archived_folder(port: int, token: str, workdir: Path, records: int) -> None:
+    """`records` released records with maximal metadata and long names, 10 bytes each."""
+    sources = []
+    for n in range(FILES_PER_UPLOAD):
+        source = workdir / f"{n:02d}.txt"
+        source.write_bytes(b"archived!\n")
+        sources.append(source)
+    fields = [*(f"{k}={v}" for k, v in MAXIMAL_TEXT.items()), "beschreibung=" + "€" * 5000]
+    fields.append(f"path={ARCHIVE_PATH}")
+    answer = workdir / "archived.json"
+    for start in range(0, records, FILES_PER_UPLOAD):
+        count = min(FILES_PER_UPLOAD, records - start)
+        args = ["-H", f"Authorization: Bearer {token}", "-o", str(answer)]
+        for field in fields:
+            args += ["--form-string", field]
+        for n in range(count):
+            name = f"{start + n:04d}-" + "bericht" * 35 + ".txt"  # 254 characters
+            args += ["-F", f"files[]=@{sources[n]};filename={name}"]
+        [record] = curl([*args, f"http://127.0.0.1:{port}/api/files"])
+        if record["http_code"] != 201:
+            raise RuntimeError(f"upload answered {record['http_code']}: {answer.read_text()}")
+
+
+async def archive_reader(port: int, path: str, rate: int, stop: asyncio.Event, stats: dict):
+    """Reads the archive at `rate` bytes/s until `stop`; counts itself started at its first
+    bytes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 16)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: bench\r\n\r\n".encode())
+    await writer.drain()
+    step = rate // 10
+    first = True
+    try:
+        while not stop.is_set():
+            data = await reader.read(step)
+            if not data:
+                stats["closed"] += 1
+                break
+            if first:
+                first = False
+                stats["started"] += 1
+                if not data.startswith(b"HTTP/1.1 200"):
+                    stats["failed"] += 1
+            stats["bytes"] += len(data)
+            await asyncio.sleep(0.1)
+    finally:
+        writer.close()
+
+
+async def archive_readers(report: Report, server: Any, args: Any) -> None:
+    port, pid = server.port, server.pid
+    path = f"/api/public/files.zip?path={ARCHIVE_PATH}"
+    idle = proc_status(pid)["VmRSS"]
+    stop = asyncio.Event()
+    stats = {"started": 0, "failed": 0, "closed": 0, "bytes": 0}
+    began = time.monotonic()
+    readers = [
+        asyncio.create_task(archive_reader(port, path, args.rate, stop, stats))
+        for _ in range(args.archive_readers)
+    ]
+    while stats["started"] < args.archive_readers and time.monotonic() - began < 600:
+        await asyncio.sleep(0.1)
+    all_started = time.monotonic() - began
+    await asyncio.sleep(2)
+    with Sampler(pid, interval=0.1) as steady:
+        await asyncio.sleep(2)
+    timings: list[float] = []
+    with Sampler(pid, interval=0.2) as sampler:
+        deadline = time.monotonic() + args.probe_seconds
+        while time.monotonic() < deadline:
+            timings.append(await probe(port, "GET", "/api/public/files", None, {}))
+            await asyncio.sleep(0.2)
+    stop.set()
+    await asyncio.gather(*readers)
+    per_client = (max(steady.peak_rss, sampler.peak_rss) - idle) / args.archive_readers
+    report.data["archive"] = {
+        "records": args.archive_records,
+        "readers": args.archive_readers,
+        "started": stats["started"],
+        "failed": stats["failed"],
+        "closed": stats["closed"],
+        "seconds_until_all_started": all_started,
+        "bytes_read": stats["bytes"],
+        "idle_rss": idle,
+        "steady_rss": steady.peak_rss,
+        "peak_rss_while_probing": sampler.peak_rss,
+        "rss_per_client": per_client,
+        "list_probes": {
+            "n": len(timings),
+            "p50": median(timings),
+            "p99": percentile(timings, 99),
+            "max": max(timings),
+        },
+    }
+    log(
+        f"{stats['started']} archive readers started within {all_started:.1f} s, "
+        f"{stats['failed']} failed, {stats['closed']} closed early; "
+        f"{per_client / 2**20:.2f} MiB each"
+    )
+    report.check(
+        f"memory per reader of a {args.archive_records}-record archive (over idle)",
+        per_client / 2**20,
+        1.0,
+        False,
+        unit=" MiB",
+    )
+    report.check(
+        f"public list p99 with {args.archive_readers} archive readers",
+        percentile(timings, 99),
+        1.0,
+        False,
+        unit=" s",
+    )
+    report.check(
+        "archive readers answered 200 and never cut", stats["failed"] + stats["closed"], 0, False
+    )
+
+
+SCENARIOS = ("slow", "flood", "spool", "upload", "archive")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slow", type=int, default=200)
@@ -362,8 +506,14 @@ def main() -> None:
     parser.add_argument("--huge", type=int, default=100)
     parser.add_argument("--upload-mib", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--archive-records", type=int, default=1000)
+    parser.add_argument("--archive-readers", type=int, default=100)
+    parser.add_argument(
+        "--only", action="append", choices=SCENARIOS, help="run these scenarios (repeatable)"
+    )
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    run = set(args.only or SCENARIOS)
     report = Report("open_internet", vars(args))
     with workspace("open-internet", keep=args.keep) as workdir:
         env = app_env(
@@ -396,10 +546,17 @@ def main() -> None:
             login_body = json.dumps(
                 {"email": "bench@example.org", "password": "bench-password", "token_name": "b"}
             ).encode()
-            asyncio.run(slow_and_stalled(report, server, record_id, login_body, args))
-            asyncio.run(flood(report, server.port, args))
-            huge_bodies(report, server.port, server.pid, workdir / "tmp", args.huge)
-            upload_speed(report, server.port, token, workdir, args)
+            if "slow" in run:
+                asyncio.run(slow_and_stalled(report, server, record_id, login_body, args))
+            if "flood" in run:
+                asyncio.run(flood(report, server.port, args))
+            if "spool" in run:
+                huge_bodies(report, server.port, server.pid, workdir / "tmp", args.huge)
+            if "upload" in run:
+                upload_speed(report, server.port, token, workdir, args)
+            if "archive" in run:
+                archived_folder(server.port, token, workdir, args.archive_records)
+                asyncio.run(archive_readers(report, server, args))
         finally:
             server.stop()
     report.save()

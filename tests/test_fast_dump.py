@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from marshmallow import Schema, fields
 
 from app.models import FileRecord
-from app.schemas import (
-    FastDump,
+from app.schemas.fast_dump import FastDump
+from app.schemas.records import (
     FileRecordSchema,
     created_record_schema,
     public_record_schema,

@@ -6,23 +6,20 @@ from flask import Response, current_app, request
 from marshmallow import EXCLUDE, Schema
 
 from app import streaming
-from app.archives import bp, services
+from app.archives import services
 from app.auth.guard import current_user
-from app.docs.openapi import (
-    NO_TOKEN,
-    Configured,
-    errors,
-    header,
-    openapi,
-    private_cache,
-    public_cache,
-)
+from app.docs.openapi import NO_TOKEN, SERVER, Blueprint, Configured, header, private_cache
 from app.files import access
 from app.files.downloads import content_disposition
 from app.files.routes import PRIVATE_CACHE
 from app.http import load
-from app.public.routes import PUBLIC_CACHE
-from app.schemas import PlainString, public_record_rows, record_rows
+from app.public.routes import CACHED, PUBLIC_CACHE
+from app.schemas.fast_dump import public_record_rows, record_rows
+from app.schemas.field_types import PlainString
+
+# Not in autocommit like the other reads: the records are read through a server-side cursor,
+# which PostgreSQL only keeps inside a transaction.
+bp = Blueprint("archives", __name__, tag="Files")
 
 
 class ArchiveQuerySchema(Schema):
@@ -56,9 +53,12 @@ def _archive_ok(cache: dict[str, Any]) -> dict[str, Any]:
         "description": (
             "A ZIP of stored (uncompressed) entries, ZIP64 where sizes need it, streamed: "
             "`<path>/<original_name>` of every file the caller may download right now (a "
-            "repeated name becomes `name (2).ext`), and first of all "
+            "repeated name, or a file name that is also a folder's there, becomes "
+            "`name (2).ext`), and first of all "
             f'`{services.MANIFEST_NAME}`: `{{"files": [{{"entry", "sha256", ...record}}]}}`. '
-            "A folder without such files gives an archive with only the manifest."
+            "A folder without such files gives an archive with only the manifest. A record "
+            "changed or deleted while the archive streams ends it early: the connection "
+            "closes before `Content-Length` bytes; ask again."
         ),
         "headers": {
             "Content-Length": header(
@@ -87,10 +87,15 @@ def _archive_response(user, cache_control: str) -> Response:
     path = load(archive_query_schema, request.args.to_dict())["path"]
     today = access.today()
     records = services.downloadable_records(user, path, today, _limits())
-    entries = services.entry_names(records)
-    dump = public_record_rows if user is None else record_rows
+    manifest = services.Manifest(
+        current_app._get_current_object(),
+        services.entry_names(records),
+        lambda: services.scope(user, path, today),
+        public_record_rows if user is None else record_rows,
+    )
+    entries = manifest.measure()
     archive = services.folder_archive(
-        entries, services.manifest(entries, dump), current_app.extensions["storage"]
+        entries, manifest, manifest.size, current_app.extensions["storage"]
     )
     length = len(archive)
     # Sent by the server's event loop like downloads: a long archive holds no request thread.
@@ -104,8 +109,7 @@ def _archive_response(user, cache_control: str) -> Response:
 
 
 @bp.get("/api/files.zip")
-@openapi(
-    tags=["Files"],
+@bp.doc(
     operationId="downloadFolder",
     summary="Download a folder as one ZIP",
     description=Configured(
@@ -113,32 +117,22 @@ def _archive_response(user, cache_control: str) -> Response:
         "not under embargo, for administrators every one. " + LIMITS
     ),
     parameters=PARAMETERS,
-    responses={
-        "200": _archive_ok(private_cache(PRIVATE_CACHE)),
-        **errors("Unauthenticated", "ValidationFailed", "ServerError", "ServiceUnavailable"),
-    },
+    responses={"200": _archive_ok(private_cache(PRIVATE_CACHE))},
 )
+@bp.errors("Unauthenticated", "ValidationFailed", *SERVER)
 def download_folder():
     return _archive_response(current_user(), PRIVATE_CACHE)
 
 
-@bp.get("/api/public/files.zip")
-@openapi(
-    tags=["Public"],
+@bp.get("/api/public/files.zip", tags=["Public"])
+@bp.doc(
     operationId="downloadReleasedFolder",
     summary="Download a released folder as one ZIP",
     description=Configured("Released records under `path` that are not under embargo. " + LIMITS),
     security=NO_TOKEN,
     parameters=PARAMETERS,
-    responses={
-        "200": _archive_ok(public_cache(PUBLIC_CACHE)),
-        **errors(
-            "ValidationFailed",
-            "ServerError",
-            "ServiceUnavailable",
-            cache=public_cache(PUBLIC_CACHE),
-        ),
-    },
+    responses={"200": _archive_ok(CACHED["Cache-Control"])},
 )
+@bp.errors("ValidationFailed", *SERVER, headers=CACHED)
 def download_released_folder():
     return _archive_response(None, PUBLIC_CACHE)

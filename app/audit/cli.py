@@ -11,7 +11,7 @@ from flask.cli import AppGroup
 
 from app.audit import services
 from app.extensions import db
-from app.schemas import parse_since
+from app.schemas.field_types import parse_since
 
 audit_group = AppGroup("audit", help="Check, prune and export the audit trail.")
 

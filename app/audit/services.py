@@ -24,6 +24,8 @@ def as_dict(entry: AuditEntry) -> dict[str, Any]:
     """An entry as the API and the export show it."""
     return {
         "seq": entry.seq,
+        "chain": entry.chain,
+        "chain_seq": entry.chain_seq,
         "at": plain(entry.at),
         "actor_id": entry.actor_id,
         "actor": entry.actor,

@@ -2,13 +2,15 @@ from __future__ import annotations
 
 from flask import current_app, request
 
-from app.auth import bp
 from app.auth.guard import current_user
+from app.auth.schemas import TokenRequestSchema, TokenSchema
 from app.auth.services import authenticate, issue_token, revoke_token
-from app.docs.openapi import NO_TOKEN, RATE_LIMIT_HEADERS, errors, json_content, openapi, ref
+from app.docs.openapi import NO_TOKEN, RATE_LIMIT_HEADERS, SERVER, Blueprint, json_body_doc
 from app.extensions import limiter
 from app.http import json_body, load
-from app.schemas import TokenRequestSchema
+
+bp = Blueprint("auth", __name__, tag="Tokens", errors=SERVER)
+
 
 token_request_schema = TokenRequestSchema()
 
@@ -23,38 +25,16 @@ def _login_rate_key() -> str:
 
 @bp.post("/api/tokens")
 @limiter.limit(lambda: current_app.config["RATELIMIT_TOKENS"], key_func=_login_rate_key)
-@openapi(
-    tags=["Tokens"],
+@bp.doc(
     operationId="createToken",
     summary="Create a personal access token",
-    description=(
-        "Wrong email or password answer the same 422 (`errors.email`). Rate limited "
-        "per client address and email."
-    ),
+    description="Wrong email or password answer the same 422 (`errors.email`). Rate limited "
+    "per client address and email.",
     security=NO_TOKEN,
-    requestBody={
-        "required": True,
-        "content": {
-            "application/json": {"schema": ref("schemas", "TokenRequest")},
-            "application/x-www-form-urlencoded": {"schema": ref("schemas", "TokenRequest")},
-        },
-    },
-    responses={
-        "201": {
-            "description": "The new token.",
-            "headers": RATE_LIMIT_HEADERS,
-            "content": json_content(ref("schemas", "Token")),
-        },
-        **errors(
-            "BadRequest",
-            "PayloadTooLarge",
-            "ValidationFailed",
-            "TooManyRequests",
-            "ServerError",
-            "ServiceUnavailable",
-        ),
-    },
+    requestBody=json_body_doc(TokenRequestSchema, form=True),
 )
+@bp.alt_response(201, schema=TokenSchema, description="The new token.", headers=RATE_LIMIT_HEADERS)
+@bp.errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def create_token():
     data = load(token_request_schema, json_body())
     user = authenticate(data["email"], data["password"])
@@ -62,16 +42,13 @@ def create_token():
 
 
 @bp.delete("/api/tokens/current")
-@openapi(
-    tags=["Tokens"],
+@bp.doc(
     operationId="revokeCurrentToken",
     summary="Revoke the token of this request",
     description="The revoked token answers 401 from then on.",
-    responses={
-        "204": {"description": "Revoked; no body."},
-        **errors("Unauthenticated", "ServerError", "ServiceUnavailable"),
-    },
 )
+@bp.alt_response(204, description="Revoked; no body.")
+@bp.errors("Unauthenticated")
 def delete_current_token():
     revoke_token(current_user().token_id)
     return "", 204

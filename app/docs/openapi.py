@@ -1,36 +1,60 @@
-"""The OpenAPI 3.1 document, generated with apispec from the marshmallow schemas that validate
-the requests and shape the responses, so that the document cannot drift from the code.
+"""The OpenAPI 3.1 document, built by flask-smorest from what each view declares beside it.
 
-Each operation is declared beside its view with `@openapi(...)`; this module holds what the
-whole document shares (description, security scheme, error responses, headers, the component
-schemas) and collects the operations by walking the application's routes. The limits it states
-come from the application's configuration (`Configured` text); the document is built once per
-set of limits and routes, and shared (treat it as read-only).
+A view's blueprint is this module's `Blueprint` (flask-smorest's): the view states its operation
+with `doc`, its answers with `alt_response` and `errors`, and nothing else needs to know about a
+new endpoint (a schema it names becomes a component by its class name). This module holds what
+the whole document shares: its description, the error responses, headers and the components
+that carry configured limits. What keeps the document true is the validating test client and
+Schemathesis (tests/docs). `Configured` text is formatted with the limits of the configuration;
+the document is built once per set of limits and blueprints, and shared (treat it as read-only).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
-from apispec import APISpec
+import flask_smorest
 from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
 from apispec.ext.marshmallow.field_converter import DEFAULT_FIELD_MAPPING
 from flask import Flask
-from marshmallow import fields
+from flask_smorest.spec.plugins import FlaskPlugin
+from flask_smorest.utils import deepupdate
+from marshmallow import Schema, fields
 
-from app import schemas
 from app.detection.mime import ALLOWED_MIME_TYPES
-from app.schemas import created_record_schema, public_record_schema, record_schema
+from app.schemas import field_types as types
+from app.schemas.pages import page_envelope
+from app.schemas.records import (
+    CreatedFilesSchema,
+    CreateMetadataSchema,
+    FileRecordSchema,
+    MetadataSchema,
+    UpdateSchema,
+    created_record_schema,
+    public_record_schema,
+    record_schema,
+)
 
 OPENAPI_VERSION = "3.1.0"
 BEARER = "bearerAuth"
 NO_TOKEN: list[dict[str, list[str]]] = []
+SERVER = ("ServerError", "ServiceUnavailable")
+#: The settings `Configured` text may name, by the name it uses.
+LIMITS = {
+    "max_files": "MAX_FILES_PER_REQUEST",
+    "max_file_size": "MAX_FILE_SIZE",
+    "page_size": "PAGE_SIZE",
+    "max_json_body": "MAX_JSON_BODY",
+    "max_request_size": "MAX_CONTENT_LENGTH",
+    "zip_max_files": "ZIP_MAX_FILES",
+    "zip_max_mb": "ZIP_MAX_MB",
+}
 
 # The canonical form of a stored path (input is trimmed first; an empty string means null).
 PATH_PATTERN = r"^(?!(?:.*/)?\.\.(?:/|$))(?:[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*)?$"
@@ -44,149 +68,138 @@ SINCE_PATTERN = (
 FLAG_STRING_PATTERN = r"^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
 
-class Limits(NamedTuple):
-    """The configured numbers the document states."""
-
-    max_files: int
-    max_file_size: int
-    page_size: int
-    max_json_body: int
-    max_request_size: int | None
-    zip_max_files: int = 1000
-    zip_max_mb: int = 10240
-
-
 def openapi_document(app: Flask) -> dict[str, Any]:
     """The document for this application (built on first use, then shared)."""
-    config = app.config
-    limits = Limits(
-        max_files=config["MAX_FILES_PER_REQUEST"],
-        max_file_size=config["MAX_FILE_SIZE"],
-        page_size=config["PAGE_SIZE"],
-        max_json_body=config["MAX_JSON_BODY"],
-        max_request_size=config.get("MAX_CONTENT_LENGTH"),
-        zip_max_files=config["ZIP_MAX_FILES"],
-        zip_max_mb=config["ZIP_MAX_MB"],
-    )
-    routes = tuple(
-        Route(rule.rule, _own_methods(rule), app.view_functions[rule.endpoint])
-        for rule in app.url_map.iter_rules()
-        if hasattr(app.view_functions[rule.endpoint], _DECLARATIONS)
-    )
-    return _build(limits, routes)
-
-
-# --- declaring operations beside their views --------------------------------------------
+    limits = tuple((name, app.config.get(setting)) for name, setting in LIMITS.items())
+    blueprints = tuple(bp for bp in app.blueprints.values() if isinstance(bp, Blueprint))
+    return _build(limits, blueprints)
 
 
 @dataclass(frozen=True)
 class Configured:
-    """Text that states configured limits: `str.format`ted with the fields of `Limits` when
-    the document is built, e.g. `Configured("At most {max_file_size:,} bytes.")`."""
+    """Text that states configured limits, formatted with the names of `LIMITS` when the
+    document is built, e.g. `Configured("At most {max_file_size:,} bytes.")`."""
 
     template: str
 
-    def render(self, limits: Limits) -> str:
-        return self.template.format_map(limits._asdict())
 
-
-View = TypeVar("View", bound=Callable[..., Any])
-_DECLARATIONS = "__openapi__"
-
-
-def openapi(
-    *,
-    method: str | None = None,
-    path_parameters: Mapping[str, dict[str, Any]] | None = None,
-    **operation: Any,
-) -> Callable[[View], View]:
-    """Declares the OpenAPI operation of the view below; the keywords are the fields of an
-    OpenAPI operation object (`tags`, `operationId`, `summary`, `parameters`, `responses`, ...).
-
-    `path_parameters` maps each variable of the route (`record_id` of `/<uuid:record_id>`) to
-    its parameter in the document, whose name is the one the document's path uses; they are
-    stated once for the whole path. A view that answers several methods declares one operation
-    per `method`. `Configured` text anywhere in the operation is formatted with the limits.
-    """
-
-    def declare(view: View) -> View:
-        declarations = view.__dict__.setdefault(_DECLARATIONS, {})
-        key = method.upper() if method else None
-        if key in declarations:
-            raise ValueError(f"{view.__qualname__}: the operation of {key or 'its method'} twice")
-        declarations[key] = (dict(path_parameters or {}), operation)
-        return view
-
-    return declare
-
-
-class Route(NamedTuple):
-    rule: str
-    methods: tuple[str, ...]
-    view: Callable[..., Any]
-
-
-_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
-
-
-def _own_methods(rule: Any) -> tuple[str, ...]:
-    """The methods of the view itself: not the HEAD that Flask adds to GET, nor its OPTIONS."""
-    methods = rule.methods or set()
-    return tuple(
-        method
-        for method in ("GET", "PUT", "POST", "DELETE", "OPTIONS", "HEAD", "PATCH", "TRACE")
-        if method in methods
-        and not (method == "HEAD" and "GET" in methods)
-        and not (method == "OPTIONS" and getattr(rule, "provide_automatic_options", True))
-    )
-
-
-def _rendered(value: Any, limits: Limits) -> Any:
-    """A copy of the declaration with its `Configured` text formatted (never shared: apispec
-    rewrites what it is given)."""
+def _rendered(value: Any, limits: dict[str, Any]) -> Any:
     if isinstance(value, Configured):
-        return value.render(limits)
+        return value.template.format_map(limits)
     if isinstance(value, dict):
         return {key: _rendered(item, limits) for key, item in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, list):
         return [_rendered(item, limits) for item in value]
     return value
 
 
-def _document_path(
-    rule: str, path_parameters: Mapping[str, dict[str, Any]]
-) -> tuple[str, list[dict[str, Any]]]:
-    """The document's path of a route (`/<uuid:record_id>` becomes `/{id}`) and its parameters."""
-    variables = _VARIABLE.findall(rule)
-    if sorted(variables) != sorted(path_parameters):
-        raise ValueError(f"{rule}: declare the path parameters {variables}, no others")
-    path = _VARIABLE.sub(lambda match: "{" + path_parameters[match[1]]["name"] + "}", rule)
-    return path, [path_parameters[name] for name in variables]
+# --- declaring operations beside their views --------------------------------------------
+
+View = TypeVar("View", bound=Callable[..., Any])
+_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 
-def _add_paths(spec: APISpec, routes: Iterable[Route], limits: Limits) -> None:
-    """One path item per documented path, in the order of the routes."""
-    paths: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {}
-    for route in routes:
-        declarations = getattr(route.view, _DECLARATIONS)
-        for method in route.methods:
-            if method in declarations:
-                path_parameters, operation = declarations[method]
-            elif None in declarations and len(route.methods) == 1:
-                path_parameters, operation = declarations[None]
-            else:
-                raise ValueError(f"{route.rule}: no OpenAPI operation declared for {method}")
-            path, parameters = _document_path(route.rule, path_parameters)
-            parameters = _rendered(parameters, limits)
-            known, operations = paths.setdefault(path, (parameters, {}))
-            if known != parameters:
-                raise ValueError(f"{path}: the operations state different path parameters")
-            operations[method.lower()] = _rendered(operation, limits)
-    for path, (parameters, operations) in paths.items():
-        spec.path(path, parameters=parameters or None, operations=operations)
+class Blueprint(flask_smorest.Blueprint):
+    """flask-smorest's blueprint with this service's conventions: operations carry the tag
+    `tag` and the error answers `errors` (by name, written out with `error_headers` if any); a
+    view's docstring says why for readers and stays out of the document; `doc(method=...)`
+    declares one method of a view that answers several."""
+
+    DOCSTRING_INFO_DELIMITER = ""
+
+    def __init__(
+        self, *args: Any, tag: str, errors: tuple = (), error_headers: Any = None, **kw: Any
+    ) -> None:
+        super().__init__(*args, **kw)
+        self.tag, self.common_errors, self.error_headers = tag, errors, error_headers
+
+    def route(self, rule: str, *, parameters: Any = None, tags: Any = None, **options: Any):
+        register = super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
+        return lambda view: register(self.errors(*self.common_errors)(view))
+
+    def doc(self, method: str | None = None, **operation: Any) -> Any:  # type: ignore[override]
+        declared = {"per_method": {method.lower(): operation}} if method else operation
+        return _annotating(super().doc(**declared))
+
+    def alt_response(self, *args: Any, **kwargs: Any) -> Any:
+        return _annotating(super().alt_response(*args, **kwargs))
+
+    def errors(self, *names: str, headers: Any = None) -> Callable[[View], View]:
+        """The error answers of `ERROR_RESPONSES` by name; with `headers` (by default the
+        blueprint's `error_headers`) written out with them."""
+        headers = headers or self.error_headers
+
+        def declare(view: View) -> View:
+            for name in names:
+                status, response = ERROR_RESPONSES[name]
+                if headers:
+                    response = copy.deepcopy(response)
+                    response["headers"] = {**response.get("headers", {}), **headers}
+                    view = self.doc(responses={str(status): response})(view)
+                else:
+                    view = self.alt_response(status, response=name)(view)
+            return view
+
+        return declare
+
+    def _store_endpoint_docs(self, endpoint: str, *args: Any, **kw: Any) -> None:
+        super()._store_endpoint_docs(endpoint, *args, **kw)
+        for method, doc in self._docs[endpoint].items():
+            if method != "parameters":
+                manual = doc.setdefault("manual_doc", {})
+                deepupdate(manual, manual.pop("per_method", {}).get(method, {}))
+
+
+def _annotating(decorator: Callable[[View], View]) -> Callable[[View], View]:
+    """flask-smorest's documenting decorator without its wrapper: the view itself carries what
+    it declares, and a request calls the view, not a stack of wrappers."""
+
+    def annotate(view: View) -> View:
+        view._apidoc = decorator(view)._apidoc  # type: ignore[attr-defined]
+        return view
+
+    return annotate
+
+
+class _Paths(FlaskPlugin):
+    """A route's variables take the names of the path parameters declared with the route, in
+    order: `/<uuid:record_id>` with `ID_PARAMETER` is `/{id}`."""
+
+    def path_helper(self, rule: Any, operations: Any, parameters: list, **kwargs: Any) -> str:
+        variables = _VARIABLE.findall(rule.rule)
+        names = [p["name"] for p in parameters if isinstance(p, dict) and p["in"] == "path"]
+        if len(names) != len(variables):
+            raise ValueError(f"{rule.rule}: declare the path parameters {variables}, no others")
+        return _VARIABLE.sub(lambda _: "{" + names.pop(0) + "}", rule.rule)
+
+
+class _Api(flask_smorest.Api):
+    """Only builds the document: errors keep the app's own handlers, JSON shape and error
+    responses (app/errors.py, `ERROR_RESPONSES`), and the document names its tags itself."""
+
+    DEFAULT_ERROR_RESPONSE_NAME = None
+
+    def _register_error_handlers(self) -> None: ...
+    def _register_responses(self) -> None: ...
+    def _register_etag_headers(self) -> None: ...
+    def _register_pagination_header(self) -> None: ...
+
+    def register_blueprint(self, blp: Blueprint, **options: Any) -> None:
+        self._app.register_blueprint(blp, **options)
+        blp.register_views_in_doc(self, self._app, self.spec, name=blp.name, parameters=None)
 
 
 # --- marshmallow fields of this service -------------------------------------------------
+
+FLAG = {"type": "string", "pattern": FLAG_STRING_PATTERN}
+SERVICE_RULES: dict[type, dict[str, Any]] = {
+    types.Int32: {"minimum": types.INT32_MIN, "maximum": types.INT32_MAX},
+    types.PageNumber: {"minimum": 1, "maximum": 999_999_999},
+    types.ReleaseFilter: {"enum": ["0", "1"]},
+    types.Since: {"pattern": SINCE_PATTERN, "examples": ["2026-04-30", "2026-04-30T10:15:00Z"]},
+    types.Timestamp: {"pattern": TIMESTAMP_PATTERN, "examples": ["2026-04-30T10:15:00.123456Z"]},
+    types.Flag: {"anyOf": [{"type": "boolean"}, {"type": "integer", "enum": [0, 1]}, FLAG]},
+}
 
 
 class _Converter(OpenAPIConverter):
@@ -194,14 +207,14 @@ class _Converter(OpenAPIConverter):
 
     field_mapping = {
         **DEFAULT_FIELD_MAPPING,
-        schemas.Text: ("string", None),
-        schemas.CalendarDate: ("string", "date"),
-        schemas.Timestamp: ("string", "date-time"),
-        schemas.Int32: ("integer", "int32"),
-        schemas.PageNumber: ("integer", None),
-        schemas.ReleaseFilter: ("string", None),
-        schemas.Since: ("string", None),
-        schemas.Flag: (None, None),
+        types.Text: ("string", None),
+        types.CalendarDate: ("string", "date"),
+        types.Timestamp: ("string", "date-time"),
+        types.Int32: ("integer", "int32"),
+        types.PageNumber: ("integer", None),
+        types.ReleaseFilter: ("string", None),
+        types.Since: ("string", None),
+        types.Flag: (None, None),
     }
 
     def init_attribute_functions(self) -> None:
@@ -209,90 +222,98 @@ class _Converter(OpenAPIConverter):
         self.attribute_functions.append(self.field2service_rules)
 
     def field2service_rules(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
-        if isinstance(field, schemas.VirtualPath):
-            return {"maxLength": field.max_length, "pattern": PATH_PATTERN}
-        if isinstance(field, schemas.Text):
-            return {"maxLength": field.max_length}
-        if isinstance(field, schemas.Int32):
-            return {"minimum": schemas.INT32_MIN, "maximum": schemas.INT32_MAX}
-        if isinstance(field, schemas.PageNumber):
-            return {"minimum": 1, "maximum": 999_999_999}
-        if isinstance(field, schemas.ReleaseFilter):
-            return {"enum": ["0", "1"]}
-        if isinstance(field, schemas.Since):
-            return {"pattern": SINCE_PATTERN, "examples": ["2026-04-30", "2026-04-30T10:15:00Z"]}
-        if isinstance(field, schemas.Timestamp):
-            return {"pattern": TIMESTAMP_PATTERN, "examples": ["2026-04-30T10:15:00.123456Z"]}
-        if isinstance(field, schemas.Flag):
-            return {
-                "anyOf": [
-                    {"type": "boolean"},
-                    {"type": "integer", "enum": [0, 1]},
-                    {"type": "string", "pattern": FLAG_STRING_PATTERN},
-                ]
-            }
-        return {}
+        rules = {"maxLength": field.max_length} if isinstance(field, types.Text) else {}
+        if isinstance(field, types.VirtualPath):
+            rules["pattern"] = PATH_PATTERN
+        return {**rules, **SERVICE_RULES.get(type(field), {})}
+
+    def fields2jsonschema(self, fields: Any, *, partial: Any = None) -> dict[str, Any]:
+        """`required` in the order of the fields (apispec sorts it), as the document had it."""
+        converted = super().fields2jsonschema(fields, partial=partial)
+        if "required" in converted:
+            required = set(converted["required"])
+            converted["required"] = [name for name in converted["properties"] if name in required]
+        return converted
 
 
 class _Plugin(MarshmallowPlugin):
     Converter = _Converter
 
 
-# --- reusable pieces --------------------------------------------------------------------
+# --- what operations share --------------------------------------------------------------
 
 
-def ref(kind: str, name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/{kind}/{name}"}
+class ErrorSchema(Schema):
+    """Every error answer (app/errors.py)."""
+
+    message = fields.String(required=True)
+
+
+class ValidationErrorSchema(ErrorSchema):
+    """A 422: `errors` names each field key with its messages."""
+
+    errors = fields.Dict(
+        keys=fields.String(),
+        values=fields.List(fields.String(), metadata={"minItems": 1}),
+        required=True,
+        metadata={"minProperties": 1},
+    )
+
+
+def ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
 
 
 def json_content(schema: Any) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
 
-def header(description: str, schema: dict[str, Any], required: bool = True) -> dict[str, Any]:
-    return {"description": description, "required": required, "schema": schema}
+def form_body(schema: str) -> dict[str, Any]:
+    """A required multipart/form-data body, streamed (hand-written: no schema loads it)."""
+    return {"required": True, "content": {"multipart/form-data": {"schema": ref(schema)}}}
+
+
+def json_body_doc(schema: Any, *, form: bool = False) -> dict[str, Any]:
+    """A required JSON request body (`form`: a form-encoded one is accepted too)."""
+    content = json_content(schema)
+    if form:
+        content["application/x-www-form-urlencoded"] = {"schema": schema}
+    return {"required": True, "content": content}
+
+
+def header(description: str, schema: Any = None, required: bool = True) -> dict[str, Any]:
+    return {"description": description, "required": required, "schema": schema or STRING}
+
+
+def const(value: Any) -> dict[str, Any]:
+    return {"type": "string", "const": value}
 
 
 def public_cache(value: str) -> dict[str, Any]:
     """The Cache-Control header of public answers (`value`: the one the views send)."""
-    return header(
-        "Public responses may be cached but must be revalidated.",
-        {"type": "string", "const": value},
-    )
+    return header("Public responses may be cached but must be revalidated.", const(value))
 
 
 def private_cache(value: str) -> dict[str, Any]:
     """The Cache-Control header of authenticated downloads."""
-    return header(
-        "Authenticated downloads are never stored by caches.", {"type": "string", "const": value}
+    return header("Authenticated downloads are never stored by caches.", const(value))
+
+
+def error(description: str, **headers: Any) -> dict[str, Any]:
+    return {"description": description, "content": json_content(ref("Error"))} | (
+        {"headers": headers} if headers else {}
     )
 
 
-ETAG = header("SHA-256 of the content, a strong entity tag.", {"type": "string"})
-REVALIDATION_ETAG = header("Entity tag for revalidation with If-None-Match.", {"type": "string"})
+STRING = {"type": "string"}
+INTEGER = {"type": "integer"}
+ETAG = header("SHA-256 of the content, a strong entity tag.")
+REVALIDATION_ETAG = header("Entity tag for revalidation with If-None-Match.")
 RATE_LIMIT_HEADERS = {
-    "X-RateLimit-Limit": header(
-        "Requests allowed in the current window.", {"type": "integer"}, required=False
-    ),
-    "X-RateLimit-Remaining": header(
-        "Requests left in the current window.", {"type": "integer"}, required=False
-    ),
-    "X-RateLimit-Reset": header(
-        "When the window resets (Unix time).", {"type": "integer"}, required=False
-    ),
+    "X-RateLimit-Limit": header("Requests allowed in the current window.", INTEGER, False),
+    "X-RateLimit-Remaining": header("Requests left in the current window.", INTEGER, False),
+    "X-RateLimit-Reset": header("When the window resets (Unix time).", INTEGER, False),
 }
-
-
-def error(description: str, **headers: dict[str, Any]) -> dict[str, Any]:
-    response: dict[str, Any] = {
-        "description": description,
-        "content": json_content(ref("schemas", "Error")),
-    }
-    if headers:
-        response["headers"] = headers
-    return response
-
-
 ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     "BadRequest": (
         400,
@@ -302,11 +323,7 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
         401,
         error(
             "No valid bearer token: missing, malformed, unknown, expired or revoked.",
-            **{
-                "WWW-Authenticate": header(
-                    "The authentication scheme to use.", {"type": "string", "const": "Bearer"}
-                )
-            },
+            **{"WWW-Authenticate": header("The authentication scheme to use.", const("Bearer"))},
         ),
     ),
     "Forbidden": (
@@ -317,6 +334,7 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
             "Administrators may always download."
         ),
     ),
+    "AdministratorsOnly": (403, error("Only administrators may do this.")),
     "NotFound": (
         404,
         error(
@@ -325,17 +343,14 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     ),
     "MethodNotAllowed": (
         405,
-        error(
-            "The path does not offer this method.",
-            Allow=header("The methods the path offers.", {"type": "string"}),
-        ),
+        error("The path does not offer this method.", Allow=header("The methods the path offers.")),
     ),
     "PayloadTooLarge": (413, error("The request body is larger than allowed.")),
     "ValidationFailed": (
         422,
         {
             "description": "The input broke a rule; `errors` names each field with its messages.",
-            "content": json_content(ref("schemas", "ValidationError")),
+            "content": json_content(ref("ValidationError")),
         },
     ),
     "TooManyRequests": (
@@ -344,35 +359,15 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
             "Rate limit exceeded.",
             **{
                 "Retry-After": header(
-                    "Seconds to wait before trying again.", {"type": "integer", "minimum": 0}
-                ),
+                    "Seconds to wait before trying again.", INTEGER | {"minimum": 0}
+                )
             },
             **RATE_LIMIT_HEADERS,
         ),
     ),
     "ServerError": (500, error("Unexpected server error; no details are disclosed.")),
-    "ServiceUnavailable": (
-        503,
-        error("The database or the file storage cannot be reached."),
-    ),
+    "ServiceUnavailable": (503, error("The database or the file storage cannot be reached.")),
 }
-
-
-def errors(*names: str, cache: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Error responses by component name; with `cache` (public answers) each one is written out
-    with that Cache-Control header too."""
-    responses: dict[str, Any] = {}
-    for name in names:
-        status, response = ERROR_RESPONSES[name]
-        if cache is not None:
-            response = copy.deepcopy(response)
-            response.setdefault("headers", {})["Cache-Control"] = cache
-            responses[str(status)] = response
-        else:
-            responses[str(status)] = name
-    return responses
-
-
 ID_PARAMETER = {
     "name": "id",
     "in": "path",
@@ -385,23 +380,25 @@ ID_PARAMETER = {
 def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
     """200/206/304/416 of a download; the body is the stored content, streamed. `cache`: the
     Cache-Control header (`public_cache` or `private_cache`)."""
+    disposition = {
+        "type": "string",
+        "pattern": '^attachment; filename="[^"]*"; filename\\*=UTF-8\'\'',
+    }
     common = {
         "Content-Disposition": header(
             "`attachment` with an ASCII fallback name and the exact original name in RFC 8187 "
             "form (`filename*=UTF-8''...`).",
-            {"type": "string", "pattern": '^attachment; filename="[^"]*"; filename\\*=UTF-8\'\''},
+            disposition,
         ),
         "ETag": ETAG,
-        "Accept-Ranges": header(
-            "Single byte ranges are served.", {"type": "string", "const": "bytes"}
-        ),
-        "X-Content-Type-Options": header(
-            "Browsers must not sniff.", {"type": "string", "const": "nosniff"}
-        ),
+        "Accept-Ranges": header("Single byte ranges are served.", const("bytes")),
+        "X-Content-Type-Options": header("Browsers must not sniff.", const("nosniff")),
         "Cache-Control": cache,
+        "Content-Length": header("Bytes in this response.", INTEGER | {"minimum": 0}),
     }
-    length = header("Bytes in this response.", {"type": "integer", "minimum": 0})
     content = {mime: {} for mime in sorted(ALLOWED_MIME_TYPES)}
+    served = {"type": "string", "pattern": r"^bytes [0-9]+-[0-9]+/[0-9]+$"}
+    size = {"type": "string", "pattern": r"^bytes \*/[0-9]+$"}
     return {
         "200": {
             "description": (
@@ -409,18 +406,14 @@ def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
                 "ranges, other range units, or an If-Range that does not name the current ETag "
                 "also get the whole content."
             ),
-            "headers": {**common, "Content-Length": length},
+            "headers": common,
             "content": content,
         },
         "206": {
             "description": "The single byte range asked for with `Range: bytes=...`.",
             "headers": {
                 **common,
-                "Content-Length": length,
-                "Content-Range": header(
-                    "The range served and the full size.",
-                    {"type": "string", "pattern": r"^bytes [0-9]+-[0-9]+/[0-9]+$"},
-                ),
+                "Content-Range": header("The range served and the full size.", served),
             },
             "content": content,
         },
@@ -431,39 +424,31 @@ def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
         "416": {
             "description": "The range cannot be satisfied.",
             "headers": {
-                "Content-Range": header(
-                    "The full size.", {"type": "string", "pattern": r"^bytes \*/[0-9]+$"}
-                ),
+                "Content-Range": header("The full size.", size),
                 "ETag": ETAG,
                 "Cache-Control": cache,
             },
-            "content": json_content(ref("schemas", "Error")),
+            "content": json_content(ref("Error")),
         },
     }
 
 
-DOWNLOAD_REQUEST_HEADERS: list[dict[str, Any]] = [
-    {
-        "name": "Range",
+def header_parameter(name: str, description: str, schema: Any = None, required: bool = False):
+    return {
+        "name": name,
         "in": "header",
-        "required": False,
-        "description": "One byte range, e.g. `bytes=0-1023`, `bytes=1024-` or `bytes=-500`.",
-        "schema": {"type": "string"},
-    },
-    {
-        "name": "If-Range",
-        "in": "header",
-        "required": False,
-        "description": "Serve the range only if this is the current (strong) ETag.",
-        "schema": {"type": "string"},
-    },
-    {
-        "name": "If-None-Match",
-        "in": "header",
-        "required": False,
-        "description": "304 when it names the current ETag.",
-        "schema": {"type": "string"},
-    },
+        "required": required,
+        "description": description,
+        "schema": schema or STRING,
+    }
+
+
+DOWNLOAD_REQUEST_HEADERS = [
+    header_parameter(
+        "Range", "One byte range, e.g. `bytes=0-1023`, `bytes=1024-` or `bytes=-500`."
+    ),
+    header_parameter("If-Range", "Serve the range only if this is the current (strong) ETag."),
+    header_parameter("If-None-Match", "304 when it names the current ETag."),
 ]
 
 
@@ -477,11 +462,11 @@ def _api_version() -> str:
         return "0.0.0"
 
 
-def _description(limits: Limits) -> str:
+def _description(limits: dict[str, Any]) -> str:
     body_limit = (
-        f"a request body larger than {limits.max_request_size:,} bytes is refused with 413 "
+        f"a request body larger than {limits['max_request_size']:,} bytes is refused with 413 "
         "before it is read"
-        if limits.max_request_size
+        if limits["max_request_size"]
         else "request bodies have no overall limit"
     )
     return f"""\
@@ -499,9 +484,9 @@ field key (`files`, `files.N`, `file`, a metadata field, a query parameter, or `
 messages; `message` is the first message, followed by `(and N more errors)` when there are more.
 A method that a path does not offer answers 405 with `Allow`; an unknown path answers 404.
 
-**Limits of this instance.** At most {limits.max_files} files per upload, each of 1 to
-{limits.max_file_size:,} bytes; {limits.page_size} records a page; JSON bodies up to
-{limits.max_json_body:,} bytes; {body_limit}. Token creation and uploads are rate limited (429
+**Limits of this instance.** At most {limits["max_files"]} files per upload, each of 1 to
+{limits["max_file_size"]:,} bytes; {limits["page_size"]} records a page; JSON bodies up to
+{limits["max_json_body"]:,} bytes; {body_limit}. Token creation and uploads are rate limited (429
 with `Retry-After`).
 
 **Public endpoints** need no token, only ever show released records (`freigabe` true), and every
@@ -509,128 +494,36 @@ response under `/api/public/` carries `Cache-Control: public, max-age=0, must-re
 """
 
 
-def _page_envelope(item: dict[str, Any], page_size: int) -> dict[str, Any]:
-    position = {"type": ["integer", "null"], "minimum": 1}
-    url = {"type": "string", "format": "uri"}
-    optional_url = {"type": ["string", "null"], "format": "uri"}
-    properties = {
-        "data": {"type": "array", "items": item, "maxItems": page_size},
-        "current_page": {"type": "integer", "minimum": 1},
-        "per_page": {"type": "integer", "minimum": 1},
-        "total": {"type": "integer", "minimum": 0},
-        "last_page": {"type": "integer", "minimum": 1},
-        "from": {**position, "description": "Position of the first record; null when empty."},
-        "to": {**position, "description": "Position of the last record; null when empty."},
-        "first_page_url": url,
-        "last_page_url": url,
-        "next_page_url": {**optional_url, "description": "null on the last page."},
-        "prev_page_url": {**optional_url, "description": "null on the first page."},
-        "path": {**url, "description": "The list URL without query."},
-        "next_cursor": {
-            "type": ["string", "null"],
-            "description": "Continue with ?cursor=<this> (keyset pagination); null at the end.",
-        },
-    }
-    page = {
-        "type": "object",
-        "title": "Numbered page",
-        "description": (
-            "One page of records, newest first (created_at, then id, descending), in the form "
-            "of Laravel's length-aware paginator. The page URLs keep the other query parameters."
-        ),
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-    keyset = {
-        "type": "object",
-        "title": "Keyset page (with ?cursor=)",
-        "description": "The records after the cursor, same order; no total is counted.",
-        "properties": {
-            "data": properties["data"],
-            "path": properties["path"],
-            "per_page": properties["per_page"],
-            "next_cursor": properties["next_cursor"],
-            "next_page_url": {**optional_url, "description": "null after the last record."},
-        },
-        "required": ["data", "path", "per_page", "next_cursor", "next_page_url"],
-        "additionalProperties": False,
-    }
-    return {"oneOf": [page, keyset]}
-
-
-def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
+def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
+    """The components whose text or bounds follow the configuration, or that no view names."""
     components = spec.components
-    components.schema(
-        "Error",
+    components.security_scheme(
+        BEARER,
         {
-            "type": "object",
-            "properties": {"message": {"type": "string"}},
-            "required": ["message"],
-            "additionalProperties": False,
+            "type": "http",
+            "scheme": "bearer",
+            "bearerFormat": "<id>|<secret>",
+            "description": "A personal access token from `POST /api/tokens`.",
         },
     )
-    components.schema(
-        "ValidationError",
-        {
-            "type": "object",
-            "properties": {
-                "message": {"type": "string"},
-                "errors": {
-                    "type": "object",
-                    "additionalProperties": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "minItems": 1,
-                    },
-                    "minProperties": 1,
-                },
-            },
-            "required": ["message", "errors"],
-            "additionalProperties": False,
-        },
-    )
-    components.schema("TokenRequest", schema=schemas.TokenRequestSchema())
-    components.schema(
-        "Token",
-        {
-            "type": "object",
-            "properties": {
-                "token": {
-                    "type": "string",
-                    "pattern": r"^[0-9]+\|[A-Za-z0-9_-]{43,}$",
-                    "description": "`<id>|<secret>`; shown only this once.",
-                }
-            },
-            "required": ["token"],
-            "additionalProperties": False,
-        },
-    )
-
+    for name, (_status, response) in ERROR_RESPONSES.items():
+        components.response(name, response)
+    components.schema("Error", schema=ErrorSchema)
+    components.schema("ValidationError", schema=ValidationErrorSchema)
     records = {
         "FileRecord": (record_schema, "A file record."),
         "CreatedFileRecord": (created_record_schema, "A file record as create returns it."),
         "PublicFileRecord": (public_record_schema, "A released file record."),
     }
-    mime_types = sorted(ALLOWED_MIME_TYPES)
     for name, (schema, description) in records.items():
-        components.schema(
-            name,
-            {
-                "description": description,
-                "required": list(schema.fields),
-                "additionalProperties": False,
-            },
-            schema=schema,
-        )
-        components.schemas[name]["properties"]["mime_type"]["enum"] = mime_types
-
-    metadata_fields = tuple(
-        name for name, field in schemas.MetadataSchema().fields.items() if not field.load_only
-    )
-    update_result_schema = schemas.FileRecordSchema(
-        only=("id", *metadata_fields, "iab_themen", "updated_at")
-    )
+        strict = {"required": list(schema.fields), "additionalProperties": False}
+        components.schema(name, {"description": description, **strict}, schema=schema)
+        components.schemas[name]["properties"]["mime_type"]["enum"] = sorted(ALLOWED_MIME_TYPES)
+    for name, schema in (("FileRecord", record_schema), ("PublicFileRecord", public_record_schema)):
+        components.schema(f"{name}Page", _page(plugin, schema, limits["page_size"]))
+    components.schema("CreatedFiles", schema=CreatedFilesSchema)
+    components.schemas["CreatedFiles"]["properties"]["files"]["maxItems"] = limits["max_files"]
+    metadata = [name for name, field in MetadataSchema().fields.items() if not field.load_only]
     components.schema(
         "FileUpdateResult",
         {
@@ -639,7 +532,7 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
             "minProperties": 3,
             "additionalProperties": False,
         },
-        schema=update_result_schema,
+        schema=FileRecordSchema(only=("id", *metadata, "iab_themen", "updated_at")),
     )
     components.schema(
         "FileUpdate",
@@ -652,109 +545,123 @@ def _register_schemas(spec: APISpec, plugin: _Plugin, limits: Limits) -> None:
             "minProperties": 1,
             "additionalProperties": False,
         },
-        schema=schemas.UpdateSchema(),
+        schema=UpdateSchema(),
     )
-    assert plugin.converter is not None
-    metadata_form = plugin.converter.schema2jsonschema(schemas.CreateMetadataSchema())
+    # Multipart bodies are streamed, not loaded by a schema: their forms are written out.
     binary = {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"}
+    size = f"1 to {limits['max_file_size']:,} bytes"
+    files = {
+        "type": "array",
+        "items": binary,
+        "minItems": 1,
+        "maxItems": limits["max_files"],
+        "description": f"1 to {limits['max_files']} files of {size} each, of the allowed types. "
+        "Parts named `files` or `files[N]` count too.",
+    }
     components.schema(
         "FileUploadForm",
         {
             "type": "object",
-            "description": (
-                "The files and the metadata that applies to every one of them. Strings are "
-                "trimmed and an empty string means null; unknown form fields are ignored. The "
-                "type of each file is detected from its bytes."
-            ),
+            "description": "The files and the metadata that applies to every one of them. "
+            "Strings are trimmed and an empty string means null; unknown form fields are "
+            "ignored. The type of each file is detected from its bytes.",
             "properties": {
-                "files[]": {
-                    "type": "array",
-                    "items": binary,
-                    "minItems": 1,
-                    "maxItems": limits.max_files,
-                    "description": (
-                        f"1 to {limits.max_files} files of 1 to {limits.max_file_size:,} bytes "
-                        "each, of the allowed types. Parts named `files` or `files[N]` count too."
-                    ),
-                },
-                **metadata_form["properties"],
+                "files[]": files,
+                **plugin.converter.schema2jsonschema(CreateMetadataSchema())["properties"],
             },
             "required": ["files[]"],
         },
     )
-    components.schema(
-        "ContentReplaceForm",
-        {
-            "type": "object",
-            "properties": {
-                "file": {
-                    **binary,
-                    "description": (
-                        f"The new content: 1 to {limits.max_file_size:,} bytes of an allowed type."
-                    ),
-                }
-            },
-            "required": ["file"],
-        },
-    )
-    components.schema(
-        "CreatedFiles",
-        {
-            "type": "object",
-            "properties": {
-                "files": {
-                    "type": "array",
-                    "items": ref("schemas", "CreatedFileRecord"),
-                    "minItems": 1,
-                    "maxItems": limits.max_files,
-                }
-            },
-            "required": ["files"],
-            "additionalProperties": False,
-        },
-    )
-    components.schema(
-        "FileRecordPage", _page_envelope(ref("schemas", "FileRecord"), limits.page_size)
-    )
-    components.schema(
-        "PublicFileRecordPage",
-        _page_envelope(ref("schemas", "PublicFileRecord"), limits.page_size),
-    )
+    content = {**binary, "description": f"The new content: {size} of an allowed type."}
+    form = {"type": "object", "properties": {"file": content}, "required": ["file"]}
+    components.schema("ContentReplaceForm", form)
+
+
+PAGE_KINDS = (
+    (
+        "Numbered page",
+        "One page of records, newest first (created_at, then id, descending), in the form of "
+        "Laravel's length-aware paginator. The page URLs keep the other query parameters.",
+    ),
+    (
+        "Keyset page (with ?cursor=)",
+        "The records after the cursor, same order; no total is counted.",
+    ),
+)
+
+
+def _page(plugin: _Plugin, record: Schema, page_size: int) -> dict[str, Any]:
+    """A list answer: a numbered page or a keyset page, of at most `page_size` records."""
+    kinds = []
+    for (title, description), schema in zip(PAGE_KINDS, page_envelope(record), strict=True):
+        converted = plugin.converter.schema2jsonschema(schema)
+        converted["properties"]["data"]["maxItems"] = page_size
+        kinds.append({"title": title, "description": description, **converted})
+    return {"oneOf": kinds}
+
+
+UPLOADS_TAG = """\
+Resumable uploads with the [tus 1.0.0 protocol](https://tus.io/protocols/resumable-upload):
+a dropped connection costs one piece, not the whole file. Use a tus client; with
+[Uppy](https://uppy.io/docs/tus/):
+
+```js
+new Uppy({ meta: { titel: "Jahresbericht", path: "reports/2026" } }).use(Tus, {
+  endpoint: "/api/uploads",
+  headers: { Authorization: `Bearer ${token}` },
+  chunkSize: 8 * 1024 * 1024,
+  allowedMetaFields: ["titel", "path", "sperrfrist", "freigabe", "beschreibung"],
+});
+```
+
+or [tus-js-client](https://github.com/tus/tus-js-client):
+
+```js
+new tus.Upload(file, {
+  endpoint: "/api/uploads",
+  headers: { Authorization: `Bearer ${token}` },
+  chunkSize: 8 * 1024 * 1024,
+  metadata: { filename: file.name, titel: "Jahresbericht" },
+  onAfterResponse: (req, res) => console.log(res.getHeader("Upload-Record-Id")),
+}).start();
+```
+
+Only the owner sees or continues an upload. Unfinished uploads expire after the configured
+hours without a new piece (`Upload-Expires`)."""
+
+TAGS = {
+    "Tokens": "Personal access tokens.",
+    "Files": "Your records (administrators: all records).",
+    "Public": "Released records, without a token.",
+    "Uploads": UPLOADS_TAG,
+    "Documentation": "This document and its page.",
+    "Harvesting": "OAI-PMH 2.0 for catalogues and aggregators.",
+    "Operations": "Probes for load balancers and orchestrators.",
+    "Audit": "Who changed what, and when: the audit trail (administrators) and a record's "
+    "history (its owner too).",
+}
 
 
 @lru_cache(maxsize=8)
-def _build(limits: Limits, routes: tuple[Route, ...]) -> dict[str, Any]:
-    from app.tus.api_doc import TAG as uploads_tag
-
+def _build(settings: tuple, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]:
+    limits = dict(settings)
     plugin = _Plugin()
-    spec = APISpec(
-        title="File repository API",
-        version=_api_version(),
-        openapi_version=OPENAPI_VERSION,
-        plugins=[plugin],
-        info={"description": _description(limits)},
-        security=[{BEARER: []}],
-        tags=[
-            {"name": "Tokens", "description": "Personal access tokens."},
-            {"name": "Files", "description": "Your records (administrators: all records)."},
-            {"name": "Public", "description": "Released records, without a token."},
-            {"name": "Uploads", "description": uploads_tag},
-            {"name": "Documentation", "description": "This document and its page."},
-            {"name": "Harvesting", "description": "OAI-PMH 2.0 for catalogues and aggregators."},
-            {"name": "Operations", "description": "Probes for load balancers and orchestrators."},
-        ],
-    )
-    spec.components.security_scheme(
-        BEARER,
-        {
-            "type": "http",
-            "scheme": "bearer",
-            "bearerFormat": "<id>|<secret>",
-            "description": "A personal access token from `POST /api/tokens`.",
+    # The blueprints are registered on an app of the document's own: building it changes
+    # nothing in the app it describes.
+    api = _Api(
+        Flask(__name__),
+        spec_kwargs={
+            "title": "File repository API",
+            "version": _api_version(),
+            "openapi_version": OPENAPI_VERSION,
+            "flask_plugin": _Paths(),
+            "marshmallow_plugin": plugin,
+            "info": {"description": _description(limits)},
+            "security": [{BEARER: []}],
+            "tags": [{"name": name, "description": text} for name, text in TAGS.items()],
         },
     )
-    for name, (_status, response) in ERROR_RESPONSES.items():
-        spec.components.response(name, response)
-    _register_schemas(spec, plugin, limits)
-    _add_paths(spec, routes, limits)
-    return spec.to_dict()
+    _components(api.spec, plugin, limits)
+    for blueprint in blueprints:
+        api.register_blueprint(blueprint)
+    return _rendered(api.spec.to_dict(), limits)

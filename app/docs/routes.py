@@ -9,7 +9,6 @@ from flask import Flask, Response, current_app, request, url_for
 from markupsafe import escape
 from werkzeug.exceptions import NotFound
 
-from app.docs import bp
 from app.docs.assets import (
     ASSET_TYPES,
     INITIALIZER,
@@ -20,16 +19,24 @@ from app.docs.assets import (
 from app.docs.openapi import (
     NO_TOKEN,
     REVALIDATION_ETAG,
-    error,
-    json_content,
-    openapi,
+    Blueprint,
     openapi_document,
+    ref,
 )
+
+bp = Blueprint("docs", __name__, tag="Documentation")
+
 
 ASSET_MAX_AGE = 24 * 60 * 60
 INITIALIZER_VERSION = hashlib.sha256(INITIALIZER_JS.encode()).hexdigest()[:12]
-TAGS = ["Documentation"]
-NOT_MODIFIED = {"description": "The cached copy is current."}
+NOT_MODIFIED = "The cached copy is current."
+ETAGGED = {"ETag": REVALIDATION_ETAG}
+ASSET_NAME = {
+    "name": "name",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "enum": sorted(ASSET_TYPES)},
+}
 
 # Scripts and style sheets from this service only; the document is fetched from it too.
 # Swagger UI sets inline styles and uses data: images in its style sheet.
@@ -46,6 +53,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "frame-ancestors 'none'",
     ]
 )
+
 
 PAGE = """\
 <!DOCTYPE html>
@@ -77,20 +85,11 @@ def _document_json(app: Flask) -> bytes:
 
 
 @bp.get("/api/openapi.json")
-@openapi(
-    tags=TAGS,
-    operationId="getOpenApiDocument",
-    summary="This OpenAPI document",
-    security=NO_TOKEN,
-    responses={
-        "200": {
-            "description": "The document (OpenAPI 3.1).",
-            "headers": {"ETag": REVALIDATION_ETAG},
-            "content": json_content({"type": "object"}),
-        },
-        "304": NOT_MODIFIED,
-    },
+@bp.doc(operationId="getOpenApiDocument", summary="This OpenAPI document", security=NO_TOKEN)
+@bp.alt_response(
+    200, schema={"type": "object"}, description="The document (OpenAPI 3.1).", headers=ETAGGED
 )
+@bp.alt_response(304, description=NOT_MODIFIED)
 def openapi_json() -> Response:
     response = Response(_document_json(current_app), mimetype="application/json")
     response.cache_control.no_cache = True
@@ -104,19 +103,13 @@ def _asset_url(name: str) -> str:
 
 
 @bp.get("/api/docs")
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="getDocsPage",
     summary="Interactive documentation (Swagger UI)",
     description="Works offline: every asset is served by the service itself.",
     security=NO_TOKEN,
-    responses={
-        "200": {
-            "description": "The page.",
-            "content": {"text/html": {"schema": {"type": "string"}}},
-        }
-    },
 )
+@bp.alt_response(200, schema={"type": "string"}, content_type="text/html", description="The page.")
 def docs_page() -> Response:
     html = PAGE.format(
         css=escape(_asset_url("swagger-ui.css")),
@@ -142,30 +135,21 @@ def _asset_bytes(name: str) -> bytes:
     return (SWAGGER_UI_DIST / name).read_bytes()
 
 
-@bp.get("/api/docs/assets/<name>")
-@openapi(
-    path_parameters={
-        "name": {
-            "name": "name",
-            "in": "path",
-            "required": True,
-            "schema": {"type": "string", "enum": sorted(ASSET_TYPES)},
-        }
-    },
-    tags=TAGS,
+@bp.get("/api/docs/assets/<name>", parameters=[ASSET_NAME])
+@bp.doc(
     operationId="getDocsAsset",
     summary="A script, style sheet or icon of the documentation page",
     security=NO_TOKEN,
     responses={
         "200": {
             "description": "The asset; cacheable for a day and revalidated by ETag.",
-            "headers": {"ETag": REVALIDATION_ETAG},
+            "headers": ETAGGED,
             "content": {mimetype: {} for mimetype in sorted(set(ASSET_TYPES.values()))},
-        },
-        "304": NOT_MODIFIED,
-        "404": error("No such asset."),
+        }
     },
 )
+@bp.alt_response(304, description=NOT_MODIFIED)
+@bp.alt_response(404, schema=ref("Error"), description="No such asset.")
 def docs_asset(name: str) -> Response:
     """Cacheable for a day, revalidated by ETag; the page's links change with each version."""
     mimetype = ASSET_TYPES.get(name)

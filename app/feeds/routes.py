@@ -8,21 +8,21 @@ from flask import Response, current_app, request, url_for
 from lxml import etree
 from marshmallow import EXCLUDE, Schema
 
-from app.docs.openapi import (
-    NO_TOKEN,
-    REVALIDATION_ETAG,
-    errors,
-    header,
-    openapi,
-    public_cache,
-)
-from app.feeds import bp, services
+from app.database import read_without_transaction
+from app.docs.openapi import NO_TOKEN, REVALIDATION_ETAG, SERVER, Blueprint, header
+from app.feeds import services
 from app.files import access
 from app.http import load
 from app.oai.routes import absolute_url
 from app.oai.xml import xml_text
-from app.public.routes import PUBLIC_CACHE
-from app.schemas import PlainString
+from app.public.routes import CACHED
+from app.schemas.field_types import PlainString
+
+bp = Blueprint(
+    "feeds", __name__, url_prefix="/api/public", tag="Public", errors=SERVER, error_headers=CACHED
+)
+bp.before_request(read_without_transaction)
+
 
 ATOM = "http://www.w3.org/2005/Atom"
 ATOM_TYPE = "application/atom+xml; charset=utf-8"
@@ -42,9 +42,7 @@ feed_query_schema = FeedQuerySchema()
 
 def _feed_operation(operation_id: str, summary: str, description: str, media_type: str) -> Any:
     """The operation of a feed: the same parameters and answers, in its own media type."""
-    cache = public_cache(PUBLIC_CACHE)
-    return openapi(
-        tags=["Public"],
+    declare = bp.doc(
         operationId=operation_id,
         summary=summary,
         description=description + " Revalidate with If-None-Match or If-Modified-Since.",
@@ -54,23 +52,18 @@ def _feed_operation(operation_id: str, summary: str, description: str, media_typ
             "200": {
                 "description": "The feed.",
                 "headers": {
-                    "Cache-Control": cache,
+                    **CACHED,
                     "ETag": REVALIDATION_ETAG,
                     "Last-Modified": header(
-                        "The newest change or release in the feed.",
-                        {"type": "string"},
-                        required=False,
+                        "The newest change or release in the feed.", {"type": "string"}, False
                     ),
                 },
                 "content": {media_type: {"schema": {"type": "string"}}},
             },
-            "304": {
-                "description": "The cached copy is current.",
-                "headers": {"Cache-Control": cache},
-            },
-            **errors("ValidationFailed", "ServerError", "ServiceUnavailable", cache=cache),
+            "304": {"description": "The cached copy is current.", "headers": CACHED},
         },
     )
+    return lambda view: declare(bp.errors("ValidationFailed")(view))
 
 
 def _path() -> str | None:

@@ -6,37 +6,54 @@ import uuid
 from flask import current_app, request
 
 from app.auth.guard import current_user, user_rate_key
+from app.database import read_without_transaction
 from app.docs.openapi import (
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
     RATE_LIMIT_HEADERS,
+    SERVER,
+    Blueprint,
     download_responses,
-    errors,
-    json_content,
-    openapi,
+    form_body,
+    json_body_doc,
     private_cache,
     ref,
 )
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
-from app.files import access, bp, writes
+from app.files import access, writes
 from app.files.downloads import download_response
 from app.files.listing import Listing
 from app.files.pagination import list_response
 from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
 from app.files.validation import validated
 from app.http import json_body, load
-from app.schemas import (
+from app.schemas.fast_dump import record_rows
+from app.schemas.records import (
     INPUT_ALIASES,
+    CreatedFilesSchema,
     CreateMetadataSchema,
     UpdateSchema,
     created_record_schema,
     dump_update_result,
-    record_rows,
     record_schema,
 )
 from app.search.schemas import SearchListQuerySchema
 from app.storage import Storage
+
+bp = Blueprint(
+    "files", __name__, url_prefix="/api/files", tag="Files", errors=("Unauthenticated", *SERVER)
+)
+
+
+@bp.before_app_request
+def require_token() -> None:
+    """Every path under /api/files needs a token, even one that matches no route, so an
+    anonymous caller learns nothing (not even 404 or 405) before authenticating."""
+    if request.path == bp.url_prefix or request.path.startswith(f"{bp.url_prefix}/"):
+        read_without_transaction()
+        current_user()
+
 
 FILES_FIELD = re.compile(r"files(\[\d*\])?")
 PRIVATE_CACHE = "private, no-store"
@@ -44,8 +61,6 @@ PRIVATE_CACHE = "private, no-store"
 create_schema = CreateMetadataSchema()
 update_schema = UpdateSchema()
 list_query_schema = SearchListQuerySchema()
-TAGS = ["Files"]
-RECORD_ID = {"record_id": ID_PARAMETER}
 
 
 def _storage() -> Storage:
@@ -80,35 +95,20 @@ def _receive(
 
 @bp.post("")
 @limiter.limit(_upload_rate, key_func=user_rate_key)
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="createFiles",
     summary="Upload files with metadata",
-    description=(
-        "Stores every file or none: one invalid file rejects the whole request (422 on "
-        "`files.N`). Rate limited per user."
-    ),
-    requestBody={
-        "required": True,
-        "content": {"multipart/form-data": {"schema": ref("schemas", "FileUploadForm")}},
-    },
-    responses={
-        "201": {
-            "description": "One record per uploaded file, in upload order.",
-            "headers": RATE_LIMIT_HEADERS,
-            "content": json_content(ref("schemas", "CreatedFiles")),
-        },
-        **errors(
-            "BadRequest",
-            "Unauthenticated",
-            "PayloadTooLarge",
-            "ValidationFailed",
-            "TooManyRequests",
-            "ServerError",
-            "ServiceUnavailable",
-        ),
-    },
+    description="Stores every file or none: one invalid file rejects the whole request (422 on "
+    "`files.N`). Rate limited per user.",
+    requestBody=form_body("FileUploadForm"),
 )
+@bp.alt_response(
+    201,
+    schema=CreatedFilesSchema,
+    description="One record per uploaded file, in upload order.",
+    headers=RATE_LIMIT_HEADERS,
+)
+@bp.errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def create_files():
     # Read before the body streams: afterwards nothing may need the database until the
     # records are inserted, or a failure there could leave the stored objects behind.
@@ -139,87 +139,54 @@ def create_files():
 
 
 @bp.get("")
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="listFiles",
     summary="List records",
-    description=(
-        "Your own records (administrators: all), newest first. Filters combine; an empty value "
-        "switches a filter off and unknown parameters are ignored."
-    ),
+    description="Your own records (administrators: all), newest first. Filters combine; an empty "
+    "value switches a filter off and unknown parameters are ignored.",
     parameters=[{"in": "query", "schema": list_query_schema}],
-    responses={
-        "200": {
-            "description": "One page.",
-            "content": json_content(ref("schemas", "FileRecordPage")),
-        },
-        **errors("Unauthenticated", "ValidationFailed", "ServerError", "ServiceUnavailable"),
-    },
 )
+@bp.alt_response(200, schema=ref("FileRecordPage"), description="One page.")
+@bp.errors("ValidationFailed")
 def list_files():
     params = load(list_query_schema, request.args.to_dict())
     return list_response(Listing.of(current_user(), params), params, record_rows)
 
 
-@bp.get("/<uuid:record_id>")
-@openapi(
-    path_parameters=RECORD_ID,
-    tags=TAGS,
-    operationId="readFile",
-    summary="Read one record",
-    responses={
-        "200": {
-            "description": "The record.",
-            "content": json_content(ref("schemas", "FileRecord")),
-        },
-        **errors("Unauthenticated", "NotFound", "ServerError", "ServiceUnavailable"),
-    },
-)
+@bp.get("/<uuid:record_id>", parameters=[ID_PARAMETER])
+@bp.doc(operationId="readFile", summary="Read one record")
+@bp.alt_response(200, schema=record_schema, description="The record.")
+@bp.errors("NotFound")
 def read_file(record_id: uuid.UUID):
     return record_rows.dump(access.read_record(current_user(), record_id))
 
 
-@bp.get("/<uuid:record_id>/download")
-@openapi(
-    path_parameters=RECORD_ID,
-    tags=TAGS,
+@bp.get("/<uuid:record_id>/download", parameters=[ID_PARAMETER])
+@bp.doc(
     operationId="downloadFile",
     summary="Download the content",
     description="Non-administrators get 403 while the record is unreleased or under embargo.",
     parameters=DOWNLOAD_REQUEST_HEADERS,
-    responses={
-        **download_responses(private_cache(PRIVATE_CACHE)),
-        **errors("Unauthenticated", "Forbidden", "NotFound", "ServerError", "ServiceUnavailable"),
-    },
+    responses=download_responses(private_cache(PRIVATE_CACHE)),
 )
+@bp.errors("Forbidden", "NotFound")
 def download_file(record_id: uuid.UUID):
     return download_response(request, current_user(), record_id, _storage(), PRIVATE_CACHE)
 
 
-@bp.patch("/<uuid:record_id>")
-@openapi(
-    path_parameters=RECORD_ID,
-    tags=TAGS,
+@bp.patch("/<uuid:record_id>", parameters=[ID_PARAMETER])
+@bp.doc(
     operationId="updateFile",
     summary="Update metadata",
     description="Owner or administrator; only the fields sent change.",
-    requestBody={"required": True, "content": json_content(ref("schemas", "FileUpdate"))},
-    responses={
-        "200": {
-            "description": "The id, the fields sent, and the new updated_at.",
-            "content": json_content(ref("schemas", "FileUpdateResult")),
-        },
-        **errors(
-            "BadRequest",
-            "Unauthenticated",
-            "NotFound",
-            "PayloadTooLarge",
-            "ValidationFailed",
-            "ServerError",
-            "ServiceUnavailable",
-        ),
-    },
+    requestBody=json_body_doc(ref("FileUpdate")),
 )
+@bp.alt_response(
+    200,
+    schema=ref("FileUpdateResult"),
+    description="The id, the fields sent, and the new updated_at.",
+)
+@bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed")
 def update_file(record_id: uuid.UUID):
     body = json_body()
     changes = load(update_schema, body)
@@ -228,40 +195,20 @@ def update_file(record_id: uuid.UUID):
     return dump_update_result(record, [name for name in sent if name in changes])
 
 
-@bp.post("/<uuid:record_id>/content")
+@bp.post("/<uuid:record_id>/content", parameters=[ID_PARAMETER])
 @limiter.limit(_upload_rate, key_func=user_rate_key)
-@openapi(
-    path_parameters=RECORD_ID,
-    tags=TAGS,
+@bp.doc(
     operationId="replaceFileContent",
     summary="Replace the content",
-    description=(
-        "Same id, owner, created_at and business metadata; original_name, mime_type, size and "
-        "updated_at change. The old content is deleted after success. Rate limited per user "
-        "(with uploads)."
-    ),
-    requestBody={
-        "required": True,
-        "content": {"multipart/form-data": {"schema": ref("schemas", "ContentReplaceForm")}},
-    },
-    responses={
-        "200": {
-            "description": "The full record.",
-            "headers": RATE_LIMIT_HEADERS,
-            "content": json_content(ref("schemas", "FileRecord")),
-        },
-        **errors(
-            "BadRequest",
-            "Unauthenticated",
-            "NotFound",
-            "PayloadTooLarge",
-            "ValidationFailed",
-            "TooManyRequests",
-            "ServerError",
-            "ServiceUnavailable",
-        ),
-    },
+    description="Same id, owner, created_at and business metadata; original_name, mime_type, "
+    "size and updated_at change. The old content is deleted after success. Rate limited per "
+    "user (with uploads).",
+    requestBody=form_body("ContentReplaceForm"),
 )
+@bp.alt_response(
+    200, schema=record_schema, description="The full record.", headers=RATE_LIMIT_HEADERS
+)
+@bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def replace_file_content(record_id: uuid.UUID):
     caller = current_user()
     access.find_record(caller, record_id)  # a 404 before the body is read
@@ -281,17 +228,10 @@ def replace_file_content(record_id: uuid.UUID):
     return record_schema.dump(record)
 
 
-@bp.delete("/<uuid:record_id>")
-@openapi(
-    path_parameters=RECORD_ID,
-    tags=TAGS,
-    operationId="deleteFile",
-    summary="Delete record and content",
-    responses={
-        "204": {"description": "Deleted; no body."},
-        **errors("Unauthenticated", "NotFound", "ServerError", "ServiceUnavailable"),
-    },
-)
+@bp.delete("/<uuid:record_id>", parameters=[ID_PARAMETER])
+@bp.doc(operationId="deleteFile", summary="Delete record and content")
+@bp.alt_response(204, description="Deleted; no body.")
+@bp.errors("NotFound")
 def delete_file(record_id: uuid.UUID):
     writes.delete_record(current_user(), record_id, _storage())
     return "", 204

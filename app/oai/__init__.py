@@ -2,16 +2,6 @@
 it answers from (harvest.py), its XML (xml.py) and the tombstones of persistent deletions
 (tombstones.py)."""
 
-from __future__ import annotations
-
-from flask import Blueprint
-
-from app.extensions import read_without_transaction
 from app.oai.tombstones import init_app
 
-bp = Blueprint("oai", __name__)
-bp.before_request(read_without_transaction)
-
-from app.oai import routes  # noqa: E402,F401
-
-__all__ = ["bp", "init_app"]
+__all__ = ["init_app"]

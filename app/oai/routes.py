@@ -15,11 +15,16 @@ from typing import Any
 
 from flask import Response, current_app, g, request, url_for
 
-from app.docs.openapi import NO_TOKEN, errors, openapi
+from app.database import read_without_transaction
+from app.docs.openapi import NO_TOKEN, SERVER, Blueprint
 from app.files import access
 from app.http import external_url
-from app.oai import bp, harvest
+from app.oai import harvest
 from app.oai import xml as oai_xml
+
+bp = Blueprint("oai", __name__, tag="Harvesting", errors=SERVER)
+bp.before_request(read_without_transaction)
+
 
 PAGE_SIZE = 200
 TOKEN_LIFETIME = timedelta(hours=24)
@@ -68,7 +73,6 @@ ANSWERS = {
         ),
         "content": {"text/xml": {"schema": {"type": "string"}}},
     },
-    **errors("ServerError", "ServiceUnavailable"),
 }
 
 
@@ -117,26 +121,19 @@ def _record_id(identifier: str) -> uuid.UUID:
 
 
 @bp.route("/oai", methods=["GET", "POST"], endpoint="endpoint")
-@openapi(
+@bp.doc(
     method="GET",
-    tags=["Harvesting"],
     operationId="oaiPmhGet",
     summary="OAI-PMH request",
-    description=ABOUT,
-    security=NO_TOKEN,
     parameters=[
         {"name": name, "in": "query", "required": name == "verb", "schema": schema}
         for name, schema in ARGUMENTS.items()
     ],
-    responses=ANSWERS,
 )
-@openapi(
+@bp.doc(
     method="POST",
-    tags=["Harvesting"],
     operationId="oaiPmhPost",
     summary="OAI-PMH request (form-encoded body)",
-    description=ABOUT,
-    security=NO_TOKEN,
     requestBody={
         "required": True,
         "content": {
@@ -145,8 +142,8 @@ def _record_id(identifier: str) -> uuid.UUID:
             }
         },
     },
-    responses=ANSWERS,
 )
+@bp.doc(description=ABOUT, security=NO_TOKEN, responses=ANSWERS)
 def endpoint() -> Response:
     source = request.form if request.method == "POST" else request.args
     arguments = {key: source.getlist(key) for key in source}

@@ -36,7 +36,7 @@ from app.files.uploads import READ_SIZE, StagedFile, stage_file
 from app.files.writes import create_records, new_object_key
 from app.http import validate
 from app.models import FileRecord
-from app.schemas import CreateMetadataSchema
+from app.schemas.records import CreateMetadataSchema
 from app.storage import ObjectWriter, Storage, StorageError
 
 FILE_COLUMN = "file"

@@ -15,9 +15,23 @@ writes passes through the ORM session, so one session hook keeps the index in st
 
 from __future__ import annotations
 
+import sqlite3
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import String, column, event, func, inspect, literal_column, select, table, text
+from sqlalchemy import (
+    Engine,
+    String,
+    column,
+    event,
+    func,
+    inspect,
+    literal,
+    literal_column,
+    select,
+    table,
+    text,
+)
 from sqlalchemy.orm import Session
 
 from app.models import FileRecord
@@ -34,8 +48,8 @@ SEARCHED = (
     "reprotyp",
     "original_name",
 )
-# FTS5 columns (and their bm25 weights) with the record columns each one holds; PostgreSQL's
-# weights A-D follow the same grouping (migration 0009).
+# FTS5 columns (and their weights in `search_rank`) with the record columns each one holds;
+# PostgreSQL's weights A-D follow the same grouping (migration 0009).
 FTS_COLUMNS = {
     "titel": (("titel",), 10.0),
     "people": (("autoren", "sachschlagwoerter", "org_themen"), 4.0),
@@ -51,7 +65,12 @@ SCHEMA_NAMES = frozenset(
     | {f"{FTS_TABLE}_{suffix}" for suffix in ("data", "idx", "content", "docsize", "config")}
 )
 
-_fts = table(FTS_TABLE, column("record_id", String), column("rank"), column(FTS_TABLE))
+_fts = table(
+    FTS_TABLE,
+    column("record_id", String),
+    column(FTS_TABLE),
+    *(column(name, String) for name in FTS_COLUMNS),
+)
 _VECTOR = literal_column("file_records.search_vector")
 _CONFIG = literal_column("'file_search'::regconfig")
 
@@ -79,9 +98,9 @@ def relevance(search: SearchQuery, bind: Any) -> tuple[Any, bool]:
     better match; only valid on a query built by `matching`. `best_first` orders by it; a
     caller can also select it, e.g. to rank and count the matches in one pass."""
     if _is_postgres(bind):
+        # ts_rank reads the record's own vector and the query, nothing of other rows.
         return func.ts_rank(_VECTOR, _tsquery(search)), True
-    # bm25() is lower for better matches.
-    return literal_column("search_match.rank"), False
+    return literal_column("search_match.rank"), True
 
 
 def _tsquery(search: SearchQuery) -> Any:
@@ -89,16 +108,72 @@ def _tsquery(search: SearchQuery) -> Any:
 
 
 def _fts_matches(search: SearchQuery) -> Any:
-    weights = ", ".join(str(weight) for _columns, weight in FTS_COLUMNS.values())
     return (
         select(
             _fts.c.record_id,
-            literal_column(f"bm25({FTS_TABLE}, 0, {weights})").label("rank"),
+            func.search_rank(
+                literal(rank_terms(search)), *(_fts.c[name] for name in FTS_COLUMNS)
+            ).label("rank"),
         )
         .select_from(_fts)
         .where(_fts.c[FTS_TABLE].op("MATCH")(search.fts5()))
         .subquery("search_match")
     )
+
+
+# --- relevance on SQLite ------------------------------------------------------------------
+
+# FTS5's bm25() weighs a term by how many rows of the whole table hold it and a row's length
+# by the table's average: hidden records move the order a caller sees, so a user could probe
+# others' unreleased words by ranking two own records (issue 21). `search_rank` is the same
+# BM25 saturation, per column and weighted, from the row alone: every term counts alike and
+# lengths are measured against fixed typical lengths.
+
+#: BM25's term-frequency saturation and length normalisation (FTS5's bm25 uses the same).
+K1, B = 1.2, 0.75
+#: Words a column typically holds, in place of the table's average.
+TYPICAL_WORDS = {"titel": 8, "people": 6, "codes": 6, "beschreibung": 80}
+
+
+def rank_terms(search: SearchQuery) -> str:
+    """The terms that score, as `search_rank` reads them: stems space-separated, terms
+    separated by `|` (stems are letters and digits only)."""
+    return "|".join(" ".join(stems) for stems in search.scored_stems())
+
+
+@lru_cache(maxsize=256)
+def _patterns(terms: str) -> tuple[str, ...]:
+    # `str.count` of " word " finds whole words; a word repeated right after itself counts
+    # once, which only softens a score that saturates anyway.
+    return tuple(f" {term} " for term in terms.split("|") if term)
+
+
+_COLUMN_PARAMS = tuple(
+    (weight, TYPICAL_WORDS[name]) for name, (_columns, weight) in FTS_COLUMNS.items()
+)
+
+
+def search_rank(terms: str, *columns: str | None) -> float:
+    """How well one FTS5 row matches, higher is better, from that row alone (see above)."""
+    score = 0.0
+    patterns = _patterns(terms)
+    for (weight, typical), words in zip(_COLUMN_PARAMS, columns, strict=True):
+        if not words:
+            continue
+        spaced = f" {words} "
+        norm = K1 * (1 - B + B * (words.count(" ") + 1) / typical)
+        for pattern in patterns:
+            found = spaced.count(pattern)
+            if found:
+                score += weight * found * (K1 + 1) / (found + norm)
+    return score
+
+
+def _register_search_rank(dbapi_connection: Any, _record: Any) -> None:
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        dbapi_connection.create_function(
+            "search_rank", 1 + len(FTS_COLUMNS), search_rank, deterministic=True
+        )
 
 
 # --- keeping the SQLite index in step ---------------------------------------------------
@@ -144,6 +219,8 @@ def sync_search_index(session: Session, _flush_context: Any) -> None:
 def init_app() -> None:
     if not event.contains(Session, "after_flush", sync_search_index):
         event.listen(Session, "after_flush", sync_search_index)
+    if not event.contains(Engine, "connect", _register_search_rank):
+        event.listen(Engine, "connect", _register_search_rank)
 
 
 def reindex(session: Session) -> int:

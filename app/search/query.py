@@ -48,6 +48,10 @@ class SearchQuery:
         parts += ["-" + _quoted(term.words) for term in self.excluded]
         return " ".join(parts)
 
+    def scored_stems(self) -> list[tuple[str, ...]]:
+        """The stems of every term that can match (exclusions cannot), as SQLite indexes them."""
+        return [_stems(term.words) for group in self.groups for term in group]
+
     def fts5(self) -> str:
         """An FTS5 MATCH expression over the stems that `analyze` writes into the index."""
         groups = [

@@ -6,7 +6,8 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, post_load, validate
 
-from app.schemas import ListQuerySchema, PlainString
+from app.schemas.field_types import PlainString
+from app.schemas.records import ListQuerySchema
 from app.search.query import QuerySyntaxError, parse_query
 
 RELEVANCE = "relevance"

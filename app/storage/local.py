@@ -31,7 +31,7 @@ TMP_DIR = ".tmp"
 _DIR_MODE = 0o700
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     """Persist a rename; best effort, as some platforms cannot open directories."""
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -99,7 +99,7 @@ class LocalObjectWriter(ObjectWriter):
             except FileNotFoundError:
                 if attempt or not self.tmp_path.exists():
                     raise
-        _fsync_dir(parent)
+        fsync_dir(parent)
 
     def abort(self) -> None:
         if self.committed or self.aborted:

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.docs import openapi as doc
+from app.docs.openapi import ERROR_RESPONSES, const, error, header, header_parameter
 from app.tus import services
 
-TUS_RESUMABLE = {
-    "name": "Tus-Resumable",
-    "in": "header",
-    "required": True,
-    "description": "The protocol version; anything else answers 412.",
-    "schema": {"type": "string", "const": services.TUS_VERSION},
-}
+VERSION = const(services.TUS_VERSION)
+TUS_RESUMABLE = header_parameter(
+    "Tus-Resumable", "The protocol version; anything else answers 412.", VERSION, True
+)
 WHOLE_NUMBER = {"type": "string", "pattern": "^[0-9]{1,18}$"}
 UPLOAD_ID = {
     "name": "id",
@@ -26,17 +23,9 @@ UPLOAD_ID = {
 BYTES = {"application/offset+octet-stream": {"schema": {"type": "string", "format": "binary"}}}
 
 
-def header(description: str, schema: dict[str, Any] | None = None, required: bool = True) -> Any:
-    return doc.header(description, schema or {"type": "string"}, required)
-
-
 ALWAYS = {
-    "Tus-Resumable": header(
-        "The protocol version.", {"type": "string", "const": services.TUS_VERSION}
-    ),
-    "Cache-Control": header(
-        "Upload state is never cached.", {"type": "string", "const": "no-store"}
-    ),
+    "Tus-Resumable": header("The protocol version.", VERSION),
+    "Cache-Control": header("Upload state is never cached.", const("no-store")),
 }
 STATE = {
     **ALWAYS,
@@ -44,14 +33,12 @@ STATE = {
     "Upload-Expires": header(
         "When an unfinished upload is removed (RFC 9110 date); every accepted piece moves it on."
     ),
-    "Upload-Record-Id": header(
-        "Once the last byte is in: the id of the new record.", {"type": "string"}, False
-    ),
+    "Upload-Record-Id": header("Once the last byte is in: the id of the new record.", None, False),
 }
 
 
 def _tus_error(status_description: str) -> dict[str, Any]:
-    response = doc.error(status_description)
+    response = error(status_description)
     response["headers"] = dict(ALWAYS)
     return response
 
@@ -67,24 +54,22 @@ ERRORS = {
         "A header is missing or malformed (`Upload-Length`, `Upload-Offset`, "
         "`Upload-Metadata`, `Upload-Checksum`), or `Upload-Defer-Length` was sent."
     ),
-    401: _with_always(doc.ERROR_RESPONSES["Unauthenticated"][1]),
+    401: _with_always(ERROR_RESPONSES["Unauthenticated"][1]),
     404: _tus_error("No such upload of yours (other users' uploads are 404 too)."),
     409: _tus_error("`Upload-Offset` is not the upload's offset (ask with HEAD)."),
     410: _tus_error("The upload has expired."),
-    412: {
-        "description": "`Tus-Resumable` is missing or not 1.0.0.",
-        "headers": {"Tus-Version": header("Versions spoken.")},
-        "content": doc.json_content(doc.ref("schemas", "Error")),
-    },
+    412: error(
+        "`Tus-Resumable` is missing or not 1.0.0.", **{"Tus-Version": header("Versions spoken.")}
+    ),
     413: _tus_error(
         "`Upload-Length` is over `Tus-Max-Size`, or the body goes beyond `Upload-Length`."
     ),
     415: _tus_error("The body is not `application/offset+octet-stream`."),
-    422: _with_always(doc.ERROR_RESPONSES["ValidationFailed"][1]),
-    429: _with_always(doc.ERROR_RESPONSES["TooManyRequests"][1]),
+    422: _with_always(ERROR_RESPONSES["ValidationFailed"][1]),
+    429: _with_always(ERROR_RESPONSES["TooManyRequests"][1]),
     460: _tus_error("`Upload-Checksum` does not match the body; nothing was kept."),
-    500: _with_always(doc.ERROR_RESPONSES["ServerError"][1]),
-    503: _with_always(doc.ERROR_RESPONSES["ServiceUnavailable"][1]),
+    500: _with_always(ERROR_RESPONSES["ServerError"][1]),
+    503: _with_always(ERROR_RESPONSES["ServiceUnavailable"][1]),
 }
 
 
@@ -98,18 +83,6 @@ def without_body(responses: dict[str, Any]) -> dict[str, Any]:
     return {
         status: {k: v for k, v in response.items() if k != "content"}
         for status, response in responses.items()
-    }
-
-
-def header_parameter(
-    name: str, description: str, schema: dict[str, Any], required: bool = False
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "header",
-        "required": required,
-        "description": description,
-        "schema": schema,
     }
 
 
@@ -128,33 +101,3 @@ COMPLETION = (
     "creation of `POST /api/files`: the answer carries `Upload-Record-Id` and the record's "
     "`Location`, or a 422 on `file` (type) with nothing stored."
 )
-
-
-TAG = """\
-Resumable uploads with the [tus 1.0.0 protocol](https://tus.io/protocols/resumable-upload):
-a dropped connection costs one piece, not the whole file. Use a tus client; with
-[Uppy](https://uppy.io/docs/tus/):
-
-```js
-new Uppy({ meta: { titel: "Jahresbericht", path: "reports/2026" } }).use(Tus, {
-  endpoint: "/api/uploads",
-  headers: { Authorization: `Bearer ${token}` },
-  chunkSize: 8 * 1024 * 1024,
-  allowedMetaFields: ["titel", "path", "sperrfrist", "freigabe", "beschreibung"],
-});
-```
-
-or [tus-js-client](https://github.com/tus/tus-js-client):
-
-```js
-new tus.Upload(file, {
-  endpoint: "/api/uploads",
-  headers: { Authorization: `Bearer ${token}` },
-  chunkSize: 8 * 1024 * 1024,
-  metadata: { filename: file.name, titel: "Jahresbericht" },
-  onAfterResponse: (req, res) => console.log(res.getHeader("Upload-Record-Id")),
-}).start();
-```
-
-Only the owner sees or continues an upload. Unfinished uploads expire after the configured
-hours without a new piece (`Upload-Expires`)."""

@@ -2,18 +2,22 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import uuid
+from collections.abc import Mapping
 from email.utils import format_datetime
 
 from flask import Response, current_app, request
+from flask.blueprints import BlueprintSetupState
 
-from app.auth.guard import current_user, user_rate_key
-from app.docs.openapi import NO_TOKEN, Configured, openapi
+from app.auth.guard import caller_of, current_user, user_rate_key
+from app.docs.openapi import NO_TOKEN, Blueprint, Configured
 from app.errors import error_response
+from app.exceptions import RecordNotFound
 from app.extensions import limiter
 from app.models import ResumableUpload
 from app.storage import Storage
-from app.tus import bp, services
+from app.tus import protocol, services
 from app.tus.api_doc import (
     ALWAYS,
     BYTES,
@@ -29,10 +33,19 @@ from app.tus.api_doc import (
     header_parameter,
     without_body,
 )
+from app.tus.copying import spooled_body
+from app.tus.pieces import Piece
+
+bp = Blueprint("tus", __name__, url_prefix="/api/uploads", tag="Uploads")
+
+
+@bp.record_once
+def _check_pieces_before_their_body(state: BlueprintSetupState) -> None:
+    """The server asks before it receives a large body (app/server.py)."""
+    state.app.extensions.setdefault("body_checks", []).append(refuse_before_body)
+
 
 OFFSET_TYPE = "application/offset+octet-stream"
-TAGS = ["Uploads"]
-PATH = {"upload_id": UPLOAD_ID}
 
 
 def _storage() -> Storage:
@@ -43,34 +56,33 @@ def _upload_rate() -> str:
     return current_app.config["RATELIMIT_UPLOADS"]
 
 
-@bp.errorhandler(services.TusError)
-def _tus_error(exc: services.TusError) -> Response:
-    return error_response(exc.status, exc.message)
-
-
 @bp.before_request
 def require_tus_version() -> Response | None:
     if request.method == "OPTIONS":
         return None
-    if request.headers.get("Tus-Resumable") != services.TUS_VERSION:
-        response = error_response(412, f"Send Tus-Resumable: {services.TUS_VERSION}.")
-        response.headers["Tus-Version"] = services.TUS_VERSION
+    if request.headers.get("Tus-Resumable") != protocol.TUS_VERSION:
+        response = error_response(412, f"Send Tus-Resumable: {protocol.TUS_VERSION}.")
+        response.headers["Tus-Version"] = protocol.TUS_VERSION
         return response
     return None
 
 
 @bp.after_request
 def tus_headers(response: Response) -> Response:
-    response.headers["Tus-Resumable"] = services.TUS_VERSION
+    response.headers["Tus-Resumable"] = protocol.TUS_VERSION
     response.headers["Cache-Control"] = "no-store"
     return response
 
 
+def _without_body(status: int, headers: dict[str, str] | None = None) -> Response:
+    """An answer with no body has no type either (Flask would label it text/html)."""
+    response = Response(status=status, headers=headers)
+    response.headers.pop("Content-Type", None)
+    return response
+
+
 def _whole_number(name: str) -> int:
-    raw = request.headers.get(name, "")
-    if not raw.isdigit() or len(raw) > 18:
-        raise services.TusError(f"{name} must be a whole number of bytes.")
-    return int(raw)
+    return protocol.whole_number(name, request.headers.get(name))
 
 
 def _checksum() -> tuple[str, bytes] | None:
@@ -78,14 +90,48 @@ def _checksum() -> tuple[str, bytes] | None:
     if raw is None:
         return None
     algorithm, _, encoded = raw.strip().partition(" ")
-    if algorithm not in services.CHECKSUMS:
-        raise services.UnsupportedChecksum(
-            f"Upload-Checksum: use one of {', '.join(services.CHECKSUMS)}."
+    if algorithm not in protocol.CHECKSUMS:
+        raise protocol.UnsupportedChecksum(
+            f"Upload-Checksum: use one of {', '.join(protocol.CHECKSUMS)}."
         )
     try:
         return algorithm, base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
-        raise services.TusError("Upload-Checksum: the checksum is not base64.") from None
+        raise protocol.TusError("Upload-Checksum: the checksum is not base64.") from None
+
+
+PIECE_PATH = re.compile(rf"{bp.url_prefix}/([0-9a-fA-F-]{{32,36}})")
+
+
+def refuse_before_body(
+    method: str, path: str, headers: Mapping[str, str]
+) -> tuple[int, str, dict[str, str]] | None:
+    """For the server, before it receives a large body (app/server.py; waitress's header
+    names): a PATCH for no upload of the caller's, at the wrong offset or longer than the
+    room left is answered at once; anything else goes on to the view."""
+    match = PIECE_PATH.fullmatch(path)
+    if method != "PATCH" or match is None:
+        return None
+    mimetype = headers.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
+    if headers.get("TUS_RESUMABLE") != protocol.TUS_VERSION or mimetype != OFFSET_TYPE:
+        return None  # the view's 412 or 415 come first
+    caller = caller_of(headers.get("AUTHORIZATION", ""))
+    if caller is None:
+        return None
+    always = {"Tus-Resumable": protocol.TUS_VERSION, "Cache-Control": "no-store"}
+    try:
+        upload_id = uuid.UUID(match[1])
+        offset = protocol.whole_number("Upload-Offset", headers.get("UPLOAD_OFFSET"))
+        length = headers.get("CONTENT_LENGTH")  # none when chunked
+        size = None if length is None else protocol.whole_number("Content-Length", length)
+        services.check_piece(caller, upload_id, offset, size)
+    except ValueError:  # not an upload id: the view's 404
+        return None
+    except RecordNotFound as exc:
+        return 404, exc.message, always
+    except protocol.TusError as exc:
+        return exc.status, exc.message, {**always, **exc.headers}
+    return None
 
 
 def _state_headers(upload: ResumableUpload) -> dict[str, str]:
@@ -102,16 +148,19 @@ def _state_headers(upload: ResumableUpload) -> dict[str, str]:
 def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
     user = current_user()
     if request.mimetype != OFFSET_TYPE:
-        raise services.UnsupportedMediaType(f"Send the bytes as {OFFSET_TYPE}.")
-    piece = services.Piece(
-        request.stream, upload_id, _checksum(), services.spooled_body(request.environ)
+        raise protocol.UnsupportedMediaType(f"Send the bytes as {OFFSET_TYPE}.")
+    piece = Piece(
+        request.stream,
+        upload_id,
+        _checksum(),
+        spooled_body(request.environ),
+        announced=request.content_length,
     )
     return services.append_piece(user, upload_id, offset, piece, _storage(), current_app.config)
 
 
 @bp.route("", methods=["OPTIONS"], provide_automatic_options=False)
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="discoverUploads",
     summary="What this tus server speaks",
     security=NO_TOKEN,
@@ -135,21 +184,20 @@ def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
     },
 )
 def discover():
-    return Response(
-        status=204,
-        headers={
-            "Tus-Version": services.TUS_VERSION,
-            "Tus-Extension": services.EXTENSIONS,
+    return _without_body(
+        204,
+        {
+            "Tus-Version": protocol.TUS_VERSION,
+            "Tus-Extension": protocol.EXTENSIONS,
             "Tus-Max-Size": str(current_app.config["MAX_FILE_SIZE"]),
-            "Tus-Checksum-Algorithm": ",".join(services.CHECKSUMS),
+            "Tus-Checksum-Algorithm": ",".join(protocol.CHECKSUMS),
         },
     )
 
 
 @bp.route("", methods=["POST"], provide_automatic_options=False)
 @limiter.limit(_upload_rate, key_func=user_rate_key)
-@openapi(
-    tags=TAGS,
+@bp.doc(
     operationId="createUpload",
     summary="Start a resumable upload (tus creation)",
     description=Configured(
@@ -181,7 +229,7 @@ def discover():
 def create_upload():
     user = current_user()
     if "Upload-Defer-Length" in request.headers:
-        raise services.TusError("Upload-Defer-Length is not supported; send Upload-Length.")
+        raise protocol.TusError("Upload-Defer-Length is not supported; send Upload-Length.")
     length = _whole_number("Upload-Length")
     upload = services.create_upload(
         user,
@@ -191,16 +239,22 @@ def create_upload():
         current_app.config,
     )
     if request.mimetype == OFFSET_TYPE:  # Creation With Upload
-        upload = _append(upload.id, 0).upload
+        upload_id = upload.id
+        try:
+            upload = _append(upload_id, 0).upload
+        except BaseException:
+            # The client never learns this upload's location: nothing of it may stay.
+            services.discard_new(upload_id, _storage())
+            raise
     # Relative: never built from the request's Host header.
     headers = {**_state_headers(upload), "Location": f"{bp.url_prefix}/{upload.id}"}
-    return Response(status=201, headers=headers)
+    return _without_body(201, headers)
 
 
-@bp.route("/<uuid:upload_id>", methods=["HEAD"], provide_automatic_options=False)
-@openapi(
-    path_parameters=PATH,
-    tags=TAGS,
+@bp.route(
+    "/<uuid:upload_id>", parameters=[UPLOAD_ID], methods=["HEAD"], provide_automatic_options=False
+)
+@bp.doc(
     operationId="readUpload",
     summary="How far an upload got",
     parameters=[TUS_RESUMABLE],
@@ -222,13 +276,13 @@ def upload_state(upload_id: uuid.UUID):
     headers["Upload-Length"] = str(upload.length)
     if upload.upload_metadata:
         headers["Upload-Metadata"] = upload.upload_metadata
-    return Response(status=200, headers=headers)
+    return _without_body(200, headers)
 
 
-@bp.route("/<uuid:upload_id>", methods=["PATCH"], provide_automatic_options=False)
-@openapi(
-    path_parameters=PATH,
-    tags=TAGS,
+@bp.route(
+    "/<uuid:upload_id>", parameters=[UPLOAD_ID], methods=["PATCH"], provide_automatic_options=False
+)
+@bp.doc(
     operationId="appendToUpload",
     summary="Send the next piece",
     description=(
@@ -258,13 +312,13 @@ def append_to_upload(upload_id: uuid.UUID):
     current_user()
     offset = _whole_number("Upload-Offset")
     appended = _append(upload_id, offset)
-    return Response(status=204, headers=_state_headers(appended.upload))
+    return _without_body(204, _state_headers(appended.upload))
 
 
-@bp.route("/<uuid:upload_id>", methods=["DELETE"], provide_automatic_options=False)
-@openapi(
-    path_parameters=PATH,
-    tags=TAGS,
+@bp.route(
+    "/<uuid:upload_id>", parameters=[UPLOAD_ID], methods=["DELETE"], provide_automatic_options=False
+)
+@bp.doc(
     operationId="terminateUpload",
     summary="Abandon an upload (tus termination)",
     description="Its pieces are removed; the record of a finished upload stays.",
@@ -276,4 +330,4 @@ def append_to_upload(upload_id: uuid.UUID):
 )
 def terminate_upload(upload_id: uuid.UUID):
     services.terminate(current_user(), upload_id, _storage())
-    return Response(status=204)
+    return _without_body(204)

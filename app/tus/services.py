@@ -5,162 +5,104 @@ messages (checked at creation, before any byte is accepted), the same size limit
 type detection and the same record creation (`app.files.writes.create_records`). Its state
 lives in the database (`ResumableUpload`) and in the storage backend
 (`app.storage.resumable`), never only in this process.
+
+One request at a time writes an upload: a PATCH first claims the upload's row with a
+conditional UPDATE (committed before any byte moves, so it holds across threads, processes
+and replicas and on SQLite as on PostgreSQL); a request that finds it claimed gets 409, as
+for any other offset it cannot know yet. A claim expires after `CLAIM_SECONDS`, so a process
+that died holding one blocks its upload only that long. Completion marks the upload complete
+in the commit that inserts the record, on the condition that the claim is still this
+request's: it runs exactly once.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import errno
 import hashlib
 import json
 import logging
-import os
-import stat
-import threading
 import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, BinaryIO
+from typing import Any
 
 from sqlalchemy import delete as sa_delete
-from sqlalchemy import select
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.auth.services import Caller
 from app.detection.sample import HEAD_BYTES, TAIL_BYTES, Sample
-from app.exceptions import DomainError, RecordNotFound
+from app.exceptions import RecordNotFound
 from app.extensions import db
 from app.files import writes
-from app.files.uploads import StagedFile, check_file, clean_file_name, discard
+from app.files.uploads import StagedFile, check_file, discard
 from app.files.validation import validated
 from app.models import FileRecord, ResumableUpload, utcnow
-from app.schemas import CreateMetadataSchema
+from app.schemas.records import CreateMetadataSchema
 from app.storage import Storage, StorageError
 from app.storage.resumable import PREFIX as PIECES_PREFIX
-from app.storage.resumable import resumable_store
+from app.storage.resumable import ResumableStore, State, resumable_store
+from app.tus import hashing
+from app.tus.pieces import Piece
+
+# CHECKSUMS, EXTENSIONS and TUS_VERSION: named as `services.X` where the operations are
+# declared (routes.py, api_doc.py).
+from app.tus.protocol import CHECKSUMS as CHECKSUMS
+from app.tus.protocol import EXTENSIONS as EXTENSIONS
+from app.tus.protocol import (
+    FILE_FIELD,
+    OffsetMismatch,
+    TooLarge,
+    TooManyUploads,
+    UploadGone,
+    file_name,
+    parse_metadata,
+)
+from app.tus.protocol import TUS_VERSION as TUS_VERSION
 
 log = logging.getLogger(__name__)
 
-TUS_VERSION = "1.0.0"
-EXTENSIONS = "creation,creation-with-upload,termination,checksum,expiration"
-CHECKSUMS: dict[str, Callable[[], Any]] = {"sha1": hashlib.sha1, "sha256": hashlib.sha256}
-#: The field name of the file in error messages, as for a content replacement.
-FILE_FIELD = "file"
+#: Longer than any one piece's I/O may take (a 200 MiB body into S3); a process that died
+#: while holding a claim blocks its upload this long.
+CLAIM_SECONDS = 300
 
 #: The metadata rules of `POST /api/files`, applied to `Upload-Metadata`.
 create_schema = CreateMetadataSchema()
 
 
-class TusError(DomainError):
-    """A request the protocol answers with a status of its own."""
-
-    status = 400
-
-
-class OffsetMismatch(TusError):
-    status = 409
-
-
-class UploadGone(TusError):
-    status = 410
-
-
-class TooLarge(TusError):
-    status = 413
-
-
-class ChecksumMismatch(TusError):
-    status = 460
-
-
-class UnsupportedChecksum(TusError):
-    status = 400
-
-
-class UnsupportedMediaType(TusError):
-    status = 415
-
-
-# --- Upload-Metadata ----------------------------------------------------------------------
-
-
-def parse_metadata(header: str) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """`key base64(value)` pairs, comma-separated; a value that is not UTF-8 is a field error
-    with the message of a form field that is not UTF-8."""
-    fields: dict[str, str] = {}
-    errors: dict[str, list[str]] = {}
-    for pair in filter(None, (p.strip() for p in header.split(","))):
-        key, _, encoded = pair.partition(" ")
-        try:
-            raw = base64.b64decode(encoded.strip(), validate=True)
-        except (binascii.Error, ValueError):
-            raise TusError(f"Upload-Metadata: the value of {key!r} is not base64.") from None
-        try:
-            fields[key] = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            errors[key] = [f"The {key} field must be UTF-8 text."]
-    return fields, errors
-
-
-def file_name(fields: dict[str, str]) -> str:
-    """tus-js-client and Uppy send `filename` (Uppy also `name`)."""
-    return clean_file_name(fields.get("filename") or fields.get("name"))
-
-
-# --- SHA-256 of the whole file, carried along while this process sees every piece ---------
-
-
-class _Digests:
-    """The running SHA-256 of uploads this process has seen every piece of, by upload id and
-    offset. Only a shortcut: when a piece went to another replica or the process restarted,
-    completion reads the stored object once more instead."""
-
-    KEPT = 256
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: OrderedDict[uuid.UUID, tuple[int, Any]] = OrderedDict()
-
-    def at(self, upload_id: uuid.UUID, offset: int) -> Any | None:
-        with self._lock:
-            item = self._items.get(upload_id)
-        if offset == 0:
-            return hashlib.sha256()
-        return item[1].copy() if item is not None and item[0] == offset else None
-
-    def keep(self, upload_id: uuid.UUID, offset: int, digest: Any | None) -> None:
-        with self._lock:
-            self._items.pop(upload_id, None)
-            if digest is not None:
-                self._items[upload_id] = (offset, digest)
-                while len(self._items) > self.KEPT:
-                    self._items.popitem(last=False)
-
-
-digests = _Digests()
-
-
-# --- the upload's life --------------------------------------------------------------------
-
-
-def find_upload(user: Caller, upload_id: uuid.UUID, *, lock: bool = False) -> ResumableUpload:
+def find_upload(user: Caller, upload_id: uuid.UUID) -> ResumableUpload:
     """The caller's own upload (administrators too see only their own); an expired one is
     gone (410) even before `storage reconcile --fix` has removed it."""
-    statement = select(ResumableUpload).where(
-        ResumableUpload.id == upload_id, ResumableUpload.user_id == user.id
-    )
-    if lock:
-        statement = statement.with_for_update()
-    upload = db.session.scalars(statement).first()
+    upload = db.session.scalars(
+        select(ResumableUpload).where(
+            ResumableUpload.id == upload_id, ResumableUpload.user_id == user.id
+        )
+    ).first()
     if upload is None:
         raise RecordNotFound()
     if upload.completed_at is None and upload.expires_at <= utcnow():
         raise UploadGone("This upload has expired.")
     return upload
+
+
+def _check_room_for_another(user: Caller, config: Any) -> None:
+    """At most `UPLOAD_MAX_UNFINISHED` unfinished uploads per user, each holding up to the
+    file size limit in storage until it expires."""
+    now = utcnow()
+    unfinished, first_expiry = db.session.execute(
+        select(func.count(), func.min(ResumableUpload.expires_at)).where(
+            ResumableUpload.user_id == user.id,
+            ResumableUpload.completed_at.is_(None),
+            ResumableUpload.expires_at > now,
+        )
+    ).one()
+    if unfinished >= config["UPLOAD_MAX_UNFINISHED"]:
+        # Without a new piece, the oldest of them expires by then and frees its place.
+        wait = max(1, int((first_expiry - now).total_seconds()) + 1)
+        raise TooManyUploads(
+            f"You have {unfinished} unfinished uploads, the most allowed: finish or terminate "
+            "(DELETE) one of them before starting another.",
+            headers={"Retry-After": str(wait)},
+        )
 
 
 def create_upload(
@@ -181,6 +123,7 @@ def create_upload(
         files=[StagedFile(0, FILE_FIELD, "", error=empty)] if length == 0 else None,
         file_field=FILE_FIELD,
     )
+    _check_room_for_another(user, config)
     now = utcnow()
     record_id, upload_id = uuid.uuid4(), uuid.uuid4()
     key = writes.new_object_key(record_id)
@@ -210,201 +153,69 @@ def create_upload(
     return upload
 
 
-class Piece:
-    """A request body on its way into storage: read once, counted, checked against the room
-    left in the upload, hashed for `Upload-Checksum` and for the file's SHA-256.
-
-    Two ways in, both calling `verify()` before the backend keeps anything, so a body that
-    breaks a rule leaves the upload as it was:
-    - `chunks()`: the body in chunks, hashed beside the backend's writes (S3, and bodies the
-      server kept in memory);
-    - `write_to(fd, offset)`: the local backend. A body the server spooled to a file (waitress
-      does for every body over 512 KiB) is copied into the append file by the kernel
-      (`copy_file_range`, no copy through Python), after its size was checked against the
-      room left; it is then hashed from the spool in a thread while the backend `fsync`s and
-      the caller commits the offset. `verify()` waits for that hash only when the body has an
-      `Upload-Checksum`; the running SHA-256 is collected by `finish()` after the commit.
-    """
-
-    READ_SIZE = 1024 * 1024
-
-    def __init__(
-        self,
-        stream: BinaryIO,
-        upload_id: uuid.UUID,
-        checksum: tuple[str, bytes] | None,
-        spooled: Spooled | None = None,
-    ) -> None:
-        self.stream = stream
-        self.upload_id = upload_id
-        self.checksum = checksum
-        self.spooled = spooled
-        self.size = 0
-        self.room = 0
-        self.digest: Any | None = None
-        self._check: Any | None = None
-        self._hashing: Future[None] | None = None
-
-    def start(self, upload: ResumableUpload) -> None:
-        self.room = upload.length - upload.offset
-        self.digest = digests.at(upload.id, upload.offset)
-
-    def _hashes(self) -> list[Any]:
-        self._check = CHECKSUMS[self.checksum[0]]() if self.checksum else None
-        return [h for h in (self.digest, self._check) if h is not None]
-
-    def _too_large(self) -> TooLarge:
-        return TooLarge(f"The upload has room for {self.room} more bytes.")
-
-    def chunks(self) -> Iterator[bytes]:
-        """The body in chunks; each is hashed in a thread of its own while the backend stores
-        it (hashlib lets go of the GIL), which `verify` waits for."""
-        hashes = self._hashes()
-        while chunk := self.stream.read(self.READ_SIZE):
-            self.size += len(chunk)
-            if self.size > self.room:
-                self._settle()
-                raise self._too_large()
-            self._settle()
-            if hashes:
-                self._hashing = _hash_pool().submit(_update, hashes, chunk)
-            yield chunk
-        self._settle()
-
-    def write_to(self, fd: int, offset: int) -> None:
-        """The whole body written at `offset` of the open file `fd` (not synced)."""
-        spooled = self.spooled
-        if spooled is None:
-            for chunk in self.chunks():
-                _write_all(fd, chunk, offset + self.size - len(chunk))
-            return
-        if spooled.size > self.room:
-            raise self._too_large()
-        _copy(spooled.fd, spooled.start, fd, offset, spooled.size)
-        self.size = spooled.size
-        hashes = self._hashes()
-        if hashes:
-            # A descriptor of its own: the server closes the spool when the request ends.
-            source = os.dup(spooled.fd)
-            self._hashing = _hash_pool().submit(
-                _hash_file, hashes, source, spooled.start, spooled.size
-            )
-
-    def _settle(self) -> None:
-        if self._hashing is not None:
-            hashing, self._hashing = self._hashing, None
-            hashing.result()
-
-    def verify(self) -> None:
-        if self._check is None:
-            return
-        self._settle()
-        if self._check.digest() != self.checksum[1]:  # type: ignore[index]
-            raise ChecksumMismatch("The Upload-Checksum does not match the body.")
-
-    def finish(self) -> Any | None:
-        """The running SHA-256 including this piece, or None when it is not known (the hash
-        failed, or this process did not see the earlier pieces)."""
-        try:
-            self._settle()
-        except Exception:
-            log.warning("hashing a piece of upload %s failed", self.upload_id, exc_info=True)
-            self.digest = None
-        return self.digest
+# --- one writer at a time -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Spooled:
-    """A request body the server holds whole in a file: its descriptor, where the body
-    starts in it and its size."""
-
-    fd: int
-    start: int
-    size: int
+def _busy(offset: int) -> OffsetMismatch:
+    return OffsetMismatch(
+        f"Another request is writing this upload at offset {offset}; ask for the offset "
+        "with HEAD and go on from there."
+    )
 
 
-def spooled_body(environ: dict[str, Any]) -> Spooled | None:
-    """The body as waitress spooled it, when it is a regular file holding exactly the
-    `Content-Length` announced (anything else is read through the request's stream)."""
-    body = environ.get("wsgi.input")
-    length = environ.get("CONTENT_LENGTH", "")
-    if body is None or not length.isdigit():
-        return None
+def _claim(upload: ResumableUpload, offset: int) -> uuid.UUID:
+    """Make this request the upload's only writer at `offset`, committed before any byte
+    moves; the loser of a race learns it here (409), having changed nothing."""
+    claim, now = uuid.uuid4(), utcnow()
+    claimed = db.session.execute(
+        update(ResumableUpload)
+        .where(
+            ResumableUpload.id == upload.id,
+            ResumableUpload.completed_at.is_(None),
+            ResumableUpload.offset == offset,
+            or_(ResumableUpload.claimed_until.is_(None), ResumableUpload.claimed_until < now),
+        )
+        .values(claim=claim, claimed_until=now + timedelta(seconds=CLAIM_SECONDS))
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    db.session.commit()
+    if claimed != 1:
+        raise _busy(offset)
+    return claim
+
+
+def _mine(upload_id: uuid.UUID, claim: uuid.UUID) -> Any:
+    return update(ResumableUpload).where(
+        ResumableUpload.id == upload_id, ResumableUpload.claim == claim
+    )
+
+
+def _release(upload_id: uuid.UUID, claim: uuid.UUID) -> None:
+    """Give the claim up after a failure; if even that fails, it expires."""
     try:
-        fd = body.fileno()
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        body.flush()  # nothing buffered in Python that the kernel does not have
-        start = body.tell()
-        size = os.fstat(fd).st_size - start
-    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
-        return None
-    return Spooled(fd, start, size) if size == int(length) else None
+        db.session.rollback()
+        db.session.execute(
+            _mine(upload_id, claim)
+            .values(claim=None, claimed_until=None)
+            .execution_options(synchronize_session=False)
+        )
+        db.session.commit()
+    except SQLAlchemyError:
+        db.session.rollback()
+        log.warning("could not release the claim on upload %s", upload_id)
 
 
-def _write_all(fd: int, data: bytes | memoryview, position: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, position)
-        view, position = view[written:], position + written
-
-
-_copy_file_range = getattr(os, "copy_file_range", None)  # Linux
-
-
-def _copy(source: int, start: int, target: int, position: int, size: int) -> None:
-    """`size` bytes from `start` of `source` to `position` of `target`: inside the kernel
-    where it can (same filesystem), else through one reused buffer."""
-    done = 0
-    try:
-        while done < size and _copy_file_range is not None:
-            copied = _copy_file_range(source, target, size - done, start + done, position + done)
-            if copied == 0:
-                break
-            done += copied
-    except OSError as exc:
-        if exc.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-            raise
-    buffer = bytearray(min(Piece.READ_SIZE, max(size - done, 1)))
-    while done < size:
-        read = os.preadv(source, [buffer], start + done)
-        if read == 0:
-            break
-        _write_all(fd=target, data=memoryview(buffer)[:read], position=position + done)
-        done += read
-    if done != size:
-        raise StorageError(f"the request body ended after {done} of {size} bytes")
-
-
-def _hash_file(hashes: list[Any], fd: int, start: int, size: int) -> None:
-    try:
-        buffer = bytearray(min(Piece.READ_SIZE, max(size, 1)))
-        view, done = memoryview(buffer), 0
-        while done < size:
-            read = os.preadv(fd, [view[: min(len(buffer), size - done)]], start + done)
-            if read == 0:
-                raise StorageError(f"the request body ended after {done} of {size} bytes")
-            _update(hashes, view[:read])
-            done += read
-    finally:
-        os.close(fd)
-
-
-def _update(hashes: list[Any], chunk: bytes | memoryview) -> None:
-    for h in hashes:
-        h.update(chunk)
-
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _hash_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(8, thread_name_prefix="tus-hash")
-        return _pool
+def check_piece(
+    user: Caller, upload_id: uuid.UUID, offset: int, size: int | None
+) -> ResumableUpload:
+    """The upload a piece of `size` bytes (if announced) at `offset` may go to; run before
+    the body is read, here and by the server before it receives a large body."""
+    upload = find_upload(user, upload_id)
+    if upload.completed_at is not None or offset != upload.offset:
+        raise OffsetMismatch(f"Upload-Offset is {upload.offset}, not {offset}.")
+    if size is not None and size > upload.length - upload.offset:
+        raise TooLarge(f"The upload has room for {upload.length - upload.offset} more bytes.")
+    return upload
 
 
 @dataclass
@@ -417,35 +228,55 @@ def append_piece(
     user: Caller, upload_id: uuid.UUID, offset: int, piece: Piece, storage: Storage, config: Any
 ) -> Appended:
     """Store the piece at `offset` and commit the new offset; the last piece completes the
-    upload into a record. Requests for one upload are serialised by the row lock (PostgreSQL)
-    and by the backend (the local append file's lock)."""
-    upload = find_upload(user, upload_id, lock=True)
-    if upload.completed_at is not None or offset != upload.offset:
-        raise OffsetMismatch(f"Upload-Offset is {upload.offset}, not {offset}.")
+    upload into a record. Lookup, offset and announced size are checked before the body is
+    read, and the claim is taken before the backend is touched."""
+    upload = check_piece(user, upload_id, offset, piece.announced)
     piece.start(upload)
+    claim = _claim(upload, offset)
+    store, old_state = resumable_store(storage), json.loads(upload.storage_state)
     try:
-        state = resumable_store(storage).append(
-            str(upload.id),
-            upload.stored_path,
-            json.loads(upload.storage_state),
-            offset,
-            piece,
-            upload.length,
-        )
+        try:
+            state = store.append(
+                str(upload_id), upload.stored_path, old_state, offset, piece, upload.length
+            )
+            end = offset + piece.size
+            values: dict[str, Any] = {
+                "storage_state": json.dumps(state),
+                "offset": end,
+                "expires_at": utcnow() + timedelta(hours=config["UPLOAD_EXPIRY_HOURS"]),
+            }
+            if end < upload.length:
+                values.update(claim=None, claimed_until=None)
+            if piece.size or end < upload.length:
+                kept = db.session.execute(
+                    _mine(upload_id, claim)
+                    .values(**values)
+                    .execution_options(synchronize_session=False)
+                ).rowcount
+                db.session.commit()
+                if kept != 1:  # the claim expired and another request took it
+                    raise _busy(offset)
+        finally:
+            # The running SHA-256 may still be hashing beside the fsync and the commit.
+            digest = piece.finish()
         if piece.size:
-            upload.storage_state = json.dumps(state)
-            upload.offset = offset + piece.size
-            upload.expires_at = utcnow() + timedelta(hours=config["UPLOAD_EXPIRY_HOURS"])
-            db.session.commit()
-    finally:
-        # The running SHA-256 may still be hashing beside the fsync and the commit.
-        digest = piece.finish()
-    if piece.size:
-        digests.keep(upload.id, upload.offset, digest)
-    record = None
-    if upload.offset == upload.length and upload.completed_at is None:
-        record = complete(upload, storage, config)
-    return Appended(upload, record)
+            hashing.digests.keep(upload_id, end, digest)
+    except BaseException:
+        _release(upload_id, claim)
+        raise
+    _settle(store, str(upload_id), old_state, state)
+    db.session.refresh(upload)
+    if end < upload.length:
+        return Appended(upload, None)
+    return Appended(upload, complete(upload, claim, storage, config))
+
+
+def _settle(store: ResumableStore, upload_id: str, old: State, new: State) -> None:
+    """Pieces the committed state no longer names go; left over, they go at completion."""
+    try:
+        store.settle(upload_id, old, new)
+    except StorageError:
+        log.warning("could not remove merged pieces of upload %s", upload_id, exc_info=True)
 
 
 def _sample(storage: Storage, key: str, size: int) -> Sample:
@@ -464,22 +295,36 @@ def _sha256(storage: Storage, key: str) -> str:
     return digest.hexdigest()
 
 
-def complete(upload: ResumableUpload, storage: Storage, config: Any) -> FileRecord:
-    """Hand the finished object to the record pipeline of `POST /api/files`. Whatever fails
-    from here on (a refused type or metadata, storage or database gone) leaves nothing
-    behind: no object, no upload; the client starts again."""
-    upload_id = upload.id
-    store = resumable_store(storage)
-    store.complete(str(upload_id), upload.stored_path, json.loads(upload.storage_state))
-    digest = digests.at(upload_id, upload.length)
-    digests.keep(upload_id, 0, None)
+class _ClaimLost(Exception):
+    """Another request owns the upload now; whatever it does, this one must not undo."""
+
+
+def complete(
+    upload: ResumableUpload, claim: uuid.UUID, storage: Storage, config: Any
+) -> FileRecord:
+    """Hand the finished object to the record pipeline of `POST /api/files`, holding the
+    claim. Whatever fails from here on (a refused type or metadata, storage or database
+    gone) leaves nothing behind: no object, no upload; the client starts again. The clean-up
+    never removes an object that a committed record names."""
+    # Read now: after a rollback the row may be unreadable.
+    upload_id, record_id, length = upload.id, upload.record_id, upload.length
+    try:
+        resumable_store(storage).complete(
+            str(upload_id), upload.stored_path, json.loads(upload.storage_state)
+        )
+    except BaseException:
+        # The pieces are still there: an empty PATCH at the end offset tries again.
+        _release(upload_id, claim)
+        raise
+    digest = hashing.digests.at(upload_id, length)
+    hashing.digests.keep(upload_id, 0, None)
     fields, field_errors = parse_metadata(upload.upload_metadata)
-    staged = StagedFile(0, FILE_FIELD, file_name(fields), size=upload.length)
+    staged = StagedFile(0, FILE_FIELD, file_name(fields), size=length)
     staged.key = upload.stored_path
     try:
         check_file(
             staged,
-            lambda: _sample(storage, upload.stored_path, upload.length),
+            lambda: _sample(storage, upload.stored_path, length),
             config["MAX_FILE_SIZE"],
         )
         if staged.error is None:
@@ -489,24 +334,47 @@ def complete(upload: ResumableUpload, storage: Storage, config: Any) -> FileReco
         metadata = validated(
             create_schema, fields, unreadable=field_errors, files=[staged], file_field=FILE_FIELD
         )
-        # The upload is marked complete in the same commit that inserts the record.
-        upload.completed_at = utcnow()
-        [record] = writes.create_records(
-            upload.user_id, [(upload.record_id, staged)], metadata, storage
-        )
+        # Complete in the commit that inserts the record, and only while the claim is ours.
+        completed = db.session.execute(
+            _mine(upload_id, claim)
+            .where(ResumableUpload.completed_at.is_(None))
+            .values(completed_at=utcnow(), claim=None, claimed_until=None)
+            .execution_options(synchronize_session=False)
+        ).rowcount
+        if completed != 1:
+            raise _ClaimLost()
+        [record] = writes.create_records(upload.user_id, [(record_id, staged)], metadata, storage)
+    except _ClaimLost:
+        db.session.rollback()
+        if db.session.get(ResumableUpload, upload_id) is None:
+            # Terminated while completing: nobody else will name the object.
+            _clean_up_failed(upload_id, record_id, staged, storage)
+        db.session.rollback()
+        raise _busy(length) from None
     except BaseException:
         db.session.rollback()
-        discard([staged], storage)
-        _forget(upload_id)
+        _clean_up_failed(upload_id, record_id, staged, storage)
         raise
+    db.session.refresh(upload)
     return record
 
 
-def _forget(upload_id: uuid.UUID) -> None:
-    """Remove the row of an upload whose object is gone; if that fails too, reconciliation
-    removes it once it expires."""
+def _clean_up_failed(
+    upload_id: uuid.UUID, record_id: uuid.UUID, staged: StagedFile, storage: Storage
+) -> None:
+    """Remove the object and the row of an upload whose completion failed, unless a record
+    holds them (then they are the record's, not this request's to remove); if the database
+    cannot tell, reconciliation removes them once they expire."""
     try:
-        db.session.execute(sa_delete(ResumableUpload).where(ResumableUpload.id == upload_id))
+        if db.session.get(FileRecord, record_id) is not None:
+            db.session.rollback()
+            return
+        discard([staged], storage)
+        db.session.execute(
+            sa_delete(ResumableUpload).where(
+                ResumableUpload.id == upload_id, ResumableUpload.completed_at.is_(None)
+            )
+        )
         db.session.commit()
     except SQLAlchemyError:
         db.session.rollback()
@@ -514,15 +382,43 @@ def _forget(upload_id: uuid.UUID) -> None:
 
 
 def terminate(user: Caller, upload_id: uuid.UUID, storage: Storage) -> None:
-    """Remove the upload and its pieces; a finished upload's record stays."""
-    upload = find_upload(user, upload_id, lock=True)
-    if upload.completed_at is None:
+    """Remove the upload, then its pieces; a finished upload's record stays. A request still
+    writing the upload finds its claim gone and keeps nothing (what it stored after the
+    removal is an orphan for `storage reconcile --fix`)."""
+    upload = find_upload(user, upload_id)
+    unfinished = upload.completed_at is None
+    key, state = upload.stored_path, json.loads(upload.storage_state)
+    db.session.execute(
+        sa_delete(ResumableUpload)
+        .where(ResumableUpload.id == upload_id)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.commit()
+    hashing.digests.keep(upload_id, 0, None)
+    if unfinished:
+        try:
+            resumable_store(storage).abort(str(upload_id), key, state)
+        except StorageError:
+            log.warning("could not remove the pieces of terminated upload %s", upload_id)
+
+
+def discard_new(upload_id: uuid.UUID, storage: Storage) -> None:
+    """Remove an upload whose creation request failed after it was created (its first piece
+    was refused), so that no upload is left whose location its client never learnt."""
+    db.session.rollback()
+    upload = db.session.get(ResumableUpload, upload_id)
+    if upload is None or upload.completed_at is not None:
+        db.session.rollback()
+        return
+    try:
         resumable_store(storage).abort(
             str(upload.id), upload.stored_path, json.loads(upload.storage_state)
         )
-    db.session.delete(upload)
-    db.session.commit()
-    digests.keep(upload_id, 0, None)
+        db.session.delete(upload)
+        db.session.commit()
+    except (StorageError, SQLAlchemyError):
+        db.session.rollback()
+        log.warning("could not remove upload %s after its creation failed", upload_id)
 
 
 def abort_expired(storage: Storage, now: datetime) -> tuple[int, int]:

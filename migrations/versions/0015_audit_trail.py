@@ -1,7 +1,7 @@
 """Audit trail (issue 23): hash-chained entries and the heads of their chains.
 
 Revision ID: 0015
-Revises: 0011
+Revises: 0014
 Create Date: 2026-11-26
 """
 
@@ -11,7 +11,7 @@ from alembic import op
 import app.models
 
 revision = "0015"
-down_revision = "0011"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 

@@ -7,17 +7,20 @@ import io
 import json
 import shutil
 import subprocess
+import tracemalloc
 import zipfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from app.archives import services as archives
 from app.storage import ObjectReader
 from tests.support import samples
 from tests.support.api import PUBLIC_FIELDS, RECORD_FIELDS, Account, Api
+from tests.test_no_500 import FUZZ
 
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 
@@ -38,7 +41,10 @@ def _archive(response, tmp_path: Path) -> tuple[zipfile.ZipFile, dict, Path]:
     _check_with_unpackers(path)
     archive = zipfile.ZipFile(io.BytesIO(body))
     assert archive.testzip() is None
-    manifest = json.loads(archive.read(archives.MANIFEST_NAME))
+    raw = archive.read(archives.MANIFEST_NAME)
+    manifest = json.loads(raw)
+    # Streamed piece by piece, laid out as one `json.dumps` of the whole.
+    assert raw == json.dumps(manifest, ensure_ascii=False, indent=2).encode() + b"\n"
     return archive, manifest, path
 
 
@@ -135,6 +141,93 @@ def test_hostile_names_stay_inside_the_target_folder(api: Api, alice, tmp_path):
     assert unpacked == sorted([archives.MANIFEST_NAME, *names.values()])
 
 
+def test_a_file_named_like_a_folder_beside_it_is_renamed(api: Api, alice, tmp_path):
+    """`a/x` and `a/x/y` (also `a/X/y`, and a top folder named like the manifest) would make
+    one name a file and a folder at once: no unpacker could unpack the archive."""
+    file = api.create(alice, "x", _text(10, "1"), path="a")
+    api.create(alice, "y", _text(10, "3"), path="a/x")
+    spaced = api.create(alice, "z", _text(10, "4"), path="a")
+    api.set_columns(spaced["id"], path="a/X (2)/deeper")  # as written by SQL or an old version
+    api.create(alice, "m.txt", _text(10, "5"), path="manifest.json/inner")
+    archive, manifest, path = _archive(api.get("/api/files.zip?path=", alice), tmp_path)
+    names = {item["id"]: item["entry"] for item in manifest["files"]}
+    assert names[file["id"]] == "a/x (3)"
+    assert sorted(names.values()) == [
+        "a/X (2)/deeper/z",
+        "a/x (3)",
+        "a/x/y",
+        "manifest (2).json/inner/m.txt",
+    ]
+    expected = sorted([archives.MANIFEST_NAME, *names.values()])
+    for tool, command in (
+        ("unzip", ["unzip", "-qq", str(path), "-d"]),
+        ("7z", ["7z", "x", "-bd", str(path)]),
+    ):
+        target = tmp_path / tool
+        target.mkdir()
+        option = [str(target)] if tool == "unzip" else [f"-o{target}"]
+        result = subprocess.run([*command, *option], capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert _unpacked(target) == expected, tool
+    archive.extractall(tmp_path / "zipfile")
+    assert _unpacked(tmp_path / "zipfile") == expected
+
+
+def _unpacked(target: Path) -> list[str]:
+    return sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
+
+
+def test_a_record_changed_while_the_manifest_streams_cuts_the_archive(api: Api, alice):
+    """The manifest's length was measured before the headers; a record that reads otherwise
+    afterwards can only end the stream early (docs/security.md, "Folder archives")."""
+    records = [api.create(alice, f"f{n}.txt", _text(10), path="cut") for n in range(40)]
+    response = api.get("/api/files.zip?path=cut", alice, buffered=False)
+    assert response.status_code == 200
+    length = int(response.headers["Content-Length"])
+    chunks = iter(response.response)
+    received = len(next(chunks))
+    assert api.patch(records[-1]["id"], alice, {"titel": "changed"}).status_code == 200
+    with pytest.raises(archives.ManifestChanged):
+        for chunk in chunks:
+            received += len(chunk)
+    response.close()
+    assert received < length
+
+
+def _archive_peak_memory(api: Api, alice: Account) -> tuple[int, int]:
+    """(peak bytes allocated while the archive of `meta` was made and read, its size)."""
+    api.get("/api/files.zip?path=meta", alice)  # statement caches and imports warmed up
+    tracemalloc.start()
+    try:
+        response = api.get("/api/files.zip?path=meta", alice, buffered=False)
+        assert response.status_code == 200
+        size = sum(len(chunk) for chunk in response.response)
+        response.close()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert size == int(response.headers["Content-Length"])
+    return peak, size
+
+
+def test_manifest_memory_does_not_grow_with_the_records_metadata(api: Api, alice):
+    """Records with metadata at maximum length: more records cost a few small values each
+    (names for the ZIP's central directory), not their manifest, which used to be held
+    whole (issue 21, item 3)."""
+    full = {name: "ä" * 255 for name in ("titel", "autoren", "sachschlagwoerter", "reprotyp")}
+
+    def add(count: int) -> None:
+        for n in range(count):
+            api.create(alice, f"f{n}.txt", _text(10), path="meta", beschreibung="ß" * 5000, **full)
+
+    add(15)
+    small_peak, small_size = _archive_peak_memory(api, alice)
+    add(35)
+    peak, size = _archive_peak_memory(api, alice)
+    assert size - small_size > 35 * 10_000
+    assert peak - small_peak < (size - small_size) / 2, (small_peak, peak, small_size, size)
+
+
 def test_limits_on_files_and_bytes_answer_422(api: Api, alice, tmp_path):
     for n in range(3):
         api.create(alice, f"f{n}.txt", _text(600 * 1024, fill=str(n)), path="big")
@@ -177,8 +270,8 @@ class _Zeros:
 def test_zip64_archive_over_4_gib_is_read_by_every_unpacker(tmp_path):
     """An entry beyond 4 GiB of zero bytes, streamed into a sparse file (no 4 GiB on disk)."""
     size = 4 * 1024**3 + 12345
-    record = SimpleNamespace(stored_path="files/x/y", size=size, checksum_sha256="")
-    archive = archives.folder_archive([archives.Entry("big.bin", record)], b"{}", _Zeros(size))
+    entry = archives.Entry("big.bin", "id", "files/x/y", size)
+    archive = archives.folder_archive([entry], [b"{}"], 2, _Zeros(size))
     expected = len(archive)
     path = tmp_path / "big.zip"
     written = 0
@@ -199,3 +292,28 @@ def test_zip64_archive_over_4_gib_is_read_by_every_unpacker(tmp_path):
         listing = subprocess.run([*command, str(path)], capture_output=True, text=True)
         assert listing.returncode == 0, listing.stdout + listing.stderr
         assert str(size) in listing.stdout, listing.stdout
+
+
+@given(
+    path=st.one_of(
+        st.text(max_size=30),
+        st.lists(st.sampled_from(["a", "/", "..", ".", "\\", "%", "_", "\x00", "ä", " "])).map(
+            "".join
+        ),
+        st.just("x" * 300),
+    )
+)
+@FUZZ
+def test_any_path_is_answered_without_500(api: Api, alice: Account, path: str):
+    """Both archives: a ZIP, or a JSON 422 on `path` (issue 21, item 6)."""
+    if not api.rows():
+        api.create(alice, "a.txt", _text(10), path="a/b")
+    for url, account in (("/api/public/files.zip", None), ("/api/files.zip", alice)):
+        response = api.get(url, account, query_string={"path": path})
+        assert response.status_code in (200, 422), (path, response.status_code)
+        if response.status_code == 200:
+            body = response.get_data()
+            assert len(body) == int(response.headers["Content-Length"])
+            assert zipfile.ZipFile(io.BytesIO(body)).testzip() is None
+        else:
+            assert set(response.get_json()["errors"]) == {"path"}

@@ -13,14 +13,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from flask import Blueprint, Flask
+from flask import Flask
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
 from app import create_app
 from app.detection.mime import ALLOWED_MIME_TYPES
-from app.docs.openapi import ID_PARAMETER, Configured, openapi, openapi_document
+from app.docs.openapi import ID_PARAMETER, Blueprint, Configured, openapi_document
 from app.extensions import db
-from app.schemas import CreateMetadataSchema, FileRecordSchema, MetadataSchema
+from app.schemas.records import CreateMetadataSchema, FileRecordSchema, MetadataSchema
 from tests.support.api import CREATE_FIELDS, PUBLIC_FIELDS, RECORD_FIELDS, Api
 from tests.support.openapi_client import OpenAPIValidatingClient
 
@@ -389,18 +389,18 @@ def test_downloads_are_binary_with_their_headers(document: dict[str, Any]):
 
 
 def test_an_endpoint_is_documented_by_its_view_alone(make_sqlite_app):
-    """`@openapi(...)` beside the view is all a new endpoint needs; the routes carry it in."""
-    extra = Blueprint("extra", __name__)
+    """Its blueprint's `doc`, `alt_response` and `errors` beside the view are all a new endpoint
+    needs; registering the blueprint carries it in."""
+    extra = Blueprint("extra", __name__, tag="Files")
 
-    @extra.get("/api/extra/<uuid:record_id>")
-    @openapi(
-        path_parameters={"record_id": ID_PARAMETER},
-        tags=["Files"],
+    @extra.get("/api/extra/<uuid:record_id>", parameters=[ID_PARAMETER])
+    @extra.doc(
         operationId="readExtra",
         summary="An extra view",
         description=Configured("Pages of {page_size} records."),
-        responses={"200": {"description": "Fine."}},
     )
+    @extra.alt_response(200, description="Fine.")
+    @extra.errors("NotFound")
     def read_extra(record_id):
         return {}
 
@@ -409,12 +409,17 @@ def test_an_endpoint_is_documented_by_its_view_alone(make_sqlite_app):
     item = openapi_document(app)["paths"]["/api/extra/{id}"]
     assert item["parameters"] == [ID_PARAMETER]
     assert item["get"]["description"] == "Pages of 7 records."
+    assert item["get"]["tags"] == ["Files"]
+    assert item["get"]["responses"] == {
+        "200": {"description": "Fine."},
+        "404": {"$ref": "#/components/responses/NotFound"},
+    }
     assert "/api/extra/{id}" not in openapi_document(make_sqlite_app(PAGE_SIZE=7))["paths"]
 
-    broken = Blueprint("broken", __name__)
+    broken = Blueprint("broken", __name__, tag="Files")
 
     @broken.get("/api/broken/<name>")
-    @openapi(tags=["Files"], operationId="readBroken", summary="Undeclared path parameter")
+    @broken.doc(operationId="readBroken", summary="Undeclared path parameter")
     def read_broken(name):
         return {}
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import event as sa_event
 
 from app.extensions import db
@@ -12,6 +14,7 @@ from app.search.index import PG_INDEXES, reindex
 from tests.conftest import STACKS
 from tests.files.test_list import insert_rows
 from tests.support.api import Account, Api
+from tests.test_no_500 import FUZZ
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -268,3 +271,56 @@ def test_public_search_reads_the_index_of_released_records(api: Api, library):
                 )
                 assert "ix_file_records_search_released" in plan, plan
             transaction.rollback()
+
+
+def test_ranking_cannot_see_records_the_caller_cannot_see(api: Api, alice, bob):
+    """The probe of issue 21 (item 5): a user ranks two own records, one with the word asked
+    about and one with a word nobody else has; hidden records that contain the word must not
+    change their order (on SQLite, bm25's statistics over the whole table did)."""
+    insert_rows(api, alice, [{"created_at": at(n), "titel": f"Neutral {n}"} for n in range(20)])
+    planted, probed = insert_rows(
+        api,
+        alice,
+        [
+            {"created_at": at(30), "titel": "Xqzvw"},
+            {"created_at": at(31), "titel": "Kranich"},
+        ],
+    )
+    probe = {"q": "kranich OR xqzvw", "sort": "relevance"}
+    own_before = search(api, "/api/files", alice, **probe)
+    public_before = public(api, **probe)
+    assert own_before == public_before == [probed, planted]  # a tie: newest first
+    hidden = [{"created_at": at(40 + n), "titel": "Kranich", "freigabe": False} for n in range(10)]
+    insert_rows(api, bob, hidden)
+    assert search(api, "/api/files", alice, **probe) == own_before
+    assert public(api, **probe) == public_before
+
+
+# Query text weighted towards what the parser and the databases' query languages treat
+# specially (quotes, OR, minus, FTS5 and tsquery operators), plus any other character.
+QUERY_TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ['"', "-", " ", " OR ", "AND", "NOT", "*", ":", "^", "(", ")", "&", "|", "!", "<->"]
+            + ["NEAR", "'", "\\", "%", "_", "ä", "ß", "²", "\x00", "klima", "daten"]
+        ),
+        st.text(max_size=6),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@given(q=QUERY_TEXT, sort=st.sampled_from(["relevance", "-created_at", "", "x"]))
+@FUZZ
+def test_any_query_is_answered_without_500(api: Api, alice: Account, q: str, sort: str):
+    """Both lists: 200 with a page, or a JSON 422 on `q` or `sort` (issue 21, item 6)."""
+    if not api.rows():
+        insert_rows(api, alice, [{"created_at": at(1), "titel": "Klima Daten", "freigabe": True}])
+    for url, account in (("/api/public/files", None), ("/api/files", alice)):
+        response = api.get(url, account, query_string={"q": q, "sort": sort})
+        assert response.status_code in (200, 422), (q, response.status_code)
+        body = response.get_json()
+        if response.status_code == 422:
+            assert set(body["errors"]) <= {"q", "sort"} and body["message"]
+        else:
+            assert isinstance(body["data"], list)

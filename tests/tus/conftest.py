@@ -111,7 +111,8 @@ class Deployment:
         return flask(*args, env=self.env)
 
 
-USERS = 30
+#: Two per test that uses `deployment`, on each stack.
+USERS = 60
 CREATE_USERS = """
 import sys
 from app import create_app

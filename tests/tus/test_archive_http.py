@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import socket
 import zipfile
 
+import pytest
 import requests
 
 from tests.tus.conftest import Deployment, MiB, text_content
@@ -42,3 +44,51 @@ def test_archive_streams_from_the_real_server(deployment: Deployment):
         data = archive.read(item["entry"])
         assert data == files[item["original_name"]]
         assert hashlib.sha256(data).hexdigest() == item["sha256"]
+
+
+def test_a_member_deleted_while_the_archive_streams_cuts_it_short(deployment: Deployment):
+    """The decision of docs/security.md ("Folder archives"): a deleted record's content is
+    not sent on; the archive ends before its announced length and no unpacker accepts it."""
+    ids = {}
+    for name, size in (("a-big.txt", 8 * MiB), ("b-small.txt", 1000)):
+        response = requests.post(
+            f"{deployment.base}/api/files",
+            headers=deployment.auth(),
+            files={"files[]": (name, text_content(size, seed=name))},
+            data={"path": "cut/2026"},
+            timeout=60,
+        )
+        assert response.status_code == 201, response.text
+        ids[name] = response.json()["files"][0]["id"]
+    with socket.socket() as client:
+        # A small receive window: with the server's send buffer (4 MiB at most) the archive
+        # cannot have reached the small file behind 8 MiB before the client reads on.
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        client.settimeout(60)
+        client.connect(("127.0.0.1", deployment.port))
+        authorization = deployment.auth()["Authorization"]
+        client.sendall(
+            b"GET /api/files.zip?path=cut/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + f"Authorization: {authorization}\r\nConnection: close\r\n\r\n".encode()
+        )
+        received = b""
+        while b"\r\n\r\n" not in received:
+            received += client.recv(65536)
+        head, body = received.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 200 ")
+        length = int(
+            next(
+                line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+            ).split(b":")[1]
+        )
+        deleted = requests.delete(
+            f"{deployment.base}/api/files/{ids['b-small.txt']}",
+            headers=deployment.auth(),
+            timeout=60,
+        )
+        assert deleted.status_code == 204
+        while chunk := client.recv(1024 * 1024):
+            body += chunk
+    assert 8 * MiB < len(body) < length
+    with pytest.raises(zipfile.BadZipFile):
+        zipfile.ZipFile(io.BytesIO(body))

@@ -6,7 +6,10 @@ from __future__ import annotations
 import base64
 import errno
 import hashlib
+import io
 import tempfile
+import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
@@ -17,6 +20,7 @@ from app.extensions import db
 from app.files import writes as files
 from app.models import ResumableUpload
 from tests.support.api import Account, Api
+from tests.support.openapi_client import OpenAPIValidatingClient
 
 TUS = {"Tus-Resumable": "1.0.0"}
 OFFSET_TYPE = "application/offset+octet-stream"
@@ -182,10 +186,10 @@ def test_a_spooled_body_is_copied_and_hashed_whole_or_not_at_all(
 ):
     """The local backend copies a spooled body into the append file (in the kernel where it
     can, else through a buffer) and hashes it from the spool: every rule still holds."""
-    from app.tus import services
+    from app.tus import copying
 
     calls = []
-    real = services._copy_file_range
+    real = copying._copy_file_range
 
     def copy_file_range(*args):
         calls.append(args)
@@ -193,7 +197,7 @@ def test_a_spooled_body_is_copied_and_hashed_whole_or_not_at_all(
             raise OSError(errno.EXDEV, "cross-device")
         return real(*args)
 
-    monkeypatch.setattr(services, "_copy_file_range", copy_file_range)
+    monkeypatch.setattr(copying, "_copy_file_range", copy_file_range)
     url = create(api, alice).headers["Location"]
     half = len(TEXT) // 2
     wrong = spooled(api, alice, url, TEXT[:half], **_checksum("sha1", b"other"))
@@ -218,13 +222,209 @@ def test_the_sha256_is_read_back_when_this_process_missed_a_piece(
 ):
     """Another replica took a piece, or the process restarted: completion hashes the stored
     object instead of the running digest."""
-    from app.tus import services
+    from app.tus import hashing
 
     url = create(api, alice).headers["Location"]
     assert spooled(api, alice, url, TEXT[:1000]).status_code == 204
-    monkeypatch.setattr(services, "digests", services._Digests())
+    monkeypatch.setattr(hashing, "digests", hashing.Digests())
     done = spooled(api, alice, url, TEXT[1000:], offset=1000)
     assert done.status_code == 204
     assert api.row(done.headers["Upload-Record-Id"]).checksum_sha256 == (
         hashlib.sha256(TEXT).hexdigest()
     )
+
+
+# --- issue 20 item 6, issue 21 items 4, 6 and 7 ------------------------------------------
+
+
+def test_answers_without_a_body_carry_no_type(api: Api, alice: Account):
+    """Every tus answer without a body (discovery, creation, HEAD, PATCH, termination) has no
+    Content-Type, as 204s elsewhere, instead of Flask's text/html."""
+    discovery = api.client.options("/api/uploads")
+    created = create(api, alice)
+    url = created.headers["Location"]
+    state = api.client.head(url, headers={**TUS, **alice.auth})
+    piece = patch(api, alice, url, TEXT[:100])
+    last = patch(api, alice, url, TEXT[100:], offset=100)
+    late_head = api.client.head(url, headers={**TUS, **alice.auth})
+    other = create(api, alice).headers["Location"]
+    terminated = api.client.delete(other, headers={**TUS, **alice.auth})
+    answers = {
+        "OPTIONS": discovery,
+        "POST": created,
+        "HEAD": state,
+        "PATCH": piece,
+        "last PATCH": last,
+        "late HEAD": late_head,
+        "DELETE": terminated,
+    }
+    assert {name: r.status_code for name, r in answers.items()} == {
+        "OPTIONS": 204,
+        "POST": 201,
+        "HEAD": 200,
+        "PATCH": 204,
+        "last PATCH": 204,
+        "late HEAD": 200,
+        "DELETE": 204,
+    }
+    assert {name: r.headers.get("Content-Type") for name, r in answers.items()} == dict.fromkeys(
+        answers
+    )
+    assert all(r.data == b"" for r in answers.values())
+
+
+@pytest.mark.parametrize("value", ["²", "1²", "¹", "³2", "١٢", "１２", " 12", "12 ", "+12", "-0"])
+def test_byte_counts_are_ascii_digits_or_400(api: Api, alice: Account, value: str):
+    """`²` passes `str.isdigit()` but not `int()` (was a 500); other scripts' digits pass
+    both (were taken as numbers). tus byte counts are ASCII digits."""
+    created = api.client.post(
+        "/api/uploads",
+        headers={**TUS, **alice.auth, "Upload-Length": value, "Upload-Metadata": ""},
+    )
+    assert created.status_code == 400, created.data
+    assert created.get_json() == {"message": "Upload-Length must be a whole number of bytes."}
+    url = create(api, alice).headers["Location"]
+    response = api.client.patch(
+        url,
+        data=TEXT[:10],
+        headers={**TUS, **alice.auth, "Upload-Offset": value},
+        content_type=OFFSET_TYPE,
+    )
+    assert response.status_code == 400
+    assert response.get_json() == {"message": "Upload-Offset must be a whole number of bytes."}
+    assert uploads(api) == 1
+    assert api.client.head(url, headers={**TUS, **alice.auth}).headers["Upload-Offset"] == "0"
+
+
+class WatchedBody(io.BytesIO):
+    """A request body that records whether anyone read it."""
+
+    read_bytes = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        chunk = super().read(size)
+        self.read_bytes += len(chunk)
+        return chunk
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        count = super().readinto(buffer)
+        self.read_bytes += count
+        return count
+
+    def readline(self, size: int | None = -1) -> bytes:
+        line = super().readline(size)
+        self.read_bytes += len(line)
+        return line
+
+
+def test_a_body_too_long_or_for_no_upload_is_refused_unread(api: Api, alice: Account):
+    """The lookup and the announced length are checked before a byte of the body is read."""
+    url = create(api, alice).headers["Location"]
+    for target, body, status in [
+        (url, TEXT + b"more", 413),
+        ("/api/uploads/00000000-0000-4000-8000-000000000000", TEXT, 404),
+    ]:
+        watched = WatchedBody(body)
+        response = api.client.patch(
+            target,
+            input_stream=watched,
+            content_length=len(body),
+            headers={**TUS, **alice.auth, "Upload-Offset": "0"},
+            content_type=OFFSET_TYPE,
+        )
+        assert response.status_code == status
+        assert watched.read_bytes == 0, target
+
+
+@pytest.mark.parametrize("refusal", ["checksum", "too long"])
+def test_a_refused_creation_with_upload_leaves_no_upload(api: Api, alice: Account, refusal: str):
+    """The client of a failed creation never learns the upload's location: nothing stays."""
+    body = TEXT[:100] if refusal == "checksum" else TEXT + b"more"
+    headers = _checksum("sha1", b"other") if refusal == "checksum" else {}
+    response = api.client.post(
+        "/api/uploads",
+        data=body,
+        headers={
+            **TUS,
+            **alice.auth,
+            "Upload-Length": str(len(TEXT)),
+            "Upload-Metadata": f"filename {_b64('bericht.txt')}",
+            **headers,
+        },
+        content_type=OFFSET_TYPE,
+    )
+    assert response.status_code == (460 if refusal == "checksum" else 413)
+    assert "Location" not in response.headers
+    assert uploads(api) == 0
+    assert {key for key in api.objects() if key.startswith("uploads/")} == set()
+
+
+def test_unfinished_uploads_per_user_are_limited(stack_config: dict, alice: Account):
+    app = create_app({**stack_config, "UPLOAD_MAX_UNFINISHED": 2})
+    app.test_client_class = OpenAPIValidatingClient
+    limited = Api(app, app.test_client())
+    first, second = create(limited, alice), create(limited, alice)
+    assert [first.status_code, second.status_code] == [201, 201]
+    refused = create(limited, alice)
+    assert refused.status_code == 429
+    hours = stack_config.get("UPLOAD_EXPIRY_HOURS", 24)
+    assert 0 < int(refused.headers["Retry-After"]) <= hours * 3600 + 1
+    assert refused.get_json()["message"] == (
+        "You have 2 unfinished uploads, the most allowed: finish or terminate (DELETE) one of "
+        "them before starting another."
+    )
+    assert uploads(limited) == 2
+    # A finished upload no longer counts, nor does a terminated one.
+    assert patch(limited, alice, first.headers["Location"], TEXT).status_code == 204
+    assert create(limited, alice).status_code == 201
+    assert create(limited, alice).status_code == 429
+    terminated = limited.client.delete(second.headers["Location"], headers={**TUS, **alice.auth})
+    assert terminated.status_code == 204
+    assert create(limited, alice).status_code == 201
+    with app.app_context():
+        db.engine.dispose()
+
+
+def _set_claim(api: Api, url: str, until: datetime) -> None:
+    with api.app.app_context():
+        upload = db.session.get(ResumableUpload, uuid.UUID(url.rsplit("/", 1)[1]))
+        upload.claim, upload.claimed_until = uuid.uuid4(), until
+        db.session.commit()
+
+
+def test_a_claimed_upload_is_409_until_its_claim_expires(api: Api, alice: Account):
+    """A request writing an upload keeps every other one off it (409, nothing changed), on
+    any replica; the claim of a process that died expires."""
+    url = create(api, alice).headers["Location"]
+    assert patch(api, alice, url, TEXT[:100]).status_code == 204
+    _set_claim(api, url, datetime.now(UTC) + timedelta(minutes=1))
+    busy = patch(api, alice, url, TEXT[100:], offset=100)
+    assert busy.status_code == 409
+    assert busy.get_json()["message"].startswith("Another request is writing this upload")
+    state = api.client.head(url, headers={**TUS, **alice.auth})
+    assert state.status_code == 200 and state.headers["Upload-Offset"] == "100"
+    assert api.rows() == []
+    _set_claim(api, url, datetime.now(UTC) - timedelta(seconds=1))
+    done = patch(api, alice, url, TEXT[100:], offset=100)
+    assert done.status_code == 204
+    assert api.get(f"/api/files/{done.headers['Upload-Record-Id']}/download", alice).data == TEXT
+
+
+def test_a_failure_after_the_record_committed_keeps_its_object(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    """The clean-up of a failed completion never removes an object a committed record names
+    (before: a second completion's clean-up deleted the first one's object)."""
+    real = files.create_records
+
+    def committed_then_lost(*args, **kwargs):
+        real(*args, **kwargs)
+        raise OperationalError("COMMIT", {}, Exception("connection lost after the commit"))
+
+    monkeypatch.setattr(files, "create_records", committed_then_lost)
+    url = create(api, alice).headers["Location"]
+    assert patch(api, alice, url, TEXT).status_code == 503
+    [record] = api.rows()
+    assert api.get(f"/api/files/{record.id}/download", alice).data == TEXT
+    state = api.client.head(url, headers={**TUS, **alice.auth})
+    assert state.headers["Upload-Record-Id"] == str(record.id)

@@ -1,0 +1,99 @@
+"""Database plumbing: the declarative base, the session class, and the connection listeners
+(autocommit reads, pings of idle connections, SQLite's pragmas)."""
+
+import time
+from typing import Any
+
+from flask import has_request_context, request
+from flask_sqlalchemy.session import Session as FlaskSession
+from sqlalchemy import Engine, event, exc
+from sqlalchemy.orm import DeclarativeBase
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+#: Set in a request's WSGI environment by `read_without_transaction`.
+READS_IN_AUTOCOMMIT = "file_repository.autocommit"
+
+
+class Session(FlaskSession):
+    """Flask-SQLAlchemy's session, whose connections are in autocommit mode during a request
+    that `read_without_transaction` marked. The mode is chosen when the session first needs
+    a connection, so a request answered from the caches (app/cache.py) takes none at all."""
+
+    def get_bind(self, mapper: Any = None, clause: Any = None, bind: Any = None, **kw: Any) -> Any:
+        found = super().get_bind(mapper=mapper, clause=clause, bind=bind, **kw)
+        if (
+            isinstance(found, Engine)
+            and has_request_context()
+            and request.environ.get(READS_IN_AUTOCOMMIT)
+        ):
+            return _autocommit_view(found)
+        return found
+
+
+def _autocommit_view(engine: Engine) -> Engine:
+    """`engine` with autocommit connections: the same pool, one view per engine (a session
+    keeps its connections per engine object)."""
+    view: Engine | None = engine.__dict__.get("_autocommit_view")
+    if view is None:
+        view = engine.__dict__.setdefault(
+            "_autocommit_view", engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
+    return view
+
+
+def read_without_transaction() -> None:
+    """Let a GET or HEAD request read in autocommit mode.
+
+    Its statements then run without the BEGIN and ROLLBACK around them, two of the round
+    trips a read would otherwise make; each statement still sees committed data only. A
+    write such a request makes (a token's coarse last-use time) commits at once. Call it
+    before the request's first statement; the connection is only taken when one is needed.
+    """
+    if request.method in ("GET", "HEAD"):
+        request.environ[READS_IN_AUTOCOMMIT] = True
+
+
+def ping_idle_connections(engine: Engine, idle_seconds: float) -> None:
+    """Check a pooled connection before use when it has sat idle for more than `idle_seconds`.
+
+    SQLAlchemy's `pool_pre_ping` sends `SELECT 1` before every checkout, a round trip on every
+    request. A connection that was in use a moment ago is almost surely alive, and one that
+    broke anyway fails the statement, which invalidates the pool like a failed ping would. An
+    idle connection is where a database restart or a dropped TCP connection hides, so that is
+    what gets checked, and replaced (with the rest of the pool) if it is dead.
+    """
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "connect")
+    def fresh(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkin")
+    def returned(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None:
+            record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def ping(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if time.monotonic() - record.info.get("idle_since", 0.0) <= idle_seconds:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as error:
+            if dialect.is_disconnect(error, dbapi_connection, None):
+                # Like pool_pre_ping: the others are as old as this one, and as dead.
+                raise exc.InvalidatePoolError() from error
+            raise
+
+
+def sqlite_pragmas(connection: Any, _record: Any) -> None:
+    """Foreign keys on, and concurrent requests wait for a lock instead of failing at once."""
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=15000")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.close()

@@ -1,0 +1,194 @@
+"""Marshmallow schemas: the validation rules of the API's record input and the JSON shape of
+its records.
+
+Field names stay as the API spells them. Messages follow Laravel's wording, because existing
+clients of the original service show them to people.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import (
+    EXCLUDE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    pre_load,
+)
+
+from app.schemas.about import about, query_about
+from app.schemas.field_types import (
+    BESCHREIBUNG_MAX,
+    CalendarDate,
+    Cursor,
+    Flag,
+    Int32,
+    PageNumber,
+    PlainString,
+    ReleaseFilter,
+    Since,
+    Text,
+    Timestamp,
+    VirtualPath,
+)
+
+#: Names older clients send for a field, accepted on input only.
+INPUT_ALIASES = {"iab_themen": "org_themen"}
+
+
+class MetadataSchema(Schema):
+    """The business metadata a client may set on create and update."""
+
+    aktiv_id = Text(metadata=about("aktiv_id"))
+    path = VirtualPath(metadata=about("path"))
+    reprotyp = Text(metadata=about("reprotyp"))
+    titel = Text(metadata=about("titel"))
+    beschreibung = Text(max_length=BESCHREIBUNG_MAX, metadata=about("beschreibung"))
+    autoren = Text(metadata=about("autoren"))
+    sachschlagwoerter = Text(metadata=about("sachschlagwoerter"))
+    org_themen = Text(metadata=about("org_themen"))
+    sperrfrist = CalendarDate(allow_none=True, metadata=about("sperrfrist"))
+    reihenfolge = Int32(metadata=about("reihenfolge"))
+    freigabe = Flag(metadata=about("freigabe"))
+    erstellt_von = Text(metadata=about("erstellt_von"))
+    freigegeben_von = Text(metadata=about("freigegeben_von"))
+    # The original service's name of org_themen, which existing clients still send.
+    iab_themen = Text(
+        load_only=True,
+        metadata={
+            "description": "The original service's name of org_themen, accepted on input; "
+            "when both are sent they must be equal. Answers carry both names.",
+            "deprecated": True,
+        },
+    )
+
+    @post_load
+    def merge_iab_themen(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        if "iab_themen" not in data:
+            return data
+        alias = data.pop("iab_themen")
+        if "org_themen" in data and data["org_themen"] != alias:
+            raise ValidationError(
+                ["The iab_themen field must equal org_themen when both are given."],
+                "iab_themen",
+            )
+        data["org_themen"] = alias
+        return data
+
+
+class CreateMetadataSchema(MetadataSchema):
+    """Form fields of an upload; parts the API does not know are ignored."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    reihenfolge = Int32(load_default=0, metadata=about("reihenfolge"))
+    freigabe = Flag(load_default=True, metadata=about("freigabe"))
+
+
+class UpdateSchema(MetadataSchema):
+    """A PATCH body: only the supplied fields change; anything else is an error."""
+
+    READ_ONLY = ("id", "size", "mime_type", "original_name", "created_at", "updated_at")
+
+    class Meta:
+        unknown = EXCLUDE
+
+    @pre_load
+    def reject_unknown(self, data: Any, **kwargs: Any) -> Any:
+        if not isinstance(data, dict):
+            raise ValidationError(["The request body must be a JSON object."], "body")
+        errors = {}
+        for key in data:
+            if key in self.READ_ONLY:
+                errors[key] = [f"The {key} field cannot be changed."]
+            elif key not in self.fields:
+                errors[key] = [f"The {key} field is not an updatable field."]
+        if errors:
+            raise ValidationError(errors)
+        if not data:
+            raise ValidationError(
+                ["The request body must contain at least one updatable field."], "body"
+            )
+        return data
+
+
+class ListQuerySchema(Schema):
+    """Query parameters of the list endpoints; an empty value means the filter is off."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    page = PageNumber(load_default=1, metadata=query_about("page"))
+    path = PlainString(metadata=query_about("path"))
+    aktiv_id = PlainString(metadata=query_about("aktiv_id"))
+    since = Since(metadata=query_about("since"))
+    freigabe = ReleaseFilter(metadata=query_about("freigabe"))
+    reprotyp = PlainString(metadata=query_about("reprotyp"))
+    cursor = Cursor(metadata=query_about("cursor"))
+
+    @pre_load
+    def drop_empty(self, data: Any, **kwargs: Any) -> dict[str, Any]:
+        # An empty cursor is meaningful: keyset pagination from the first page.
+        return {key: value for key, value in data.items() if value != "" or key == "cursor"}
+
+
+class FileRecordSchema(Schema):
+    """A record as clients see it; internal columns (owner, storage key) never appear."""
+
+    id = fields.String(metadata={**about("id"), "format": "uuid"})
+    aktiv_id = Text(metadata=about("aktiv_id"))
+    original_name = fields.String(metadata=about("original_name"))
+    path = Text(metadata=about("path"))
+    mime_type = fields.String(metadata=about("mime_type"))
+    size = fields.Integer(metadata=about("size"))
+    reprotyp = Text(metadata=about("reprotyp"))
+    titel = Text(metadata=about("titel"))
+    beschreibung = Text(max_length=BESCHREIBUNG_MAX, metadata=about("beschreibung"))
+    autoren = Text(metadata=about("autoren"))
+    sachschlagwoerter = Text(metadata=about("sachschlagwoerter"))
+    org_themen = Text(metadata=about("org_themen"))
+    # Existing clients fill their edit forms from this name and send it back on every save.
+    iab_themen = Text(
+        attribute="org_themen",
+        dump_only=True,
+        metadata={
+            "description": "The value of org_themen under the original service's name, kept "
+            "for its clients.",
+            "deprecated": True,
+        },
+    )
+    sperrfrist = CalendarDate(allow_none=True, metadata=about("sperrfrist"))
+    reihenfolge = fields.Integer(metadata=about("reihenfolge"))
+    freigabe = fields.Boolean(metadata=about("freigabe"))
+    erstellt_von = Text(metadata=about("erstellt_von"))
+    freigegeben_von = Text(metadata=about("freigegeben_von"))
+    created_at = Timestamp(metadata=about("created_at"))
+    updated_at = Timestamp(metadata=about("updated_at"))
+
+
+record_schema = FileRecordSchema()
+created_record_schema = FileRecordSchema(exclude=("updated_at",))
+public_record_schema = FileRecordSchema(exclude=("erstellt_von", "freigegeben_von"))
+
+
+class CreatedFilesSchema(Schema):
+    """The answer of an upload: one record per file, in upload order."""
+
+    files = fields.List(
+        fields.Nested(created_record_schema), required=True, metadata={"minItems": 1}
+    )
+
+
+def dump_update_result(record: Any, changed: list[str]) -> dict[str, Any]:
+    """PATCH answers with the id, the fields that were sent and the new updated_at."""
+    full = record_schema.dump(record)
+    if "org_themen" in changed:
+        changed = [*changed, "iab_themen"]  # both names, as in every record answer
+    return {
+        "id": full["id"],
+        **{name: full[name] for name in changed},
+        "updated_at": full["updated_at"],
+    }
