@@ -18,8 +18,7 @@ from app.docs.openapi import (
 )
 from app.feeds import bp, services
 from app.files import access
-from app.http import load
-from app.oai.routes import absolute_url
+from app.http import absolute_url, load
 from app.oai.xml import xml_text
 from app.public.routes import PUBLIC_CACHE
 from app.schemas import PlainString

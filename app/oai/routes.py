@@ -17,7 +17,7 @@ from flask import Response, current_app, g, request, url_for
 
 from app.docs.openapi import NO_TOKEN, errors, openapi
 from app.files import access
-from app.http import external_url
+from app.http import absolute_url
 from app.oai import bp, harvest
 from app.oai import xml as oai_xml
 
@@ -77,11 +77,6 @@ class ProtocolError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-def absolute_url(path: str) -> str:
-    """An absolute URL of this service: the page links' way (PROXY_COUNT, trusted hosts)."""
-    return external_url(path)
 
 
 def _base_url() -> str:

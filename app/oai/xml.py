@@ -8,6 +8,8 @@ from typing import Any
 
 from lxml import etree
 
+from app.files.access import embargo_active
+
 OAI = "http://www.openarchives.org/OAI/2.0/"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 OAI_DC = "http://www.openarchives.org/OAI/2.0/oai_dc/"
@@ -116,5 +118,5 @@ def oai_dc(parent: Any, record: Any, urls: dict[str, str], today: date) -> None:
     put("identifier", urls["record"])
     put("identifier", urls["download"])
     put("identifier", record.aktiv_id)
-    if record.sperrfrist is not None and record.sperrfrist > today:
+    if embargo_active(record, today):
         put("rights", f"Embargoed until {record.sperrfrist.isoformat()}.")
