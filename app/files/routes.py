@@ -56,6 +56,10 @@ def _upload_rate() -> str:
     return current_app.config["RATELIMIT_UPLOADS"]
 
 
+def _write_rate() -> str:
+    return current_app.config["RATELIMIT_WRITES"]
+
+
 def _receive(
     is_file_field, error_key, new_key, max_files: int, missing_field: str
 ) -> ReceivedUpload:
@@ -197,16 +201,18 @@ def download_file(record_id: uuid.UUID):
 
 
 @bp.patch("/<uuid:record_id>")
+@limiter.limit(_write_rate, key_func=user_rate_key)
 @openapi(
     path_parameters=RECORD_ID,
     tags=TAGS,
     operationId="updateFile",
     summary="Update metadata",
-    description="Owner or administrator; only the fields sent change.",
+    description="Owner or administrator; only the fields sent change. Rate limited per user.",
     requestBody={"required": True, "content": json_content(ref("schemas", "FileUpdate"))},
     responses={
         "200": {
             "description": "The id, the fields sent, and the new updated_at.",
+            "headers": RATE_LIMIT_HEADERS,
             "content": json_content(ref("schemas", "FileUpdateResult")),
         },
         **errors(
@@ -215,6 +221,7 @@ def download_file(record_id: uuid.UUID):
             "NotFound",
             "PayloadTooLarge",
             "ValidationFailed",
+            "TooManyRequests",
             "ServerError",
             "ServiceUnavailable",
         ),

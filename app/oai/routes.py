@@ -46,7 +46,7 @@ ARGUMENTS = {
         "enum": list(VERBS),
         "description": "The OAI-PMH request.",
     },
-    "identifier": {"type": "string", "description": "oai:<host>:<record id>"},
+    "identifier": {"type": "string", "description": "oai:<OAI_NAMESPACE>:<record id>"},
     "metadataPrefix": {"type": "string", "description": "oai_dc (the only format offered)."},
     "from": {"type": "string", "description": "YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ (UTC)."},
     "until": {"type": "string", "description": "Same granularity as from; inclusive."},
@@ -93,16 +93,17 @@ def _public_files_url() -> str:
     return g.oai_public_files_url
 
 
-def _host() -> str:
-    return _base_url().split("://", 1)[1].split("/", 1)[0].split(":", 1)[0]
+def _namespace() -> str:
+    """`OAI_NAMESPACE`: identifiers must not change with the address a harvester uses."""
+    return current_app.config["OAI_NAMESPACE"]
 
 
 def identifier_of(record_id: uuid.UUID) -> str:
-    return f"oai:{_host()}:{record_id}"
+    return f"oai:{_namespace()}:{record_id}"
 
 
 def _record_id(identifier: str) -> uuid.UUID:
-    prefix = f"oai:{_host()}:"
+    prefix = f"oai:{_namespace()}:"
     try:
         if not identifier.startswith(prefix):
             raise ValueError(identifier)
@@ -197,7 +198,7 @@ def _identify(root: Any, _args: dict[str, str]) -> None:
     element = oai_xml.verb_element(root, "Identify")
     oai = oai_xml.OAI
     name = config.get("REPOSITORY_NAME") or "File repository"
-    admin = config.get("OAI_ADMIN_EMAIL") or config.get("ADMIN_EMAIL") or f"admin@{_host()}"
+    admin = config.get("OAI_ADMIN_EMAIL") or config.get("ADMIN_EMAIL") or f"admin@{_namespace()}"
     for tag, text in (
         ("repositoryName", name),
         ("baseURL", _base_url()),
@@ -220,7 +221,7 @@ def _identify(root: Any, _args: dict[str, str]) -> None:
     )
     ns = "{http://www.openarchives.org/OAI/2.0/oai-identifier}"
     oai_xml.sub(ident, f"{ns}scheme", "oai")
-    oai_xml.sub(ident, f"{ns}repositoryIdentifier", _host())
+    oai_xml.sub(ident, f"{ns}repositoryIdentifier", _namespace())
     oai_xml.sub(ident, f"{ns}delimiter", ":")
     oai_xml.sub(ident, f"{ns}sampleIdentifier", identifier_of(uuid.UUID(int=0)))
 

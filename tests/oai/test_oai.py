@@ -69,7 +69,7 @@ def harvest(url: str, **params: str) -> dict[str, Any]:
 
 
 def ident(record_id: str) -> str:
-    return f"oai:127.0.0.1:{record_id}"
+    return f"oai:file-repository.local:{record_id}"
 
 
 def test_full_and_incremental_harvest(api: Api, alice: Account, server: str, small_pages):
@@ -181,7 +181,7 @@ def test_get_record_and_metadata_formats(api: Api, alice: Account):
         erstellt_von="Intern",
         sperrfrist="2999-01-01",
     )
-    identifier = f"oai:localhost:{record['id']}"
+    identifier = f"oai:file-repository.local:{record['id']}"
     root = oai(api, verb="GetRecord", identifier=identifier, metadataPrefix="oai_dc")
     dc = root.find(".//oai_dc:dc", NS)
     values = {}
@@ -220,7 +220,7 @@ def test_list_identifiers_pages_with_resumption_tokens(api: Api, alice: Account,
         expires = datetime.strptime(token.get("expirationDate"), "%Y-%m-%dT%H:%M:%SZ")
         assert expires.replace(tzinfo=UTC) > datetime.now(UTC) + timedelta(hours=23)
         root = oai(api, verb="ListIdentifiers", resumptionToken=token.text)
-    assert seen == [f"oai:localhost:{i}" for i in ids]
+    assert seen == [f"oai:file-repository.local:{i}" for i in ids]
     assert cursors == ["0", "3", "6"]
     assert root.find(".//oai:metadata", NS) is None
 
@@ -265,16 +265,20 @@ def _token(**state: Any) -> str:
             {"verb": "ListRecords", "resumptionToken": "x", "metadataPrefix": "oai_dc"},
             "badArgument",
         ),
-        ({"verb": "GetRecord", "identifier": "oai:localhost:x"}, "badArgument"),
+        ({"verb": "GetRecord", "identifier": "oai:file-repository.local:x"}, "badArgument"),
         ({"verb": "ListRecords", "metadataPrefix": "marc21"}, "cannotDisseminateFormat"),
         (
-            {"verb": "GetRecord", "identifier": "oai:localhost:x", "metadataPrefix": "oai_dc"},
+            {
+                "verb": "GetRecord",
+                "identifier": "oai:file-repository.local:x",
+                "metadataPrefix": "oai_dc",
+            },
             "idDoesNotExist",
         ),
         (
             {
                 "verb": "GetRecord",
-                "identifier": f"oai:localhost:{uuid.uuid4()}",
+                "identifier": f"oai:file-repository.local:{uuid.uuid4()}",
                 "metadataPrefix": "oai_dc",
             },
             "idDoesNotExist",
@@ -350,7 +354,10 @@ def test_base_url_and_identifiers_follow_the_trusted_proxy(make_sqlite_app):
 def test_control_characters_never_break_the_xml(api: Api, alice: Account):
     (record_id,) = insert_rows(api, alice, [{"created_at": LONG_AGO, "titel": "Eins\x01Zwei"}])
     root = oai(
-        api, verb="GetRecord", identifier=f"oai:localhost:{record_id}", metadataPrefix="oai_dc"
+        api,
+        verb="GetRecord",
+        identifier=f"oai:file-repository.local:{record_id}",
+        metadataPrefix="oai_dc",
     )
     assert root.findtext(".//dc:title", namespaces=NS) == "EinsZwei"
     bad = oai(api, verb="GetRecord", identifier="\x01", metadataPrefix="oai_dc")
