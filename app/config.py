@@ -191,7 +191,7 @@ def validate(config: Mapping[str, Any]) -> None:
     namespace = config.get("OAI_NAMESPACE")
     if not isinstance(namespace, str) or not OAI_NAMESPACE.fullmatch(namespace):
         raise ConfigError(
-            f"OAI_NAMESPACE must be a domain name such as 'repository.example.org', got {namespace!r}"
+            f"OAI_NAMESPACE must be a domain name such as 'repo.example.org', got {namespace!r}"
         )
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:

@@ -1,4 +1,4 @@
-"""OAI-PMH identifiers are `oai:<OAI_NAMESPACE>:<id>` whatever address a harvester uses (issue 20)."""
+"""OAI-PMH identifiers are `oai:<OAI_NAMESPACE>:<id>` whatever address a harvester uses."""
 
 from __future__ import annotations
 
