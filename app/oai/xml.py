@@ -34,6 +34,16 @@ def xml_text(value: str) -> str:
     return _NOT_XML.sub("", value)
 
 
+def title_of(record: Any) -> str:
+    """A title every XML output can show: the first of `titel` and `original_name` that keeps
+    text once cleaned (rows stored before input was checked may hold neither), else the id."""
+    for candidate in (record.titel, record.original_name):
+        cleaned = xml_text(candidate or "").strip()
+        if cleaned:
+            return cleaned
+    return str(record.id)
+
+
 def sub(parent: Any, tag: str, text: str | None = None, **attributes: str) -> Any:
     safe = {name: xml_text(value) for name, value in attributes.items()}
     element = etree.SubElement(parent, tag, safe)
@@ -105,7 +115,7 @@ def oai_dc(parent: Any, record: Any, urls: dict[str, str], today: date) -> None:
         if value:
             sub(dc, f"{{{DC}}}{name}", value)
 
-    put("title", record.titel or record.original_name)
+    put("title", title_of(record))
     for creator in (record.autoren or "").split(";"):
         put("creator", creator.strip())
     for subject in _split(record.sachschlagwoerter) + _split(record.org_themen):
