@@ -18,6 +18,9 @@ MAX_FILES_PER_REQUEST = 25
 # 25 files at the limit plus room for the form fields and part headers.
 MAX_REQUEST_SIZE = MAX_FILES_PER_REQUEST * MAX_FILE_SIZE + MiB
 
+# The repositoryIdentifier of the OAI identifier guidelines (oai-identifier.xsd): a domain name.
+OAI_NAMESPACE = re.compile(r"[a-zA-Z][a-zA-Z0-9-]*(\.[a-zA-Z][a-zA-Z0-9-]*)+")
+
 
 class ConfigError(Exception):
     """A setting is missing or wrong; the message names it in one line."""
@@ -90,12 +93,14 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "APP_TIMEZONE": get("APP_TIMEZONE", "UTC"),
         "REPOSITORY_NAME": get("REPOSITORY_NAME", "File repository"),
         "OAI_ADMIN_EMAIL": get("OAI_ADMIN_EMAIL"),
+        "OAI_NAMESPACE": get("OAI_NAMESPACE", "file-repository.local"),
         "TOKEN_TTL_MINUTES": _int(environ, "TOKEN_TTL_MINUTES", None),
         "TOKEN_CACHE_SECONDS": _int(environ, "TOKEN_CACHE_SECONDS", 60),
         "RECORD_CACHE_SECONDS": _int(environ, "RECORD_CACHE_SECONDS", 60),
         "RATELIMIT_STORAGE_URI": get("RATELIMIT_STORAGE_URI", "memory://"),
         "RATELIMIT_TOKENS": get("RATELIMIT_TOKENS", "10 per minute"),
         "RATELIMIT_UPLOADS": get("RATELIMIT_UPLOADS", "60 per minute"),
+        "RATELIMIT_WRITES": get("RATELIMIT_WRITES", "120 per minute"),
         "RATELIMIT_KEY_PREFIX": get("RATELIMIT_KEY_PREFIX", "file-repository"),
         "PROXY_COUNT": _int(environ, "PROXY_COUNT", 0),
         "HOST": get("HOST", "127.0.0.1"),
@@ -155,7 +160,7 @@ def validate(config: Mapping[str, Any]) -> None:
     ttl = config.get("TOKEN_TTL_MINUTES")
     if ttl is not None and ttl <= 0:
         raise ConfigError("TOKEN_TTL_MINUTES must be a positive number of minutes")
-    for name in ("RATELIMIT_TOKENS", "RATELIMIT_UPLOADS"):
+    for name in ("RATELIMIT_TOKENS", "RATELIMIT_UPLOADS", "RATELIMIT_WRITES"):
         try:
             parse_many(str(config.get(name)))
         except ValueError:
@@ -184,6 +189,11 @@ def validate(config: Mapping[str, Any]) -> None:
         value = config.get(name)
         if not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+    namespace = config.get("OAI_NAMESPACE")
+    if not isinstance(namespace, str) or not OAI_NAMESPACE.fullmatch(namespace):
+        raise ConfigError(
+            f"OAI_NAMESPACE must be a domain name such as 'repo.example.org', got {namespace!r}"
+        )
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:
         raise ConfigError(f"PROXY_COUNT must be 0 or a positive number, got {proxies!r}")

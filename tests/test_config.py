@@ -28,6 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
         ({"PORT": 70000}, "PORT"),
         ({"RATELIMIT_UPLOADS": "lots"}, "RATELIMIT_UPLOADS"),
         ({"RATELIMIT_TOKENS": "10 per fortnight"}, "RATELIMIT_TOKENS"),
+        ({"RATELIMIT_WRITES": "often"}, "RATELIMIT_WRITES"),
+        ({"OAI_NAMESPACE": "127.0.0.1"}, "OAI_NAMESPACE"),
+        ({"OAI_NAMESPACE": "localhost"}, "OAI_NAMESPACE"),
         (
             {"RATELIMIT_ENABLED": True, "RATELIMIT_STORAGE_URI": "carrier-pigeon://coop"},
             "RATELIMIT_STORAGE_URI",
@@ -52,6 +55,7 @@ def test_wrong_settings_are_named(tmp_path: Path, overrides: dict, setting: str)
     [
         ({"STORAGE_BACKEND": "s3"}, "S3_BUCKET"),
         ({"PORT": "eighty"}, "PORT"),
+        ({"OAI_NAMESPACE": "oai:repo.example.org"}, "OAI_NAMESPACE"),
         ({"TOKEN_TTL_MINUTES": "soon"}, "TOKEN_TTL_MINUTES"),
         ({"TOKEN_CACHE_SECONDS": "a minute"}, "TOKEN_CACHE_SECONDS"),
         ({"RATELIMIT_STORAGE_URI": "carrier-pigeon://coop"}, "RATELIMIT_STORAGE_URI"),
