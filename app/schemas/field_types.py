@@ -70,6 +70,19 @@ class PlainString(fields.String):
         return storable_text(text, _label(self))
 
 
+class Secret(fields.String):
+    """A password as given: any valid Unicode. It is only ever hashed, never stored as text or
+    shown, so the characters that no output can carry are no concern of it."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(f"The {_label(self)} field must be valid Unicode text.") from None
+        return text
+
+
 class Text(fields.Field):
     """Free text: trimmed, an empty string becomes null, length counted in characters."""
 
