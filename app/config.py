@@ -110,6 +110,8 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "ZIP_MAX_FILES": _int(environ, "ZIP_MAX_FILES", 1000),
         "ZIP_MAX_MB": _int(environ, "ZIP_MAX_MB", 10240),
         "UPLOAD_EXPIRY_HOURS": _int(environ, "UPLOAD_EXPIRY_HOURS", 24),
+        "DOWNLOAD_OFFLOAD": get("DOWNLOAD_OFFLOAD"),
+        "DOWNLOAD_OFFLOAD_PREFIX": get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/"),
     }
 
 
@@ -183,6 +185,14 @@ def validate(config: Mapping[str, Any]) -> None:
         value = config.get(name)
         if not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+    offload = config.get("DOWNLOAD_OFFLOAD")
+    if offload not in (None, "nginx"):
+        raise ConfigError(f"DOWNLOAD_OFFLOAD must be 'nginx' or unset, got {offload!r}")
+    prefix = config.get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/")
+    if not re.fullmatch(r"/([A-Za-z0-9._~-]+/)+", str(prefix)):
+        raise ConfigError(
+            f"DOWNLOAD_OFFLOAD_PREFIX must be a path such as '/_stored/', got {prefix!r}"
+        )
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:
         raise ConfigError(f"PROXY_COUNT must be 0 or a positive number, got {proxies!r}")

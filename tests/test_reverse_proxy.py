@@ -15,7 +15,8 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -130,27 +131,19 @@ class Stack:
             time.sleep(0.05)
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Stack]:
+@contextmanager
+def running_stack(
+    folder: Path, env: dict[str, str], site: Callable[[str], str] = lambda text: text
+) -> Iterator[Stack]:
+    """The service with `env` behind nginx running the example, changed by `site`, with this
+    machine's ports and certificate."""
     nginx = find_nginx()
-    folder = tmp_path_factory.mktemp("reverse-proxy")
-    shutil.copyfile(sqlite_template, folder / "db.sqlite3")
-    (folder / "storage").mkdir(mode=0o700)
-    env = clean_env(
-        DATABASE_URL=f"sqlite:///{folder / 'db.sqlite3'}",
-        STORAGE_LOCAL_ROOT=str(folder / "storage"),
-        PROXY_COUNT="1",
-        TRUSTED_HOSTS=HOST_NAME,
-        RATELIMIT_TOKENS="1000 per minute",
-    )
-    created = flask("create-user", "--email", "alice@example.org", "--name", "Alice", "--password",
-                    "a long passphrase", env=env)  # fmt: skip
-    assert created.returncode == 0, created.stderr
     cert, key = self_signed_certificate(folder)
     http_port, https_port = free_port(), free_port()
     app_log = folder / "app.log"
     with running_server(env, app_log) as app_port:
-        (folder / "site.conf").write_text(site_config(app_port, http_port, https_port, cert, key))
+        config = site(site_config(app_port, http_port, https_port, cert, key))
+        (folder / "site.conf").write_text(config)
         (folder / "nginx.conf").write_text(main_config(folder))
         command = [nginx, "-e", str(folder / "error.log"), "-p", str(folder)]
         command += ["-c", str(folder / "nginx.conf")]
@@ -171,8 +164,36 @@ def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> It
                 process.wait(timeout=15)
 
 
+def create_user(env: dict[str, str]) -> None:
+    created = flask("create-user", "--email", "alice@example.org", "--name", "Alice", "--password",
+                    "a long passphrase", env=env)  # fmt: skip
+    assert created.returncode == 0, created.stderr
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Stack]:
+    find_nginx()
+    folder = tmp_path_factory.mktemp("reverse-proxy")
+    shutil.copyfile(sqlite_template, folder / "db.sqlite3")
+    (folder / "storage").mkdir(mode=0o700)
+    env = clean_env(
+        DATABASE_URL=f"sqlite:///{folder / 'db.sqlite3'}",
+        STORAGE_LOCAL_ROOT=str(folder / "storage"),
+        PROXY_COUNT="1",
+        TRUSTED_HOSTS=HOST_NAME,
+        RATELIMIT_TOKENS="1000 per minute",
+    )
+    create_user(env)
+    with running_stack(folder, env) as running:
+        yield running
+
+
 @pytest.fixture(scope="module")
 def token(stack: Stack) -> str:
+    return sign_in(stack)
+
+
+def sign_in(stack: Stack) -> str:
     with stack.pool() as pool:
         response = stack.request(
             pool,
