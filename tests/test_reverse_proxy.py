@@ -13,6 +13,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -304,23 +305,20 @@ EXAMPLE_S3 = "https://s3.example.org/"
 
 
 def offload_site(backend: str, target: str) -> Callable[[str], str]:
-    """The example with the internal location of `backend` (the other one removed, the S3
-    one uncommented), pointing at this test's storage folder or S3 server."""
+    """The example with the internal location of `backend` only (the S3 one uncommented),
+    pointing at this test's storage folder or S3 server."""
 
     def change(text: str) -> str:
         start, middle = text.index(LOCAL_BLOCK), text.index(S3_BLOCK)
-        end = text.index("    # }\n", middle) + len("    # }\n")
+        end = text.index("\n\n", middle) + 1
         local, s3 = text[start:middle], text[middle:end]
         if backend == "local":
             assert local.count(EXAMPLE_STORAGE) == 1
             chosen = local.replace(EXAMPLE_STORAGE, target)
         else:
             assert s3.count(EXAMPLE_S3) == 1
-            lines = s3.replace(EXAMPLE_S3, target).splitlines(keepends=True)
-            chosen = "".join(
-                line.replace("    # ", "    ", 1) if not line.startswith("    # ---") else line
-                for line in lines
-            )
+            chosen = re.sub(r"(?m)^    # (?=location |    |\})", "    ", s3)
+            chosen = chosen.replace(EXAMPLE_S3, target)
         return text[:start] + chosen + text[end:]
 
     return change
@@ -330,7 +328,8 @@ def offload_site(backend: str, target: str) -> Callable[[str], str]:
 class OffloadStack:
     stack: Stack
     backend: str
-    stored_paths: Callable[[], list[str]]
+    stored_path: Callable[[str], str]
+    remove: Callable[[str], None]
 
 
 @pytest.fixture(
@@ -382,13 +381,21 @@ def offload(
     create_user(env)
     engine = sa.create_engine(database)
 
-    def stored_paths() -> list[str]:
+    def stored_path(record_id: str) -> str:
+        record = sa.table("file_records", sa.column("id", sa.Uuid), sa.column("stored_path"))
+        query = sa.select(record.c.stored_path).where(record.c.id == uuid.UUID(record_id))
         with engine.connect() as conn:
-            return list(conn.scalars(sa.text("SELECT stored_path FROM file_records")))
+            return conn.scalar(query)
+
+    def remove(key: str) -> None:
+        if bucket is None:
+            (folder / "storage" / key).unlink()
+        else:
+            client.delete_object(Bucket=bucket, Key=key)
 
     try:
         with running_stack(folder, env, site) as running:
-            yield OffloadStack(running, request.param.split("-")[1], stored_paths)
+            yield OffloadStack(running, request.param.split("-")[1], stored_path, remove)
     finally:
         engine.dispose()
         if bucket is not None:
@@ -398,6 +405,7 @@ def offload(
             client.close()
 
 
+PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 NAME = "Jahresbericht \u00e4\u00f6 2025.txt"
 DISPOSITION = (
     'attachment; filename="Jahresbericht ao 2025.txt"; '
@@ -432,7 +440,8 @@ def contract_headers(response: Any, data: bytes, cache_control: str) -> None:
         assert len(headers.getlist(name)) == 1, (name, headers.getlist(name))
         assert not name.lower().startswith("x-amz"), name
         assert "X-Amz" not in values and "_stored" not in values, (name, values)
-    assert "X-Accel-Redirect" not in headers and "Last-Modified" not in headers
+    for name in ["X-Accel-Redirect", "X-Offload-Content-Disposition", "Last-Modified"]:
+        assert name not in headers
 
 
 def test_offloaded_downloads_carry_the_contract(offload: OffloadStack):
@@ -511,11 +520,15 @@ def test_the_internal_location_is_not_reachable_from_outside(offload: OffloadSta
     token = sign_in(stack)
     with stack.pool() as pool:
         record = upload(stack, pool, token, b"only through the service\n")
-        paths = ["/_stored/", "/_stored"]
-        for stored_path in offload.stored_paths():
-            paths += [f"/_stored/{stored_path}", f"/api/../_stored/{stored_path}"]
-            if offload.backend == "s3":
-                paths.append(f"/_stored/{stack.env['S3_BUCKET']}/{stored_path}")
+        stored_path = offload.stored_path(record["id"])
+        paths = [
+            "/_stored/",
+            "/_stored",
+            f"/_stored/{stored_path}",
+            f"/api/../_stored/{stored_path}",
+        ]
+        if offload.backend == "s3":
+            paths.append(f"/_stored/{stack.env['S3_BUCKET']}/{stored_path}")
         for path in paths:
             answer = stack.request(pool, "GET", path, headers={"Authorization": f"Bearer {token}"})
             assert answer.status == 404, path
@@ -542,3 +555,30 @@ def test_unreleased_and_embargoed_content_is_never_sent(offload: OffloadStack):
                     assert answer.status == status, (path, extra)
                     assert secret not in answer.data and "message" in answer.json()
                     assert "X-Accel-Redirect" not in answer.headers
+
+
+def test_a_lost_object_is_the_services_error_not_the_storages(offload: OffloadStack):
+    """Whoever finds the object missing (the service for local files, nginx asking S3), the
+    client gets the service's JSON answer, never the storage's own."""
+    stack = offload.stack
+    token = sign_in(stack)
+    with stack.pool() as pool:
+        record = upload(stack, pool, token, b"soon lost\n")
+        offload.remove(offload.stored_path(record["id"]))
+        for path, headers, cache_control in [
+            (
+                f"/api/files/{record['id']}/download",
+                {"Authorization": f"Bearer {token}"},
+                [None, "private, no-store"],
+            ),
+            (f"/api/public/files/{record['id']}/download", {}, [PUBLIC_CACHE]),
+        ]:
+            answer = stack.request(pool, "GET", path, headers=headers)
+            assert answer.status == 500, path
+            assert answer.headers["Content-Type"] == "application/json"
+            assert "Content-Disposition" not in answer.headers
+            # nginx's error page keeps the service's private Cache-Control; never a public one.
+            assert answer.headers.get("Cache-Control") in cache_control
+            assert answer.json() == {
+                "message": "Server error: the stored content of this file is missing."
+            }

@@ -24,6 +24,9 @@ from app.storage import ObjectNotFound, Storage
 # How often a download follows a record to its newer object before giving up.
 MAX_REREADS = 5
 
+# The name an offloaded download's Content-Disposition travels to the proxy under.
+OFFLOAD_DISPOSITION = "X-Offload-Content-Disposition"
+
 # RFC 8187 attr-char, the characters that need no percent-encoding in filename*.
 _ATTR_SAFE = "!#$&+-.^_`|~"
 
@@ -149,6 +152,9 @@ def stored_file_response(
         # The proxy answers the same range itself, and says it does.
         headers.pop("Content-Range", None)
         headers.pop("Accept-Ranges")
+        # nginx would also keep a Content-Disposition on its own error pages; under this name
+        # only its internal location adds it back, to what it sends successfully.
+        headers[OFFLOAD_DISPOSITION] = headers.pop("Content-Disposition")
         response = Response(status=200, headers=headers)
         response.headers["Content-Type"] = record.mime_type
         response.headers["X-Accel-Redirect"] = prefix + storage.offload_location(record.stored_path)
