@@ -189,7 +189,7 @@ def validate(config: Mapping[str, Any]) -> None:
     if offload not in (None, "nginx"):
         raise ConfigError(f"DOWNLOAD_OFFLOAD must be 'nginx' or unset, got {offload!r}")
     prefix = config.get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/")
-    if not re.fullmatch(r"/([A-Za-z0-9._~-]+/)+", str(prefix)):
+    if not re.fullmatch(r"/((?!\.+/)[A-Za-z0-9._~-]+/)+", str(prefix)):
         raise ConfigError(
             f"DOWNLOAD_OFFLOAD_PREFIX must be a path such as '/_stored/', got {prefix!r}"
         )
