@@ -317,7 +317,7 @@ def offload_site(backend: str, target: str) -> Callable[[str], str]:
             chosen = local.replace(EXAMPLE_STORAGE, target)
         else:
             assert s3.count(EXAMPLE_S3) == 1
-            chosen = re.sub(r"(?m)^    # (?=location |    |\})", "    ", s3)
+            chosen = re.sub(r"(?m)^    # (?=location |    [^#]|\})", "    ", s3)
             chosen = chosen.replace(EXAMPLE_S3, target)
         return text[:start] + chosen + text[end:]
 
