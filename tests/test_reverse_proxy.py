@@ -100,6 +100,7 @@ class Stack:
     app_log: Path
     cert: Path
     env: dict[str, str]
+    app_port: int = 0
 
     def pool(self) -> urllib3.HTTPSConnectionPool:
         """An HTTPS client from 127.0.0.2 that sends the service's host name (SNI and Host)
@@ -159,7 +160,7 @@ def running_stack(
         )
         try:
             wait_for_port(https_port, process, folder / "error.log", "nginx", timeout=20)
-            yield Stack(https_port, http_port, app_log, cert, env)
+            yield Stack(https_port, http_port, app_log, cert, env, app_port)
         finally:
             process.send_signal(signal.SIGQUIT)
             try:
