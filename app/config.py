@@ -116,6 +116,8 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "ZIP_MAX_MB": _int(environ, "ZIP_MAX_MB", 10240),
         "UPLOAD_EXPIRY_HOURS": _int(environ, "UPLOAD_EXPIRY_HOURS", 24),
         "UPLOAD_MAX_UNFINISHED": _int(environ, "UPLOAD_MAX_UNFINISHED", 20),
+        "DOWNLOAD_OFFLOAD": get("DOWNLOAD_OFFLOAD"),
+        "DOWNLOAD_OFFLOAD_PREFIX": get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/"),
     }
 
 
@@ -193,6 +195,14 @@ def validate(config: Mapping[str, Any]) -> None:
     if not isinstance(namespace, str) or not OAI_NAMESPACE.fullmatch(namespace):
         raise ConfigError(
             f"OAI_NAMESPACE must be a domain name such as 'repo.example.org', got {namespace!r}"
+        )
+    offload = config.get("DOWNLOAD_OFFLOAD")
+    if offload not in (None, "nginx"):
+        raise ConfigError(f"DOWNLOAD_OFFLOAD must be 'nginx' or unset, got {offload!r}")
+    prefix = config.get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/")
+    if not re.fullmatch(r"/((?!\.+/)[A-Za-z0-9._~-]+/)+", str(prefix)):
+        raise ConfigError(
+            f"DOWNLOAD_OFFLOAD_PREFIX must be a path such as '/_stored/', got {prefix!r}"
         )
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:
