@@ -18,6 +18,9 @@ MAX_FILES_PER_REQUEST = 25
 # 25 files at the limit plus room for the form fields and part headers.
 MAX_REQUEST_SIZE = MAX_FILES_PER_REQUEST * MAX_FILE_SIZE + MiB
 
+# The repositoryIdentifier of the OAI identifier guidelines (oai-identifier.xsd): a domain name.
+OAI_NAMESPACE = re.compile(r"[a-zA-Z][a-zA-Z0-9-]*(\.[a-zA-Z][a-zA-Z0-9-]*)+")
+
 
 class ConfigError(Exception):
     """A setting is missing or wrong; the message names it in one line."""
@@ -90,12 +93,14 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "APP_TIMEZONE": get("APP_TIMEZONE", "UTC"),
         "REPOSITORY_NAME": get("REPOSITORY_NAME", "File repository"),
         "OAI_ADMIN_EMAIL": get("OAI_ADMIN_EMAIL"),
+        "OAI_NAMESPACE": get("OAI_NAMESPACE", "file-repository.local"),
         "TOKEN_TTL_MINUTES": _int(environ, "TOKEN_TTL_MINUTES", None),
         "TOKEN_CACHE_SECONDS": _int(environ, "TOKEN_CACHE_SECONDS", 60),
         "RECORD_CACHE_SECONDS": _int(environ, "RECORD_CACHE_SECONDS", 60),
         "RATELIMIT_STORAGE_URI": get("RATELIMIT_STORAGE_URI", "memory://"),
         "RATELIMIT_TOKENS": get("RATELIMIT_TOKENS", "10 per minute"),
         "RATELIMIT_UPLOADS": get("RATELIMIT_UPLOADS", "60 per minute"),
+        "RATELIMIT_WRITES": get("RATELIMIT_WRITES", "120 per minute"),
         "RATELIMIT_KEY_PREFIX": get("RATELIMIT_KEY_PREFIX", "file-repository"),
         "PROXY_COUNT": _int(environ, "PROXY_COUNT", 0),
         "HOST": get("HOST", "127.0.0.1"),
@@ -112,6 +117,8 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "UPLOAD_EXPIRY_HOURS": _int(environ, "UPLOAD_EXPIRY_HOURS", 24),
         "AUDIT_RETENTION_DAYS": _int(environ, "AUDIT_RETENTION_DAYS", 395),
         "UPLOAD_MAX_UNFINISHED": _int(environ, "UPLOAD_MAX_UNFINISHED", 20),
+        "DOWNLOAD_OFFLOAD": get("DOWNLOAD_OFFLOAD"),
+        "DOWNLOAD_OFFLOAD_PREFIX": get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/"),
     }
 
 
@@ -156,7 +163,7 @@ def validate(config: Mapping[str, Any]) -> None:
     ttl = config.get("TOKEN_TTL_MINUTES")
     if ttl is not None and ttl <= 0:
         raise ConfigError("TOKEN_TTL_MINUTES must be a positive number of minutes")
-    for name in ("RATELIMIT_TOKENS", "RATELIMIT_UPLOADS"):
+    for name in ("RATELIMIT_TOKENS", "RATELIMIT_UPLOADS", "RATELIMIT_WRITES"):
         try:
             parse_many(str(config.get(name)))
         except ValueError:
@@ -186,6 +193,19 @@ def validate(config: Mapping[str, Any]) -> None:
         value = config.get(name)
         if not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+    namespace = config.get("OAI_NAMESPACE")
+    if not isinstance(namespace, str) or not OAI_NAMESPACE.fullmatch(namespace):
+        raise ConfigError(
+            f"OAI_NAMESPACE must be a domain name such as 'repo.example.org', got {namespace!r}"
+        )
+    offload = config.get("DOWNLOAD_OFFLOAD")
+    if offload not in (None, "nginx"):
+        raise ConfigError(f"DOWNLOAD_OFFLOAD must be 'nginx' or unset, got {offload!r}")
+    prefix = config.get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/")
+    if not re.fullmatch(r"/((?!\.+/)[A-Za-z0-9._~-]+/)+", str(prefix)):
+        raise ConfigError(
+            f"DOWNLOAD_OFFLOAD_PREFIX must be a path such as '/_stored/', got {prefix!r}"
+        )
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:
         raise ConfigError(f"PROXY_COUNT must be 0 or a positive number, got {proxies!r}")

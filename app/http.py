@@ -106,3 +106,8 @@ def external_url(path: str, args: list[tuple[str, str]] | None = None) -> str:
     service, for links in answers."""
     query = f"?{urlencode(args)}" if args else ""
     return f"{base_url()}{path}{query}"
+
+
+def absolute_url(path: str) -> str:
+    """An absolute URL of `path` with no query, for the links of feeds and OAI-PMH answers."""
+    return external_url(path)

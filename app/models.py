@@ -160,8 +160,8 @@ class FilePathCount(db.Model):
     a path-prefix list reads each matching folder newest first from ``ix_file_records_path``.
     Records without a path are counted under ``""``, which no record path can be. The
     triggers (migration 0005) fire on every insert, delete, truncate and change of ``path``
-    or ``freigabe``, whatever makes it; a bulk load that disables triggers must recount
-    (``bench/seed.py`` shows how).
+    or ``freigabe``, whatever makes it, and drop a row whose count reaches zero (0012); a bulk
+    load that disables triggers must recount (``bench/seed.py`` shows how).
     """
 
     __tablename__ = "file_path_counts"

@@ -18,16 +18,23 @@ that a run takes minutes:
    folder (a manifest of about 20 MB); 100 anonymous clients read its public folder ZIP at
    50 KB/s each. The server's memory over idle is divided by the readers (target: at most
    1 MiB each) and a public list request is timed meanwhile (target: p99 under 1 s).
+6. Deep-path set bloat: one normal user PATCHes 2,000 records to paths 126 folders deep
+   (about 252,000 OAI-PMH sets), then 16 anonymous clients page through ListSets while a
+   public list request is timed (target: p99 under 1 s) and the server's memory over idle is
+   divided by the 16 clients (target: at most 1 MiB each).
 
     .venv/bin/python -m bench.open_internet [--slow 200] [--stalled 20] [--flood 1000]
     .venv/bin/python -m bench.open_internet --only archive [--archive-readers 100]
+    .venv/bin/python -m bench.open_internet --only sets [--set-records 2000] [--set-clients 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
+import re
 import socket
 import time
 from pathlib import Path
@@ -48,6 +55,7 @@ from bench.common import (
     open_file_usage,
     prepare_database,
     proc_status,
+    request,
     workspace,
 )
 
@@ -493,7 +501,144 @@ async def archive_readers(report: Report, server: Any, args: Any) -> None:
     )
 
 
-SCENARIOS = ("slow", "flood", "spool", "upload", "archive")
+# --- deep-path set bloat (issue 21) ------------------------------------------------------
+
+SET_DEPTH = 126  # a 4-character first segment and 125 one-character ones: 254 characters
+
+
+def deep_path(index: int) -> str:
+    """A path of its own for each record at every depth: every folder of it is a new set."""
+    first = f"{index:04x}"[-4:]
+    return "/".join([first, *("abcdefghijklmnopqrstuvwxyz"[(index + j) % 26] for j in range(125))])
+
+
+def bloat_sets(port: int, token: str, records: int) -> None:
+    """`records` files uploaded 25 a request, each then PATCHed to a path of its own, as one
+    normal user can (the rate limit raised for the bench)."""
+    from tests.support.api import encode_multipart
+
+    auth = {"Authorization": f"Bearer {token}"}
+    ids: list[str] = []
+    while len(ids) < records:
+        batch = min(25, records - len(ids))
+        content_type, body = encode_multipart(
+            [("files[]", f"f{len(ids) + i}.txt", b"x\n", "text/plain") for i in range(batch)]
+        )
+        status, _, data = request(
+            port, "POST", "/api/files", body, {**auth, "Content-Type": content_type}
+        )
+        if status != 201:
+            raise RuntimeError(f"upload answered {status}: {data[:200]!r}")
+        ids += [record["id"] for record in json.loads(data)["files"]]
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    began = time.monotonic()
+    for index, record_id in enumerate(ids):
+        body = json.dumps({"path": deep_path(index)}).encode()
+        conn.request(
+            "PATCH", f"/api/files/{record_id}", body, {**auth, "Content-Type": "application/json"}
+        )
+        answer = conn.getresponse()
+        answer.read()
+        if answer.status != 200:
+            raise RuntimeError(f"PATCH answered {answer.status}")
+    conn.close()
+    log(f"{records} records PATCHed to {SET_DEPTH}-deep paths in {time.monotonic() - began:.1f} s")
+
+
+async def harvest_sets(port: int, stop: asyncio.Event, stats: dict) -> None:
+    """One harvester: ListSets page after page, from the start again at the end."""
+    token = None
+    while not stop.is_set():
+        query = f"verb=ListSets&resumptionToken={token}" if token else "verb=ListSets"
+        began = time.monotonic()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            f"GET /oai?{query} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n".encode()
+        )
+        await writer.drain()
+        answer = await reader.read()
+        writer.close()
+        stats["pages"].append(time.monotonic() - began)
+        stats["bytes"] = max(stats["bytes"], len(answer))
+        found = re.search(rb"<resumptionToken[^>]*>([^<]+)</resumptionToken>", answer)
+        token = found.group(1).decode() if found else None
+        if token is None:
+            stats["complete"] += 1
+
+
+async def set_bloat_under_load(report: Report, server: Any, args: Any) -> None:
+    port, pid = server.port, server.pid
+    idle = proc_status(pid)["VmRSS"]
+    stop = asyncio.Event()
+    stats = [{"pages": [], "bytes": 0, "complete": 0} for _ in range(args.set_clients)]
+    harvesters = [asyncio.create_task(harvest_sets(port, stop, s)) for s in stats]
+    lists: list[float] = []
+    with Sampler(pid, interval=0.1) as sampler:
+        deadline = time.monotonic() + args.probe_seconds
+        while time.monotonic() < deadline:
+            lists.append(await probe(port, "GET", "/api/public/files", None, {}))
+            await asyncio.sleep(0.2)
+        stop.set()
+        await asyncio.gather(*harvesters)
+    pages = [seconds for s in stats for seconds in s["pages"]]
+    per_client = (sampler.peak_rss - idle) / args.set_clients
+    report.data["set_bloat"] = {
+        "records": args.set_records,
+        "depth": SET_DEPTH,
+        "clients": args.set_clients,
+        "idle_rss": idle,
+        "peak_rss": sampler.peak_rss,
+        "rss_per_client": per_client,
+        "listsets_pages": len(pages),
+        "listsets_page_p50": median(pages),
+        "listsets_page_p99": percentile(pages, 99),
+        "largest_page_bytes": max(s["bytes"] for s in stats),
+        "complete_harvests": sum(s["complete"] for s in stats),
+        "public_list": {"n": len(lists), "p50": median(lists), "p99": percentile(lists, 99)},
+    }
+    log(
+        f"{len(pages)} ListSets pages by {args.set_clients} clients, p50 {median(pages):.3f} s,"
+        f" largest {max(s['bytes'] for s in stats)} bytes"
+    )
+    report.check(
+        f"memory per concurrent ListSets client ({args.set_clients}, over idle)",
+        per_client / 2**20,
+        1.0,
+        False,
+        unit=" MiB",
+    )
+    report.check(
+        f"public list p99 with {args.set_clients} ListSets harvesters",
+        percentile(lists, 99),
+        1.0,
+        False,
+        unit=" s",
+    )
+
+
+def deep_path_sets(report: Report, args: Any) -> None:
+    """Deep-path set bloat with concurrent ListSets: one normal user gives `--set-records`
+    records paths 126 folders deep (about 126 sets each), then `--set-clients` anonymous
+    harvesters page through ListSets while a public list request is timed."""
+    with workspace("open-internet-sets", keep=args.keep) as workdir:
+        env = app_env(
+            f"sqlite:///{workdir / 'db.sqlite3'}",
+            {"STORAGE_LOCAL_ROOT": str(workdir / "storage")},
+            workdir / "tmp",
+            RATELIMIT_WRITES="100000 per minute",
+        )
+        prepare_database(env)
+        make_user(env, "sets@example.org", "bench-password")
+        server = app_server("sets", env, workdir)
+        try:
+            token = login(server.port, "sets@example.org", "bench-password")
+            bloat_sets(server.port, token, args.set_records)
+            asyncio.run(set_bloat_under_load(report, server, args))
+        finally:
+            server.stop()
+
+
+SCENARIOS = ("slow", "flood", "spool", "upload", "archive", "sets")
 
 
 def main() -> None:
@@ -508,6 +653,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--archive-records", type=int, default=1000)
     parser.add_argument("--archive-readers", type=int, default=100)
+    parser.add_argument("--set-records", type=int, default=2000)
+    parser.add_argument("--set-clients", type=int, default=16)
     parser.add_argument(
         "--only", action="append", choices=SCENARIOS, help="run these scenarios (repeatable)"
     )
@@ -559,6 +706,8 @@ def main() -> None:
                 asyncio.run(archive_readers(report, server, args))
         finally:
             server.stop()
+    if "sets" in run:
+        deep_path_sets(report, args)
     report.save()
 
 

@@ -9,18 +9,24 @@ the skip into a failure.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 import urllib3
 
 from tests.support.api import encode_multipart
@@ -94,6 +100,7 @@ class Stack:
     app_log: Path
     cert: Path
     env: dict[str, str]
+    app_port: int = 0
 
     def pool(self) -> urllib3.HTTPSConnectionPool:
         """An HTTPS client from 127.0.0.2 that sends the service's host name (SNI and Host)
@@ -130,27 +137,19 @@ class Stack:
             time.sleep(0.05)
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Stack]:
+@contextmanager
+def running_stack(
+    folder: Path, env: dict[str, str], site: Callable[[str], str] = lambda text: text
+) -> Iterator[Stack]:
+    """The service with `env` behind nginx running the example, changed by `site`, with this
+    machine's ports and certificate."""
     nginx = find_nginx()
-    folder = tmp_path_factory.mktemp("reverse-proxy")
-    shutil.copyfile(sqlite_template, folder / "db.sqlite3")
-    (folder / "storage").mkdir(mode=0o700)
-    env = clean_env(
-        DATABASE_URL=f"sqlite:///{folder / 'db.sqlite3'}",
-        STORAGE_LOCAL_ROOT=str(folder / "storage"),
-        PROXY_COUNT="1",
-        TRUSTED_HOSTS=HOST_NAME,
-        RATELIMIT_TOKENS="1000 per minute",
-    )
-    created = flask("create-user", "--email", "alice@example.org", "--name", "Alice", "--password",
-                    "a long passphrase", env=env)  # fmt: skip
-    assert created.returncode == 0, created.stderr
     cert, key = self_signed_certificate(folder)
     http_port, https_port = free_port(), free_port()
     app_log = folder / "app.log"
     with running_server(env, app_log) as app_port:
-        (folder / "site.conf").write_text(site_config(app_port, http_port, https_port, cert, key))
+        config = site(site_config(app_port, http_port, https_port, cert, key))
+        (folder / "site.conf").write_text(config)
         (folder / "nginx.conf").write_text(main_config(folder))
         command = [nginx, "-e", str(folder / "error.log"), "-p", str(folder)]
         command += ["-c", str(folder / "nginx.conf")]
@@ -161,7 +160,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> It
         )
         try:
             wait_for_port(https_port, process, folder / "error.log", "nginx", timeout=20)
-            yield Stack(https_port, http_port, app_log, cert, env)
+            yield Stack(https_port, http_port, app_log, cert, env, app_port)
         finally:
             process.send_signal(signal.SIGQUIT)
             try:
@@ -171,8 +170,36 @@ def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> It
                 process.wait(timeout=15)
 
 
+def create_user(env: dict[str, str]) -> None:
+    created = flask("create-user", "--email", "alice@example.org", "--name", "Alice", "--password",
+                    "a long passphrase", env=env)  # fmt: skip
+    assert created.returncode == 0, created.stderr
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Stack]:
+    find_nginx()
+    folder = tmp_path_factory.mktemp("reverse-proxy")
+    shutil.copyfile(sqlite_template, folder / "db.sqlite3")
+    (folder / "storage").mkdir(mode=0o700)
+    env = clean_env(
+        DATABASE_URL=f"sqlite:///{folder / 'db.sqlite3'}",
+        STORAGE_LOCAL_ROOT=str(folder / "storage"),
+        PROXY_COUNT="1",
+        TRUSTED_HOSTS=HOST_NAME,
+        RATELIMIT_TOKENS="1000 per minute",
+    )
+    create_user(env)
+    with running_stack(folder, env) as running:
+        yield running
+
+
 @pytest.fixture(scope="module")
 def token(stack: Stack) -> str:
+    return sign_in(stack)
+
+
+def sign_in(stack: Stack) -> str:
     with stack.pool() as pool:
         response = stack.request(
             pool,
@@ -268,3 +295,297 @@ def test_large_bodies_pass_only_on_upload_paths(stack: Stack, token: str):
     # nginx refused them: the service logged the request after them, but never saw them.
     assert len(stack.logged("after-them")) == 1
     assert [line for line in stack.access_log() if line["request_id"] == "too-large"] == []
+
+
+# --- DOWNLOAD_OFFLOAD=nginx: the service authorises, nginx sends the bytes ---------------
+
+LOCAL_BLOCK = "    # --- local storage:"
+S3_BLOCK = "    # --- S3 storage:"
+EXAMPLE_STORAGE = "/var/lib/file-repository/storage/"
+EXAMPLE_S3 = "https://s3.example.org/"
+
+
+def offload_site(backend: str, target: str) -> Callable[[str], str]:
+    """The example with the internal location of `backend` only (the S3 one uncommented),
+    pointing at this test's storage folder or S3 server."""
+
+    def change(text: str) -> str:
+        start, middle = text.index(LOCAL_BLOCK), text.index(S3_BLOCK)
+        end = text.index("\n\n", middle) + 1
+        local, s3 = text[start:middle], text[middle:end]
+        if backend == "local":
+            assert local.count(EXAMPLE_STORAGE) == 1
+            chosen = local.replace(EXAMPLE_STORAGE, target)
+        else:
+            assert s3.count(EXAMPLE_S3) == 1
+            chosen = re.sub(r"(?m)^    # (?=location |    [^#]|\})", "    ", s3)
+            chosen = chosen.replace(EXAMPLE_S3, target)
+        return text[:start] + chosen + text[end:]
+
+    return change
+
+
+@dataclass
+class OffloadStack:
+    stack: Stack
+    backend: str
+    stored_path: Callable[[str], str]
+    remove: Callable[[str], None]
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        "sqlite-local",
+        pytest.param("postgres-s3", marks=[pytest.mark.postgres, pytest.mark.s3server]),
+    ],
+)
+def offload(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    sqlite_template: Path,
+) -> Iterator[OffloadStack]:
+    find_nginx()
+    folder = tmp_path_factory.mktemp("offload")
+    settings = {
+        "PROXY_COUNT": "1",
+        "TRUSTED_HOSTS": HOST_NAME,
+        "RATELIMIT_TOKENS": "1000 per minute",
+        "DOWNLOAD_OFFLOAD": "nginx",
+    }
+    if request.param == "sqlite-local":
+        shutil.copyfile(sqlite_template, folder / "db.sqlite3")
+        (folder / "storage").mkdir(mode=0o700)
+        database = f"sqlite:///{folder / 'db.sqlite3'}"
+        env = clean_env(
+            DATABASE_URL=database, STORAGE_LOCAL_ROOT=str(folder / "storage"), **settings
+        )
+        site = offload_site("local", f"{folder / 'storage'}/")
+        bucket = None
+    else:
+        from tests.conftest import migrate_database
+
+        seaweedfs = request.getfixturevalue("seaweedfs")
+        database = request.getfixturevalue("make_postgres_database")()
+        migrate_database(database, folder)
+        bucket = f"offload-{uuid.uuid4().hex[:12]}"
+        client = seaweedfs.client()
+        client.create_bucket(Bucket=bucket)
+        env = clean_env(
+            DATABASE_URL=database,
+            AWS_ACCESS_KEY_ID=seaweedfs.access_key,
+            AWS_SECRET_ACCESS_KEY=seaweedfs.secret_key,
+            **{name: str(value) for name, value in seaweedfs.storage_config(bucket).items()},
+            **settings,
+        )
+        site = offload_site("s3", f"{seaweedfs.endpoint_url}/")
+    create_user(env)
+    engine = sa.create_engine(database)
+
+    def stored_path(record_id: str) -> str:
+        record = sa.table("file_records", sa.column("id", sa.Uuid), sa.column("stored_path"))
+        query = sa.select(record.c.stored_path).where(record.c.id == uuid.UUID(record_id))
+        with engine.connect() as conn:
+            return conn.scalar(query)
+
+    def remove(key: str) -> None:
+        if bucket is None:
+            (folder / "storage" / key).unlink()
+        else:
+            client.delete_object(Bucket=bucket, Key=key)
+
+    try:
+        with running_stack(folder, env, site) as running:
+            yield OffloadStack(running, request.param.split("-")[1], stored_path, remove)
+    finally:
+        engine.dispose()
+        if bucket is not None:
+            for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
+                client.delete_object(Bucket=bucket, Key=item["Key"])
+            client.delete_bucket(Bucket=bucket)
+            client.close()
+
+
+FUTURE = "Fri, 01 Jan 2100 00:00:00 GMT"
+PUBLIC_CACHE = "public, max-age=0, must-revalidate"
+NAME = "Jahresbericht \u00e4\u00f6 2025.txt"
+DISPOSITION = (
+    'attachment; filename="Jahresbericht ao 2025.txt"; '
+    "filename*=UTF-8''Jahresbericht%20%C3%A4%C3%B6%202025.txt"
+)
+
+
+def upload(stack: Stack, pool: Any, token: str, data: bytes, **fields: str) -> dict[str, Any]:
+    parts = [("files[]", NAME, data, "text/plain")]
+    parts += [(name, None, value.encode(), None) for name, value in fields.items()]
+    content_type, body = encode_multipart(parts)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
+    created = stack.request(pool, "POST", "/api/files", body=body, headers=headers)
+    assert created.status == 201, created.data
+    return created.json()["files"][0]
+
+
+def contract_headers(response: Any, data: bytes, cache_control: str) -> None:
+    """Every header the contract names, as the service sets it, and nothing of the proxy's
+    own validators, the internal location or S3."""
+    digest = hashlib.sha256(data).digest()
+    headers = response.headers
+    assert headers["Content-Type"] == "text/plain"
+    assert headers["Content-Disposition"] == DISPOSITION
+    assert headers["ETag"] == f'"{digest.hex()}"'
+    assert headers["Repr-Digest"] == f"sha-256=:{base64.b64encode(digest).decode()}:"
+    assert headers["Cache-Control"] == cache_control
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Accept-Ranges"] == "bytes"
+    assert headers["Strict-Transport-Security"] == "max-age=31536000"
+    for name, values in headers.items():
+        assert len(headers.getlist(name)) == 1, (name, headers.getlist(name))
+        assert not name.lower().startswith("x-amz"), name
+        assert "X-Amz" not in values and "_stored" not in values, (name, values)
+    for name in ["X-Accel-Redirect", "X-Offload-Content-Disposition", "Last-Modified"]:
+        assert name not in headers
+
+
+def test_offloaded_downloads_carry_the_contract(offload: OffloadStack):
+    stack = offload.stack
+    token = sign_in(stack)
+    auth = {"Authorization": f"Bearer {token}"}
+    data = bytes(range(32, 127)) * 30000 + b"\n"  # about 2.7 MiB of printable text
+    size = len(data)
+    with stack.pool() as pool:
+        record = upload(stack, pool, token, data)
+        doors = [
+            (f"/api/files/{record['id']}/download", auth, "private, no-store"),
+            (
+                f"/api/public/files/{record['id']}/download",
+                {},
+                "public, max-age=0, must-revalidate",
+            ),
+        ]
+        for path, headers, cache_control in doors:
+            whole = stack.request(pool, "GET", path, headers={**headers, "X-Request-ID": "whole"})
+            assert whole.status == 200 and whole.data == data, path
+            assert whole.headers["Content-Length"] == str(size)
+            assert whole.headers["X-Request-ID"] == "whole"
+            contract_headers(whole, data, cache_control)
+            etag = whole.headers["ETag"]
+
+            for asked, start, end in [("1000-1999", 1000, 1999), ("-10", size - 10, size - 1),
+                                      (f"{size - 5}-{size + 100}", size - 5, size - 1),
+                                      (f"-{size + 1}", 0, size - 1)]:  # fmt: skip
+                part = stack.request(
+                    pool, "GET", path, headers={**headers, "Range": f"bytes={asked}"}
+                )
+                assert part.status == 206, (path, asked)
+                assert part.data == data[start : end + 1]
+                assert part.headers["Content-Range"] == f"bytes {start}-{end}/{size}"
+                assert part.headers["Content-Length"] == str(end - start + 1)
+                contract_headers(part, data, cache_control)
+
+            # If-Range naming the ETag keeps the range; any other value gets the whole file.
+            kept = stack.request(
+                pool, "GET", path, headers={**headers, "Range": "bytes=0-9", "If-Range": etag}
+            )
+            assert (kept.status, kept.data) == (206, data[:10])
+            stale = stack.request(
+                pool, "GET", path, headers={**headers, "Range": "bytes=0-9", "If-Range": '"old"'}
+            )
+            assert (stale.status, stale.data) == (200, data)
+            for odd in ["bytes=0-1,5-6", "bytes=x-y", "lines=1-2"]:
+                answer = stack.request(pool, "GET", path, headers={**headers, "Range": odd})
+                assert (answer.status, answer.data) == (200, data), odd
+
+            beyond = stack.request(
+                pool, "GET", path, headers={**headers, "Range": f"bytes={size}-"}
+            )
+            assert beyond.status == 416
+            assert beyond.headers["Content-Range"] == f"bytes */{size}"
+            assert beyond.json() == {"message": "The requested range is not satisfiable."}
+
+            # Only the service's ETag is a validator: nginx's own would answer these with 304.
+            for validator in [{"If-None-Match": '"other"'}, {"If-Modified-Since": FUTURE}]:
+                fresh = stack.request(pool, "GET", path, headers={**headers, **validator})
+                assert (fresh.status, fresh.data) == (200, data), validator
+
+            cached = stack.request(pool, "GET", path, headers={**headers, "If-None-Match": etag})
+            assert (cached.status, cached.data) == (304, b"")
+            assert cached.headers["ETag"] == etag
+            assert cached.headers["Cache-Control"] == cache_control
+
+            head = stack.request(pool, "HEAD", path, headers=headers)
+            assert head.status == 200 and head.data == b""
+            assert head.headers["Content-Length"] == str(size)
+            contract_headers(head, data, cache_control)
+
+    # The service saw and logged every download as before, with the status the client got.
+    logged = [line for line in stack.access_log() if line["request_id"] == "whole"]
+    assert [line["status"] for line in logged] == [200, 200]
+
+
+def test_the_internal_location_is_not_reachable_from_outside(offload: OffloadStack):
+    stack = offload.stack
+    token = sign_in(stack)
+    with stack.pool() as pool:
+        record = upload(stack, pool, token, b"only through the service\n")
+        stored_path = offload.stored_path(record["id"])
+        paths = [
+            "/_stored/",
+            "/_stored",
+            f"/_stored/{stored_path}",
+            f"/api/../_stored/{stored_path}",
+        ]
+        if offload.backend == "s3":
+            paths.append(f"/_stored/{stack.env['S3_BUCKET']}/{stored_path}")
+        for path in paths:
+            answer = stack.request(pool, "GET", path, headers={"Authorization": f"Bearer {token}"})
+            assert answer.status == 404, path
+            assert b"only through the service" not in answer.data
+        released = stack.request(pool, "GET", f"/api/public/files/{record['id']}/download")
+        assert released.data == b"only through the service\n"
+
+
+def test_unreleased_and_embargoed_content_is_never_sent(offload: OffloadStack):
+    stack = offload.stack
+    token = sign_in(stack)
+    auth = {"Authorization": f"Bearer {token}"}
+    secret = b"not yet for anyone's eyes\n"
+    with stack.pool() as pool:
+        unreleased = upload(stack, pool, token, secret, freigabe="false")
+        embargoed = upload(stack, pool, token, secret, sperrfrist="2999-01-01")
+        for record, protected, public in [(unreleased, 403, 404), (embargoed, 403, 403)]:
+            for path, headers, status in [
+                (f"/api/files/{record['id']}/download", auth, protected),
+                (f"/api/public/files/{record['id']}/download", {}, public),
+            ]:
+                for extra in [{}, {"Range": "bytes=0-4"}]:
+                    answer = stack.request(pool, "GET", path, headers={**headers, **extra})
+                    assert answer.status == status, (path, extra)
+                    assert secret not in answer.data and "message" in answer.json()
+                    assert "X-Accel-Redirect" not in answer.headers
+
+
+def test_a_lost_object_is_the_services_error_not_the_storages(offload: OffloadStack):
+    """Whoever finds the object missing (the service for local files, nginx asking S3), the
+    client gets the service's JSON answer, never the storage's own."""
+    stack = offload.stack
+    token = sign_in(stack)
+    with stack.pool() as pool:
+        record = upload(stack, pool, token, b"soon lost\n")
+        offload.remove(offload.stored_path(record["id"]))
+        for path, headers, cache_control in [
+            (
+                f"/api/files/{record['id']}/download",
+                {"Authorization": f"Bearer {token}"},
+                [None, "private, no-store"],
+            ),
+            (f"/api/public/files/{record['id']}/download", {}, [PUBLIC_CACHE]),
+        ]:
+            answer = stack.request(pool, "GET", path, headers=headers)
+            assert answer.status == 500, path
+            assert answer.headers["Content-Type"] == "application/json"
+            assert "Content-Disposition" not in answer.headers
+            # nginx's error page keeps the service's private Cache-Control; never a public one.
+            assert answer.headers.get("Cache-Control") in cache_control
+            assert answer.json() == {
+                "message": "Server error: the stored content of this file is missing."
+            }

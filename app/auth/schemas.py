@@ -13,12 +13,12 @@ from marshmallow import (
 )
 
 from app.schemas.about import about
-from app.schemas.field_types import STRING_MAX, PlainString
+from app.schemas.field_types import STRING_MAX, PlainString, Secret
 
 
-def _required_string(name: str) -> fields.String:
+def _required_string(name: str, kind: type[fields.String] = PlainString) -> fields.String:
     required = f"The {name} field is required."
-    return PlainString(
+    return kind(
         required=True,
         error_messages={
             "required": required,
@@ -34,7 +34,7 @@ class TokenRequestSchema(Schema):
         unknown = EXCLUDE
 
     email = _required_string("email")
-    password = _required_string("password")
+    password = _required_string("password", Secret)
     token_name = _required_string("token_name")
 
     @validates_schema

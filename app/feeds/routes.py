@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,9 +13,8 @@ from app.database import read_without_transaction
 from app.docs.openapi import NO_TOKEN, REVALIDATION_ETAG, SERVER, Blueprint, header
 from app.feeds import services
 from app.files import access
-from app.http import load
-from app.oai.routes import absolute_url
-from app.oai.xml import xml_text
+from app.http import absolute_url, load
+from app.oai.xml import title_of, xml_text
 from app.public.routes import CACHED
 from app.schemas.field_types import PlainString
 
@@ -71,7 +71,15 @@ def _path() -> str | None:
     return load(feed_query_schema, args).get("path")
 
 
-def _feed(kind: str, media_only: bool) -> tuple[FeedGenerator, list[services.Entry], str | None]:
+@dataclass(frozen=True)
+class Feed:
+    generator: FeedGenerator
+    entries: list[services.Entry]
+    path: str | None
+    modified: datetime | None  # Last-Modified, and what an empty feed's ETag depends on
+
+
+def _feed(media_only: bool) -> Feed:
     path = _path()
     config = current_app.config
     found = services.entries(path, access.today(), config["APP_TIMEZONE"], media_only=media_only)
@@ -86,8 +94,10 @@ def _feed(kind: str, media_only: bool) -> tuple[FeedGenerator, list[services.Ent
     fg.link(href=absolute_url(url_for("public.list_released")), rel="alternate")
     fg.description(f"Newest releases of {title}.")
     fg.language("de")
-    fg.updated(services.last_modified(found) or datetime(1970, 1, 1, tzinfo=UTC))
-    return fg, found, path
+    modified = services.last_modified(found) or services.last_public_change()
+    # Nothing ever released: the feed is as new as the answer.
+    fg.updated(modified or datetime.now(UTC))
+    return Feed(fg, found, path, modified)
 
 
 def _add_entry(fg: FeedGenerator, entry: services.Entry) -> Any:
@@ -97,27 +107,26 @@ def _add_entry(fg: FeedGenerator, entry: services.Entry) -> Any:
     fe = fg.add_entry(order="append")
     fe.id(f"urn:uuid:{record.id}")
     fe.guid(f"urn:uuid:{record.id}", permalink=False)
-    fe.title(xml_text(record.titel or record.original_name))
+    fe.title(title_of(record))
     fe.link(href=record_url, rel="alternate", type="application/json")
     fe.enclosure(download_url, str(record.size), record.mime_type)
     fe.published(entry.released_at)
     fe.updated(max(record.updated_at, entry.released_at))
-    if record.autoren:
-        fe.author({"name": xml_text(record.autoren)})
-    if record.beschreibung:
-        fe.summary(xml_text(record.beschreibung))
-    for keyword in (record.sachschlagwoerter or "").split(","):
+    if author := xml_text(record.autoren or "").strip():
+        fe.author({"name": author})
+    if summary := xml_text(record.beschreibung or "").strip():
+        fe.summary(summary)
+    for keyword in xml_text(record.sachschlagwoerter or "").split(","):
         if keyword.strip():
-            fe.category(term=xml_text(keyword.strip()))
+            fe.category(term=keyword.strip())
     return fe
 
 
-def _conditional(body: bytes, content_type: str, kind: str, path: str | None, found) -> Response:
+def _conditional(body: bytes, content_type: str, kind: str, feed: Feed) -> Response:
     response = Response(body, content_type=content_type)
-    response.set_etag(services.version(kind, path, found))
-    modified = services.last_modified(found)
-    if modified is not None:
-        response.last_modified = modified
+    response.set_etag(services.version(kind, feed.path, feed.entries, feed.modified))
+    if feed.modified is not None:
+        response.last_modified = feed.modified
     return response.make_conditional(request)
 
 
@@ -131,11 +140,11 @@ def _conditional(body: bytes, content_type: str, kind: str, path: str | None, fo
     "application/atom+xml",
 )
 def atom_feed() -> Response:
-    fg, found, path = _feed("atom", media_only=False)
-    for entry in found:
-        _add_entry(fg, entry)
-    atom = _with_link_attributes(fg.atom_str(), found)
-    return _conditional(atom, ATOM_TYPE, "atom", path, found)
+    feed = _feed(media_only=False)
+    for entry in feed.entries:
+        _add_entry(feed.generator, entry)
+    atom = _with_link_attributes(feed.generator.atom_str(), feed.entries)
+    return _conditional(atom, ATOM_TYPE, "atom", feed)
 
 
 def _with_link_attributes(atom: bytes, found: list[services.Entry]) -> bytes:
@@ -162,16 +171,17 @@ def _with_link_attributes(atom: bytes, found: list[services.Entry]) -> bytes:
     "application/rss+xml",
 )
 def podcast_feed() -> Response:
-    fg, found, path = _feed("podcast", media_only=True)
+    feed = _feed(media_only=True)
+    fg = feed.generator
     fg.load_extension("podcast")
     fg.podcast.itunes_author(current_app.config.get("REPOSITORY_NAME") or "File repository")
     fg.podcast.itunes_explicit("no")
     fg.podcast.itunes_category("Science")
     fg.podcast.itunes_summary(fg.description())
-    for entry in found:
+    for entry in feed.entries:
         fe = _add_entry(fg, entry)
-        if entry.record.autoren:
-            fe.podcast.itunes_author(xml_text(entry.record.autoren))
-        if entry.record.beschreibung:
-            fe.podcast.itunes_summary(xml_text(entry.record.beschreibung))
-    return _conditional(fg.rss_str(pretty=False), RSS_TYPE, "podcast", path, found)
+        if author := xml_text(entry.record.autoren or "").strip():
+            fe.podcast.itunes_author(author)
+        if summary := xml_text(entry.record.beschreibung or "").strip():
+            fe.podcast.itunes_summary(summary)
+    return _conditional(fg.rss_str(pretty=False), RSS_TYPE, "podcast", feed)

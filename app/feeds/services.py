@@ -10,12 +10,12 @@ from datetime import UTC, date, datetime, time
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 
 from app.extensions import db
 from app.files import access
 from app.files.listing import filtered
-from app.models import FileRecord
+from app.models import FileRecord, OaiTombstone
 
 FEED_SIZE = 50
 
@@ -62,9 +62,10 @@ def entries(path: str | None, today: date, timezone: str, *, media_only: bool) -
     return found[:FEED_SIZE]
 
 
-def version(kind: str, path: str | None, found: list[Entry]) -> str:
-    """An entity tag that changes whenever the feed's content would."""
-    digest = hashlib.sha256(f"{kind}|{path}".encode())
+def version(kind: str, path: str | None, found: list[Entry], updated: datetime | None) -> str:
+    """An entity tag that changes whenever the feed's content would (its entries, or the
+    `updated` an empty feed shows)."""
+    digest = hashlib.sha256(f"{kind}|{path}|{updated.isoformat() if updated else ''}".encode())
     for entry in found:
         stamp = f"|{entry.record.id}|{entry.record.updated_at.isoformat()}"
         digest.update(stamp.encode())
@@ -73,4 +74,14 @@ def version(kind: str, path: str | None, found: list[Entry]) -> str:
 
 def last_modified(found: list[Entry]) -> datetime | None:
     stamps = [max(e.record.updated_at, e.released_at) for e in found]
+    return max(stamps) if stamps else None
+
+
+def last_public_change() -> datetime | None:
+    """The latest change any member of the public could have seen: a released record changed,
+    or one left the public view (its OAI-PMH tombstone). An empty feed was last changed then
+    at the latest; None if nothing was ever released."""
+    changed = db.session.scalar(select(func.max(FileRecord.updated_at)).where(access.visible(None)))
+    removed = db.session.scalar(select(func.max(OaiTombstone.deleted_at)))
+    stamps = [stamp for stamp in (changed, removed) if stamp is not None]
     return max(stamps) if stamps else None

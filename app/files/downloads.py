@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
-from flask import Request, Response
+from flask import Request, Response, current_app
 
 from app import streaming
 from app.auth.services import Caller
@@ -23,6 +23,9 @@ from app.storage import ObjectNotFound, Storage
 
 # How often a download follows a record to its newer object before giving up.
 MAX_REREADS = 5
+
+# The name an offloaded download's Content-Disposition travels to the proxy under.
+OFFLOAD_DISPOSITION = "X-Offload-Content-Disposition"
 
 # RFC 8187 attr-char, the characters that need no percent-encoding in filename*.
 _ATTR_SAFE = "!#$&+-.^_`|~"
@@ -62,6 +65,28 @@ def _bounds(range_header: Any, size: int) -> tuple[int, int] | None:
     if first < 0 and -first >= size:
         return (0, size)
     return range_header.range_for_length(size)
+
+
+def offload_prefix(request: Request) -> str | None:
+    """The proxy's internal location when it is to send the bytes (DOWNLOAD_OFFLOAD), else
+    None: the service streams them itself.
+
+    The proxy applies the client's `Range` as the service would only when the service would
+    answer one range or the whole file for lack of one; every other request (a malformed,
+    multiple or other-unit range, any `If-Range`) is streamed here, so the answer never
+    depends on who sends it. The service answers 304 and 416 itself, before this point.
+    """
+    if current_app.config.get("DOWNLOAD_OFFLOAD") != "nginx":
+        return None
+    range_header = request.range
+    if request.headers.get("Range") is not None and (
+        range_header is None
+        or range_header.units != "bytes"
+        or len(range_header.ranges) != 1
+        or request.headers.get("If-Range") is not None
+    ):
+        return None
+    return current_app.config["DOWNLOAD_OFFLOAD_PREFIX"]
 
 
 def download_response(
@@ -121,6 +146,20 @@ def stored_file_response(
                 return response
             start, end, status = bounds[0], bounds[1] - 1, 206
             headers["Content-Range"] = f"bytes {start}-{end}/{record.size}"
+
+    prefix = offload_prefix(request)
+    if prefix is not None:
+        # The proxy answers the same range itself, and says it does.
+        headers.pop("Content-Range", None)
+        headers.pop("Accept-Ranges")
+        # nginx would also keep a Content-Disposition on its own error pages; under this name
+        # only its internal location adds it back, to what it sends successfully.
+        headers[OFFLOAD_DISPOSITION] = headers.pop("Content-Disposition")
+        response = Response(status=200, headers=headers)
+        response.headers["Content-Type"] = record.mime_type
+        response.headers["X-Accel-Redirect"] = prefix + storage.offload_location(record.stored_path)
+        response.set_etag(etag)
+        return response
 
     length = end - start + 1
     reader = storage.open(record.stored_path, start, end, chunk_size=streaming.READ_BYTES)

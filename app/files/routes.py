@@ -71,6 +71,10 @@ def _upload_rate() -> str:
     return current_app.config["RATELIMIT_UPLOADS"]
 
 
+def _write_rate() -> str:
+    return current_app.config["RATELIMIT_WRITES"]
+
+
 def _receive(
     is_file_field, error_key, new_key, max_files: int, missing_field: str
 ) -> ReceivedUpload:
@@ -175,18 +179,20 @@ def download_file(record_id: uuid.UUID):
 
 
 @bp.patch("/<uuid:record_id>", parameters=[ID_PARAMETER])
+@limiter.limit(_write_rate, key_func=user_rate_key)
 @bp.doc(
     operationId="updateFile",
     summary="Update metadata",
-    description="Owner or administrator; only the fields sent change.",
+    description="Owner or administrator; only the fields sent change. Rate limited per user.",
     requestBody=json_body_doc(ref("FileUpdate")),
 )
 @bp.alt_response(
     200,
     schema=ref("FileUpdateResult"),
     description="The id, the fields sent, and the new updated_at.",
+    headers=RATE_LIMIT_HEADERS,
 )
-@bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed")
+@bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def update_file(record_id: uuid.UUID):
     body = json_body()
     changes = load(update_schema, body)

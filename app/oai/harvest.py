@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select, tuple_
+from sqlalchemy import and_, func, or_, select, tuple_
 
 from app.extensions import db
 from app.files import access
@@ -54,9 +54,7 @@ def _like_prefix(folder: str) -> str:
 
 def _in_window(query: Any, stamp: Any, path: Any, window: Window) -> Any:
     if window.folder is not None:
-        query = query.where(
-            or_(path == window.folder, path.like(_like_prefix(window.folder), escape="\\"))
-        )
+        query = query.where(_in_folder(path, window.folder))
     if window.start is not None:
         query = query.where(stamp >= window.start)
     if window.end is not None:
@@ -131,21 +129,71 @@ def earliest_datestamp() -> datetime | None:
     return min(stamps) if stamps else None
 
 
-def folders() -> list[str]:
-    """Every folder that holds released records or tombstones, with all its parents."""
-    paths = set(
-        db.session.scalars(
-            select(FilePathCount.path).where(
-                FilePathCount.freigabe.is_(True), FilePathCount.n > 0, FilePathCount.path != ""
-            )
-        )
-    )
-    paths |= set(
-        db.session.scalars(
-            select(OaiTombstone.path).where(OaiTombstone.path.is_not(None)).distinct()
-        )
-    )
-    return sorted({parent for path in paths for parent in parents(path)})
+def _released_paths() -> Any:
+    """The paths of released records, from the few rows of `file_path_counts` (migration
+    0005), not from the records. Tombstones do not count: a folder whose released records
+    are all gone is no set any more, though its deleted records stay harvestable by `set`."""
+    counts = FilePathCount
+    return select(counts.path).where(counts.freigabe.is_(True), counts.n > 0, counts.path != "")
+
+
+def set_page(after: str | None, size: int) -> tuple[list[str], str | None]:
+    """About `size` sets (folders) that first occur in released paths after the path `after`,
+    and the path to resume after (None when the list is complete).
+
+    Paths are read in index order; each folder is listed at the first path in that order
+    that lies in it, so a page costs one read of paths and one lookup per path, however
+    many sets there are, and no page holds more than `size` paths' worth of sets.
+    """
+    counts = FilePathCount
+    query = _released_paths().order_by(counts.path).limit(size + 1)
+    if after is not None:
+        query = query.where(counts.path > after)
+    found: list[str] = []
+    previous = after
+    for path in db.session.scalars(query):
+        if len(found) >= size:
+            return found, previous
+        found.extend(_first_seen(path, previous))
+        previous = path
+    return found, None
+
+
+def _in_folder(path: Any, folder: str) -> Any:
+    """`path` is `folder` or inside it."""
+    if db.session.get_bind().dialect.name == "sqlite":
+        # In SQLite's byte order the paths inside a folder lie between "folder/" and
+        # "folder0" ("0" follows "/"): a range the index reads, where LIKE would scan.
+        return or_(path == folder, and_(path >= folder + "/", path < folder + "0"))
+    # PostgreSQL reads a prefix LIKE from the text_pattern_ops index (migration 0005).
+    return or_(path == folder, path.like(_like_prefix(folder), escape="\\"))
+
+
+def _first_seen(path: str, previous: str | None) -> list[str]:
+    """The folders of `path` that no released path before it lies in, outermost first.
+
+    A folder holds the folders inside it, so the folders seen before are the outer ones: those
+    `previous` lies in need no lookup, and a binary search finds where the rest begin (a few
+    lookups of one cached statement, however deep the path).
+    """
+    folders = parents(path)
+    shared = set(parents(previous))
+    low, high = 0, len(folders)
+    while low < high and folders[low] in shared:
+        low += 1
+    while low < high:
+        middle = (low + high) // 2
+        if _seen_before(folders[middle], path):
+            low = middle + 1
+        else:
+            high = middle
+    return folders[low:]
+
+
+def _seen_before(folder: str, path: str) -> bool:
+    counts = FilePathCount
+    earlier = _released_paths().where(counts.path < path, _in_folder(counts.path, folder))
+    return bool(db.session.scalar(select(earlier.exists())))
 
 
 def parents(path: str | None) -> list[str]:

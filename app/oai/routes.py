@@ -18,7 +18,7 @@ from flask import Response, current_app, g, request, url_for
 from app.database import read_without_transaction
 from app.docs.openapi import NO_TOKEN, SERVER, Blueprint
 from app.files import access
-from app.http import external_url
+from app.http import absolute_url
 from app.oai import harvest
 from app.oai import xml as oai_xml
 
@@ -27,6 +27,8 @@ bp.before_request(read_without_transaction)
 
 
 PAGE_SIZE = 200
+# Tokens this service issues stay far below this; a longer one is forged.
+MAX_TOKEN_LENGTH = 1024
 TOKEN_LIFETIME = timedelta(hours=24)
 XML_TYPE = "text/xml; charset=utf-8"
 
@@ -51,7 +53,7 @@ ARGUMENTS = {
         "enum": list(VERBS),
         "description": "The OAI-PMH request.",
     },
-    "identifier": {"type": "string", "description": "oai:<host>:<record id>"},
+    "identifier": {"type": "string", "description": "oai:<OAI_NAMESPACE>:<record id>"},
     "metadataPrefix": {"type": "string", "description": "oai_dc (the only format offered)."},
     "from": {"type": "string", "description": "YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ (UTC)."},
     "until": {"type": "string", "description": "Same granularity as from; inclusive."},
@@ -61,8 +63,8 @@ ARGUMENTS = {
 ABOUT = (
     "OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of "
     "`path`, datestamps are `updated_at` in UTC seconds, deletions and unreleases stay as "
-    '`<header status="deleted">` (persistent). Lists come in pages with a '
-    "`resumptionToken` (completeListSize, cursor, expirationDate after 24 hours)."
+    '`<header status="deleted">` (persistent). Lists and sets come in pages with a '
+    "`resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for records)."
 )
 ANSWERS = {
     "200": {
@@ -83,11 +85,6 @@ class ProtocolError(Exception):
         self.message = message
 
 
-def absolute_url(path: str) -> str:
-    """An absolute URL of this service: the page links' way (PROXY_COUNT, trusted hosts)."""
-    return external_url(path)
-
-
 def _base_url() -> str:
     """Built once per request: every identifier of a page repeats its host."""
     if "oai_base_url" not in g:
@@ -102,16 +99,17 @@ def _public_files_url() -> str:
     return g.oai_public_files_url
 
 
-def _host() -> str:
-    return _base_url().split("://", 1)[1].split("/", 1)[0].split(":", 1)[0]
+def _namespace() -> str:
+    """`OAI_NAMESPACE`: identifiers must not change with the address a harvester uses."""
+    return current_app.config["OAI_NAMESPACE"]
 
 
 def identifier_of(record_id: uuid.UUID) -> str:
-    return f"oai:{_host()}:{record_id}"
+    return f"oai:{_namespace()}:{record_id}"
 
 
 def _record_id(identifier: str) -> uuid.UUID:
-    prefix = f"oai:{_host()}:"
+    prefix = f"oai:{_namespace()}:"
     try:
         if not identifier.startswith(prefix):
             raise ValueError(identifier)
@@ -199,7 +197,7 @@ def _identify(root: Any, _args: dict[str, str]) -> None:
     element = oai_xml.verb_element(root, "Identify")
     oai = oai_xml.OAI
     name = config.get("REPOSITORY_NAME") or "File repository"
-    admin = config.get("OAI_ADMIN_EMAIL") or config.get("ADMIN_EMAIL") or f"admin@{_host()}"
+    admin = config.get("OAI_ADMIN_EMAIL") or config.get("ADMIN_EMAIL") or f"admin@{_namespace()}"
     for tag, text in (
         ("repositoryName", name),
         ("baseURL", _base_url()),
@@ -222,7 +220,7 @@ def _identify(root: Any, _args: dict[str, str]) -> None:
     )
     ns = "{http://www.openarchives.org/OAI/2.0/oai-identifier}"
     oai_xml.sub(ident, f"{ns}scheme", "oai")
-    oai_xml.sub(ident, f"{ns}repositoryIdentifier", _host())
+    oai_xml.sub(ident, f"{ns}repositoryIdentifier", _namespace())
     oai_xml.sub(ident, f"{ns}delimiter", ":")
     oai_xml.sub(ident, f"{ns}sampleIdentifier", identifier_of(uuid.UUID(int=0)))
 
@@ -239,16 +237,40 @@ def _list_metadata_formats(root: Any, args: dict[str, str]) -> None:
 
 
 def _list_sets(root: Any, args: dict[str, str]) -> None:
+    after, cursor = None, 0
     if "resumptionToken" in args:
-        raise ProtocolError("badResumptionToken", "ListSets answers in one piece: no token.")
-    folders = harvest.folders()
+        state = _decode_token(args["resumptionToken"], "ListSets")
+        after, cursor = state["after"], state["cursor"]
+    folders, resume_after = harvest.set_page(after, PAGE_SIZE)
+    if not folders and after is None:
+        raise ProtocolError("noSetHierarchy", "No released record has a path, so no sets.")
     if not folders:
-        raise ProtocolError("noSetHierarchy", "No record has a path, so there are no sets.")
+        raise ProtocolError("badResumptionToken", "The sets changed: list them from the start.")
     element = oai_xml.verb_element(root, "ListSets")
     for folder in folders:
         entry = oai_xml.sub(element, f"{{{oai_xml.OAI}}}set")
         oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setSpec", folder.replace("/", ":"))
         oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setName", folder)
+    if cursor == 0 and resume_after is None:
+        return
+    # No completeListSize: counting the sets would read them all.
+    state = {"verb": "ListSets", "after": resume_after, "cursor": cursor + len(folders)}
+    _resumption_token(element, cursor, None, resume_after, state)
+
+
+def _resumption_token(
+    parent: Any, cursor: int, size: int | None, more: Any, state: dict[str, Any]
+) -> None:
+    """The token closing a page: empty on the last page, else with the state of the next."""
+    attributes = {"cursor": str(cursor)}
+    if size is not None:
+        attributes["completeListSize"] = str(size)
+    token = oai_xml.sub(parent, f"{{{oai_xml.OAI}}}resumptionToken", **attributes)
+    if more is None:
+        return
+    expires = datetime.now(UTC).replace(microsecond=0) + TOKEN_LIFETIME
+    token.set("expirationDate", oai_xml.datestamp(expires))
+    token.text = _encode_token({**state, "expires": expires.isoformat()})
 
 
 def _check_prefix(prefix: str) -> None:
@@ -308,8 +330,10 @@ def _window(args: dict[str, str]) -> harvest.Window:
     if "until" in args:
         until, granularity = _parse_moment(args["until"], "until")
         granularities.add(granularity)
-        # until is inclusive at its own granularity.
-        end = until + (timedelta(days=1) if granularity == "day" else timedelta(seconds=1))
+        # until is inclusive at its own granularity; the last moment of year 9999 has no
+        # moment after it to end before, so it bounds nothing.
+        step = timedelta(days=1) if granularity == "day" else timedelta(seconds=1)
+        end = until + step if until <= datetime.max.replace(tzinfo=UTC) - step else None
     if len(granularities) > 1:
         raise ProtocolError("badArgument", "from and until must have the same granularity.")
     if start is not None and end is not None and start >= end:
@@ -327,32 +351,57 @@ def _encode_token(state: dict[str, Any]) -> str:
 
 
 def _decode_token(token: str, verb: str) -> dict[str, Any]:
+    """The state of a token this service issued for `verb`; anything else, however forged
+    (wrong types, deep nesting, dates beyond the calendar), is badResumptionToken."""
     try:
+        if len(token) > MAX_TOKEN_LENGTH:
+            raise ValueError(token)
         state = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
         if not isinstance(state, dict) or state.get("verb") != verb:
             raise ValueError(token)
-        state["expires"] = datetime.fromisoformat(state["expires"])
-        state["after"] = (datetime.fromisoformat(state["after"][0]), uuid.UUID(state["after"][1]))
-        for name in ("cursor", "size"):
-            if not isinstance(state[name], int) or state[name] < 0:
-                raise ValueError(token)
-        for name in ("from", "until", "set"):
-            if state.get(name) is not None and not isinstance(state[name], str):
-                raise ValueError(token)
-        if state["expires"].tzinfo is None or state["after"][0].tzinfo is None:
+        state["expires"] = _moment(state["expires"])
+        if not _count(state["cursor"]):
             raise ValueError(token)
-    except (ValueError, KeyError, TypeError, IndexError, UnicodeError, OverflowError):
+        if verb == "ListSets":
+            if not isinstance(state["after"], str):
+                raise ValueError(token)
+        else:
+            stamp, record_id = state["after"]
+            if not isinstance(record_id, str) or not _count(state["size"]):
+                raise ValueError(token)
+            state["after"] = (_moment(stamp), uuid.UUID(record_id))
+            arguments = {k: state[k] for k in ("from", "until", "set") if state.get(k) is not None}
+            if not all(isinstance(value, str) for value in arguments.values()):
+                raise ValueError(token)
+            state["window"] = _window(arguments)
+    except (ValueError, KeyError, TypeError, UnicodeError, OverflowError, RecursionError):
+        raise ProtocolError("badResumptionToken", "The resumptionToken is not valid.") from None
+    except ProtocolError:
         raise ProtocolError("badResumptionToken", "The resumptionToken is not valid.") from None
     if state["expires"] <= datetime.now(UTC):
         raise ProtocolError("badResumptionToken", "The resumptionToken has expired.")
     return state
 
 
+def _moment(value: Any) -> datetime:
+    """An ISO 8601 instant with its offset, as a token holds it, in UTC."""
+    if not isinstance(value, str):
+        raise TypeError(value)
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        raise ValueError(value)
+    return moment.astimezone(UTC)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _list(root: Any, args: dict[str, str], verb: str) -> None:
     if "resumptionToken" in args:
         state = _decode_token(args["resumptionToken"], verb)
         query = {k: state[k] for k in ("from", "until", "set") if state.get(k) is not None}
-        window, after = _window(query), state["after"]
+        window, after = state["window"], state["after"]
         cursor, size = state["cursor"], state["size"]
     else:
         _check_prefix(args["metadataPrefix"])
@@ -368,26 +417,15 @@ def _list(root: Any, args: dict[str, str], verb: str) -> None:
         _write_item(element, item, with_metadata=verb == "ListRecords", today=today)
     if cursor == 0 and not more:
         return
-    token = oai_xml.sub(
-        element,
-        f"{{{oai_xml.OAI}}}resumptionToken",
-        completeListSize=str(size),
-        cursor=str(cursor),
-    )
-    if more:
-        expires = datetime.now(UTC).replace(microsecond=0) + TOKEN_LIFETIME
-        last = items[-1].position
-        token.set("expirationDate", oai_xml.datestamp(expires))
-        token.text = _encode_token(
-            {
-                "verb": verb,
-                **query,
-                "after": [last[0].astimezone(UTC).isoformat(), str(last[1])],
-                "cursor": cursor + len(items),
-                "size": size,
-                "expires": expires.isoformat(),
-            }
-        )
+    last = items[-1].position
+    state = {
+        "verb": verb,
+        **query,
+        "after": [last[0].astimezone(UTC).isoformat(), str(last[1])],
+        "cursor": cursor + len(items),
+        "size": size,
+    }
+    _resumption_token(element, cursor, size, last if more else None, state)
 
 
 HANDLERS = {

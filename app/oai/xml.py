@@ -8,6 +8,8 @@ from typing import Any
 
 from lxml import etree
 
+from app.files.access import embargo_active
+
 OAI = "http://www.openarchives.org/OAI/2.0/"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 OAI_DC = "http://www.openarchives.org/OAI/2.0/oai_dc/"
@@ -30,6 +32,16 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 def xml_text(value: str) -> str:
     """`value` without the characters XML cannot carry (they are dropped)."""
     return _NOT_XML.sub("", value)
+
+
+def title_of(record: Any) -> str:
+    """A title every XML output can show: the first of `titel` and `original_name` that keeps
+    text once cleaned (rows stored before input was checked may hold neither), else the id."""
+    for candidate in (record.titel, record.original_name):
+        cleaned = xml_text(candidate or "").strip()
+        if cleaned:
+            return cleaned
+    return str(record.id)
 
 
 def sub(parent: Any, tag: str, text: str | None = None, **attributes: str) -> Any:
@@ -103,7 +115,7 @@ def oai_dc(parent: Any, record: Any, urls: dict[str, str], today: date) -> None:
         if value:
             sub(dc, f"{{{DC}}}{name}", value)
 
-    put("title", record.titel or record.original_name)
+    put("title", title_of(record))
     for creator in (record.autoren or "").split(";"):
         put("creator", creator.strip())
     for subject in _split(record.sachschlagwoerter) + _split(record.org_themen):
@@ -116,5 +128,5 @@ def oai_dc(parent: Any, record: Any, urls: dict[str, str], today: date) -> None:
     put("identifier", urls["record"])
     put("identifier", urls["download"])
     put("identifier", record.aktiv_id)
-    if record.sperrfrist is not None and record.sperrfrist > today:
+    if embargo_active(record, today):
         put("rights", f"Embargoed until {record.sperrfrist.isoformat()}.")

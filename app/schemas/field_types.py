@@ -33,14 +33,32 @@ def _label(field: fields.Field) -> str:
     return field.data_key or field.name or "value"
 
 
+# Characters XML 1.0 cannot carry (C0 controls but tab, LF and CR; U+FFFE, U+FFFF) and the
+# other Unicode noncharacters: one such character in a title would break every feed and
+# OAI-PMH answer that shows the record.
+NOT_TEXT = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\ufdd0-\ufdef"
+    + "".join(
+        f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(17)
+    )
+    + "]"
+)
+
+
 def storable_text(value: str, label: str) -> str:
-    """Text the databases can keep: no NUL characters, no lone surrogates from JSON escapes."""
+    """Text every output can carry: valid Unicode (no lone surrogates from JSON escapes), and
+    none of the characters XML 1.0 cannot carry or Unicode reserves as noncharacters."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise ValidationError(f"The {label} field must be valid Unicode text.") from None
-    if "\x00" in value:
-        raise ValidationError(f"The {label} field must not contain NUL characters.")
+    found = NOT_TEXT.search(value)
+    if found:
+        code = f"U+{ord(found.group()):04X}"
+        raise ValidationError(
+            f"The {label} field must not contain the character {code} (control characters "
+            "other than tab and line breaks, and Unicode noncharacters, are not text)."
+        )
     return value
 
 
@@ -50,6 +68,19 @@ class PlainString(fields.String):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs)
         return storable_text(text, _label(self))
+
+
+class Secret(fields.String):
+    """A password as given: any valid Unicode. It is only ever hashed, never stored as text or
+    shown, so the characters that no output can carry are no concern of it."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(f"The {_label(self)} field must be valid Unicode text.") from None
+        return text
 
 
 class Text(fields.Field):

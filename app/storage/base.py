@@ -258,6 +258,11 @@ class Storage(ABC):
         """
 
     @abstractmethod
+    def offload_location(self, key: str) -> str:
+        """Where a reverse proxy's internal location finds the object, relative to the
+        location's prefix; the proxy sends the bytes (DOWNLOAD_OFFLOAD)."""
+
+    @abstractmethod
     def delete(self, key: str) -> None:
         """Remove the object; a missing object is not an error."""
 

@@ -161,6 +161,13 @@ class LocalStorage(Storage):
         chunks = self._chunks(file, key, length, chunk_size or self.chunk_size)
         return ObjectReader(chunks, length, file.close, start=first, size=size)
 
+    def offload_location(self, key: str) -> str:
+        """The key itself, under an `alias` of the root; a missing file is found here, where
+        the download can still read the record again, not by the proxy."""
+        if not self.path_for(key).is_file():
+            raise ObjectNotFound(key)
+        return key
+
     def _chunks(self, file: BinaryIO, key: str, length: int, chunk_size: int) -> Iterator[bytes]:
         remaining = length
         while remaining > 0:

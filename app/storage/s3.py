@@ -10,6 +10,7 @@ from collections.abc import Container, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from typing import Any, TypeAlias
+from urllib.parse import urlsplit
 
 import boto3
 from botocore.awsrequest import AWSRequest
@@ -439,6 +440,12 @@ class S3Storage(Storage):
             start=start,
             size=size,
         )
+
+    def offload_location(self, key: str) -> str:
+        """The path and query of a presigned GET, which the proxy sends to the endpoint; the
+        URL reads the object for a while, so it must never reach a client."""
+        url = urlsplit(self._presigned_url(validate_key(key)))
+        return f"{url.path.lstrip('/')}?{url.query}"
 
     def _presigned_url(self, key: str) -> str:
         """A presigned GET of `key`, reused for a while: signing costs CPU on every read."""

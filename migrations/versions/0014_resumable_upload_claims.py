@@ -2,7 +2,7 @@
 writes it and completion runs exactly once, across threads, processes and replicas.
 
 Revision ID: 0014
-Revises: 0011
+Revises: 0012
 Create Date: 2026-11-26
 """
 
@@ -12,7 +12,7 @@ from alembic import op
 import app.models
 
 revision = "0014"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 

@@ -195,3 +195,23 @@ def test_no_http_route_grants_the_admin_role(api: Api, alice: Account):
             )
             assert response.status_code in (404, 405)
     assert api.user(alice.id).is_admin is False
+
+
+def test_a_password_with_control_characters_still_signs_in(app, client):
+    # Text fields refuse what XML cannot carry; a password is only hashed, so an operator's
+    # `create-user` password with such characters must keep working.
+    from app.auth.services import create_user
+
+    password = "tab\tbell\x07nul\x00"
+    with app.app_context():
+        create_user("ctrl@example.org", "Ctrl", password)
+    response = client.post(
+        "/api/tokens",
+        json={"email": "ctrl@example.org", "password": password, "token_name": "t"},
+    )
+    assert response.status_code == 201
+    wrong = client.post(
+        "/api/tokens",
+        json={"email": "ctrl@example.org", "password": "tab\tbell", "token_name": "t"},
+    )
+    assert wrong.status_code == 422

@@ -6,8 +6,11 @@ import base64
 import hashlib
 import io
 import os
+import uuid
 import zipfile
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import unquote
 
 import pytest
@@ -16,6 +19,7 @@ from app import create_app
 from app.extensions import db
 from app.files import downloads
 from app.files.downloads import content_disposition
+from app.models import FileRecord
 from tests.support import samples
 from tests.support.api import Account, Api
 
@@ -238,3 +242,104 @@ def test_embargo_day_follows_the_configured_time_zone(api: Api, alice: Account, 
 def test_download_needs_a_token(api: Api, alice: Account):
     record = api.create(alice)
     assert download(api, record["id"], None).status_code == 401
+
+
+# --- DOWNLOAD_OFFLOAD=nginx (tests/test_reverse_proxy.py runs it behind nginx) -------------
+
+
+@pytest.fixture
+def offloading(stack_config: dict) -> Iterator[Any]:
+    """A second app on the same database and storage, with the proxy sending the bytes."""
+    app = create_app(
+        {**stack_config, "DOWNLOAD_OFFLOAD": "nginx", "DOWNLOAD_OFFLOAD_PREFIX": "/internal/"}
+    )
+    yield app
+    with app.app_context():
+        db.engine.dispose()
+
+
+def stored_path_of(app: Any, record_id: str) -> str:
+    with app.app_context():
+        return db.session.get(FileRecord, uuid.UUID(record_id)).stored_path
+
+
+@pytest.mark.parametrize("door", ["/api/files/{}/download", "/api/public/files/{}/download"])
+@pytest.mark.parametrize("extra", [{}, {"Range": "bytes=2-5"}, {"Range": "bytes=-1000000"}])
+def test_offload_answers_with_the_headers_and_a_redirect_instead_of_the_body(
+    api: Api, alice: Account, offloading: Any, stack_config: dict, door: str, extra: dict
+):
+    data = samples.pdf_bytes()
+    record = api.create(alice, "Prüfbericht.pdf", data)
+    response = offloading.test_client().get(
+        door.format(record["id"]), headers={**alice.auth, **extra}
+    )
+    assert response.status_code == 200 and response.data == b""
+    key = stored_path_of(offloading, record["id"])
+    if stack_config["STORAGE_BACKEND"] == "local":
+        assert response.headers["X-Accel-Redirect"] == f"/internal/{key}"
+    else:
+        location, _, query = response.headers["X-Accel-Redirect"].partition("?")
+        assert location == f"/internal/{stack_config['S3_BUCKET']}/{key}"
+        assert "X-Amz-Signature=" in query
+    assert response.headers["Content-Type"] == "application/pdf"
+    assert response.headers["ETag"] == f'"{hashlib.sha256(data).hexdigest()}"'
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["X-Offload-Content-Disposition"] == content_disposition(
+        "Prüfbericht.pdf"
+    )
+    public = door.startswith("/api/public")
+    assert response.headers["Cache-Control"] == (
+        "public, max-age=0, must-revalidate" if public else "private, no-store"
+    )
+    # The proxy answers the range and says it takes ranges; it adds the disposition back.
+    for name in ("Content-Disposition", "Content-Range", "Accept-Ranges"):
+        assert name not in response.headers
+
+
+@pytest.mark.parametrize(
+    "headers,status,part",
+    [
+        ({"Range": "bytes=0-1,5-6"}, 200, slice(None)),
+        ({"Range": "items=0-3"}, 200, slice(None)),
+        ({"Range": "bytes=x-y"}, 200, slice(None)),
+        ({"Range": "bytes=0-3", "If-Range": '"old"'}, 200, slice(None)),
+        ({"Range": "bytes=0-3", "If-Range": "{etag}"}, 206, slice(0, 4)),
+    ],
+)
+def test_offload_streams_what_the_proxy_would_answer_otherwise(
+    api: Api, alice: Account, offloading: Any, headers: dict, status: int, part: slice
+):
+    data = samples.pdf_bytes()
+    record = api.create(alice, data=data)
+    etag = f'"{hashlib.sha256(data).hexdigest()}"'
+    headers = {name: value.format(etag=etag) for name, value in headers.items()}
+    response = offloading.test_client().get(
+        f"/api/files/{record['id']}/download", headers={**alice.auth, **headers}
+    )
+    assert (response.status_code, response.data) == (status, data[part])
+    assert "X-Accel-Redirect" not in response.headers
+
+
+def test_offload_leaves_304_416_and_refusals_to_the_service(
+    api: Api, alice: Account, offloading: Any
+):
+    data = samples.pdf_bytes()
+    record = api.create(alice, data=data)
+    unreleased = api.create(alice, data=data, freigabe="false")
+    embargoed = api.create(alice, data=data, sperrfrist="2999-01-01")
+    client = offloading.test_client()
+    path = f"/api/files/{record['id']}/download"
+    etag = f'"{hashlib.sha256(data).hexdigest()}"'
+    answers = [
+        (client.get(path, headers={**alice.auth, "If-None-Match": etag}), 304),
+        (client.get(path, headers={**alice.auth, "Range": f"bytes={len(data)}-"}), 416),
+        (client.get(f"/api/files/{unreleased['id']}/download", headers=alice.auth), 403),
+        (client.get(f"/api/public/files/{unreleased['id']}/download"), 404),
+        (client.get(f"/api/files/{embargoed['id']}/download", headers=alice.auth), 403),
+        (client.get(f"/api/public/files/{embargoed['id']}/download"), 403),
+    ]
+    for response, status in answers:
+        assert response.status_code == status
+        assert "X-Accel-Redirect" not in response.headers
+        assert data[:100] not in response.data
+    assert answers[1][0].headers["Content-Range"] == f"bytes */{len(data)}"

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from flask import Flask
 from lxml import etree
 from sickle import Sickle
 from sickle.oaiexceptions import NoRecordsMatch
-from werkzeug.serving import make_server
 
 from app.models import OaiTombstone
 from app.oai import routes as oai_routes
@@ -28,17 +24,6 @@ NS = {
     "oai_dc": "http://www.openarchives.org/OAI/2.0/oai_dc/",
 }
 LONG_AGO = datetime(2020, 1, 1, tzinfo=UTC)
-
-
-@pytest.fixture
-def server(app: Flask) -> Iterator[str]:
-    """The app behind a real HTTP server in this process (same database as the test)."""
-    httpd = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}/oai"
-    httpd.shutdown()
-    thread.join()
 
 
 @pytest.fixture
@@ -69,7 +54,7 @@ def harvest(url: str, **params: str) -> dict[str, Any]:
 
 
 def ident(record_id: str) -> str:
-    return f"oai:127.0.0.1:{record_id}"
+    return f"oai:file-repository.local:{record_id}"
 
 
 def test_full_and_incremental_harvest(api: Api, alice: Account, server: str, small_pages):
@@ -181,7 +166,7 @@ def test_get_record_and_metadata_formats(api: Api, alice: Account):
         erstellt_von="Intern",
         sperrfrist="2999-01-01",
     )
-    identifier = f"oai:localhost:{record['id']}"
+    identifier = f"oai:file-repository.local:{record['id']}"
     root = oai(api, verb="GetRecord", identifier=identifier, metadataPrefix="oai_dc")
     dc = root.find(".//oai_dc:dc", NS)
     values = {}
@@ -220,7 +205,7 @@ def test_list_identifiers_pages_with_resumption_tokens(api: Api, alice: Account,
         expires = datetime.strptime(token.get("expirationDate"), "%Y-%m-%dT%H:%M:%SZ")
         assert expires.replace(tzinfo=UTC) > datetime.now(UTC) + timedelta(hours=23)
         root = oai(api, verb="ListIdentifiers", resumptionToken=token.text)
-    assert seen == [f"oai:localhost:{i}" for i in ids]
+    assert seen == [f"oai:file-repository.local:{i}" for i in ids]
     assert cursors == ["0", "3", "6"]
     assert root.find(".//oai:metadata", NS) is None
 
@@ -265,16 +250,20 @@ def _token(**state: Any) -> str:
             {"verb": "ListRecords", "resumptionToken": "x", "metadataPrefix": "oai_dc"},
             "badArgument",
         ),
-        ({"verb": "GetRecord", "identifier": "oai:localhost:x"}, "badArgument"),
+        ({"verb": "GetRecord", "identifier": "oai:file-repository.local:x"}, "badArgument"),
         ({"verb": "ListRecords", "metadataPrefix": "marc21"}, "cannotDisseminateFormat"),
         (
-            {"verb": "GetRecord", "identifier": "oai:localhost:x", "metadataPrefix": "oai_dc"},
+            {
+                "verb": "GetRecord",
+                "identifier": "oai:file-repository.local:x",
+                "metadataPrefix": "oai_dc",
+            },
             "idDoesNotExist",
         ),
         (
             {
                 "verb": "GetRecord",
-                "identifier": f"oai:localhost:{uuid.uuid4()}",
+                "identifier": f"oai:file-repository.local:{uuid.uuid4()}",
                 "metadataPrefix": "oai_dc",
             },
             "idDoesNotExist",
@@ -334,7 +323,7 @@ def test_protocol_errors(api: Api, alice: Account, params: dict[str, Any], code:
     assert list(root)[-1].tag == f"{{{NS['oai']}}}error" and len(root) == 3
 
 
-def test_base_url_and_identifiers_follow_the_trusted_proxy(make_sqlite_app):
+def test_base_url_follows_the_trusted_proxy_and_identifiers_do_not(make_sqlite_app):
     app = make_sqlite_app(PROXY_COUNT=1)
     response = app.test_client().get(
         "/oai",
@@ -344,13 +333,16 @@ def test_base_url_and_identifiers_follow_the_trusted_proxy(make_sqlite_app):
     root = etree.fromstring(response.data)
     assert root.findtext(".//oai:baseURL", namespaces=NS) == "https://repo.example.org/oai"
     sample = root.findtext(".//{*}sampleIdentifier")
-    assert sample.startswith("oai:repo.example.org:")
+    assert sample.startswith("oai:file-repository.local:")
 
 
 def test_control_characters_never_break_the_xml(api: Api, alice: Account):
     (record_id,) = insert_rows(api, alice, [{"created_at": LONG_AGO, "titel": "Eins\x01Zwei"}])
     root = oai(
-        api, verb="GetRecord", identifier=f"oai:localhost:{record_id}", metadataPrefix="oai_dc"
+        api,
+        verb="GetRecord",
+        identifier=f"oai:file-repository.local:{record_id}",
+        metadataPrefix="oai_dc",
     )
     assert root.findtext(".//dc:title", namespaces=NS) == "EinsZwei"
     bad = oai(api, verb="GetRecord", identifier="\x01", metadataPrefix="oai_dc")

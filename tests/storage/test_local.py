@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.storage import LocalStorage, StorageUnavailable
+from app.storage import LocalStorage, ObjectNotFound, StorageUnavailable
 from app.storage.local import TMP_DIR
 
 from .contract import AbandonedUploadsContract
@@ -117,3 +117,14 @@ class TestLocalAbandonedUploads(AbandonedUploadsContract):
     @pytest.fixture
     def storage(self, tmp_path):
         return LocalStorage(tmp_path / "root")
+
+
+def test_the_offload_location_is_the_key_of_an_existing_file(local_storage: LocalStorage):
+    """nginx's `alias` of the root finds the file under the key; a missing file is the
+    service's to find, where the download can still read its record again."""
+    local_storage.put("files/a/b", io.BytesIO(b"content"))
+    assert local_storage.offload_location("files/a/b") == "files/a/b"
+    with pytest.raises(ObjectNotFound):
+        local_storage.offload_location("files/a/missing")
+    with pytest.raises(ValueError):
+        local_storage.offload_location("files/../../etc/passwd")

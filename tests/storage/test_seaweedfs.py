@@ -168,3 +168,22 @@ def test_reads_reuse_their_connection_and_an_early_close_drops_it(
     with storage.open("files/a/b", 5, 9) as reader:
         assert reader.read_all() == data[5:10]
     assert caplog.text.count("Starting new HTTP connection") == 1
+
+
+def test_the_offload_location_reads_the_object_without_credentials(
+    seaweedfs: SeaweedFS, storage: S3Storage
+) -> None:
+    """What nginx sends for DOWNLOAD_OFFLOAD: the location after the endpoint, and a Range."""
+    key = "files/5a1c/0e2f"
+    data = os.urandom(3 * MiB)
+    storage.put(key, io.BytesIO(data))
+    location = storage.offload_location(key)
+    assert location.startswith(f"{storage.bucket}/{key}?")
+    url = urlsplit(seaweedfs.endpoint_url)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    try:
+        connection.request("GET", f"/{location}", headers={"Range": "bytes=100-199"})
+        response = connection.getresponse()
+        assert (response.status, response.read()) == (206, data[100:200])
+    finally:
+        connection.close()

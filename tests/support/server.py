@@ -14,7 +14,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # Settings of the developer's shell must not leak into the servers the tests start.
-_SETTINGS_PREFIXES = ("S3_", "STORAGE_", "DATABASE_URL", "ADMIN_", "RATELIMIT_", "AWS_")
+_SETTINGS_PREFIXES = (
+    "S3_",
+    "STORAGE_",
+    "DATABASE_URL",
+    "ADMIN_",
+    "RATELIMIT_",
+    "AWS_",
+    "DOWNLOAD_",
+)
 
 
 def free_port() -> int:

@@ -1,0 +1,160 @@
+"""No stored metadata can break an output (issue 21): every text field is written through the
+API with any Unicode, and every XML and JSON answer that shows it stays well-formed and 200.
+
+Add each new output that shows record metadata to `OUTPUTS`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from tests.support import samples
+from tests.support.api import Account, Api
+
+TEXT_FIELDS = [
+    "titel",
+    "beschreibung",
+    "autoren",
+    "sachschlagwoerter",
+    "org_themen",
+    "aktiv_id",
+    "reprotyp",
+    "erstellt_von",
+    "freigegeben_von",
+    "path",
+]
+# Any code point, the troublesome ones often: controls, surrogates, noncharacters, XML's
+# specials, the separators the outputs split on, and text that strips to nothing.
+TROUBLE = "\x00\x01\x08\t\n\x0b\r\x1b\x7f\x85\ud800\udfff\ufdd0\ufffe\uffff\U0001fffe<>&\"';,/ "
+# Text made only of what XML 1.0 cannot carry once broke every feed that showed it.
+NOT_XML = "\x01\x08\x0b\x0c\x1b\x1f\ufffe\uffff"
+texts = (
+    st.text(alphabet=st.sampled_from(NOT_XML), min_size=1, max_size=3)
+    | st.text(alphabet=st.sampled_from(TROUBLE), max_size=6)
+    | st.text(alphabet=st.characters(codec=None) | st.sampled_from(TROUBLE), max_size=40)
+)
+names = st.text(
+    alphabet=st.characters(exclude_categories=["Cs", "Cc"], exclude_characters="/\\"),
+    min_size=1,
+    max_size=30,
+)
+
+
+def xml(response: Any) -> None:
+    etree.fromstring(response.data)
+
+
+def json_body(response: Any) -> None:
+    json.loads(response.data)
+
+
+def zip_manifest(response: Any) -> None:
+    with zipfile.ZipFile(io.BytesIO(response.data)) as archive:
+        json.loads(archive.read("manifest.json"))
+
+
+def oai_identifier(record: dict) -> str:
+    return f"oai:file-repository.local:{record['id']}"
+
+
+#: (what it is, how to ask for it, how to check it is well-formed)
+OUTPUTS: list[tuple[str, Callable[[Api, Account, dict], Any], Callable[[Any], None]]] = [
+    ("atom", lambda api, user, r: api.client.get("/api/public/feed.atom"), xml),
+    ("podcast", lambda api, user, r: api.client.get("/api/public/podcast.rss"), xml),
+    (
+        "oai GetRecord",
+        lambda api, user, r: api.client.get(
+            "/oai",
+            query_string={
+                "verb": "GetRecord",
+                "metadataPrefix": "oai_dc",
+                "identifier": oai_identifier(r),
+            },
+        ),
+        xml,
+    ),
+    (
+        "oai ListRecords",
+        lambda api, user, r: api.client.get(
+            "/oai", query_string={"verb": "ListRecords", "metadataPrefix": "oai_dc"}
+        ),
+        xml,
+    ),
+    ("oai ListSets", lambda api, user, r: api.client.get("/oai?verb=ListSets"), xml),
+    ("read", lambda api, user, r: api.get(f"/api/files/{r['id']}", user), json_body),
+    ("list", lambda api, user, r: api.get("/api/files", user), json_body),
+    ("public read", lambda api, user, r: api.client.get(f"/api/public/files/{r['id']}"), json_body),
+    ("public list", lambda api, user, r: api.client.get("/api/public/files"), json_body),
+    (
+        "folder zip",
+        lambda api, user, r: api.get("/api/files.zip", user, query_string={"path": r["path"]}),
+        zip_manifest,
+    ),
+    (
+        "public folder zip",
+        lambda api, user, r: api.client.get(
+            "/api/public/files.zip", query_string={"path": r["path"]}
+        ),
+        zip_manifest,
+    ),
+]
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(values=st.fixed_dictionaries({name: texts for name in TEXT_FIELDS}), name=names)
+def test_no_accepted_text_breaks_an_output(
+    api: Api, alice: Account, values: dict[str, str], name: str
+):
+    upload = api.upload(alice, [(f"{name}.mp3", samples.mp3_bytes())], path="folder")
+    assert upload.status_code == 201, upload.get_json()
+    (record,) = upload.get_json()["files"]
+    try:
+        before = api.get(f"/api/files/{record['id']}", alice).get_json()
+        response = api.patch(record["id"], alice, values)
+        assert response.status_code in (200, 422)
+        if response.status_code == 422:  # nothing changed; the other fields are accepted
+            refused = set(response.get_json()["errors"])
+            assert refused <= set(values)
+            assert api.get(f"/api/files/{record['id']}", alice).get_json() == before
+            values = {k: v for k, v in values.items() if k not in refused}
+            if values:
+                assert api.patch(record["id"], alice, values).status_code == 200
+        record = api.get(f"/api/files/{record['id']}", alice).get_json()
+        for field, value in values.items():
+            assert record[field] == (value.strip() or None), field
+        record["path"] = record["path"] or "folder"
+        for label, ask, well_formed in OUTPUTS:
+            response = ask(api, alice, record)
+            assert response.status_code == 200, (label, response.data[:300])
+            well_formed(response)
+    finally:
+        assert api.delete(record["id"], alice).status_code == 204
+
+
+def test_the_troublesome_values_are_refused_or_kept(api: Api, alice: Account):
+    """The examples above reach both answers: these are refused, these kept as sent."""
+    record = api.create(alice, "a.mp3", samples.mp3_bytes())
+    for value in ("\x00", "\x01", "\x0b", "\ud800", "\ufdd0", "\ufffe", "\U0001fffe"):
+        assert api.patch(record["id"], alice, {"titel": value}).status_code == 422, value
+    for value in ("<&>\"'", "a\tb\nc\rd", "\x7f\x85x", "\U0001f600", "\u2028x"):
+        assert api.patch(record["id"], alice, {"titel": value}).status_code == 200, value
+        assert api.get(f"/api/files/{record['id']}", alice).get_json()["titel"] == value.strip()
+
+
+@pytest.mark.parametrize("label", [label for label, _, _ in OUTPUTS])
+def test_every_output_is_listed_once(label: str):
+    assert [entry[0] for entry in OUTPUTS].count(label) == 1
