@@ -248,3 +248,29 @@ def test_provision_admin_and_activate_are_recorded(app: Flask) -> None:
     ]
     assert trail[0]["changes"]["is_admin"] is True
     assert trail[2]["changes"] == {"is_active": [False, True]}
+
+
+def test_records_made_by_tus_and_by_import_are_created_entries(
+    api: Api, alice: Account, app: Flask, tmp_path: Any
+) -> None:
+    from tests.tus.test_tus_protocol import TEXT, create, patch
+
+    created = create(api, alice, titel="Per tus")
+    assert created.status_code == 201
+    finished = patch(api, alice, created.headers["Location"], TEXT)
+    assert finished.status_code == 204
+    record_id = finished.headers["Upload-Record-Id"]
+    [entry] = [e for e in entries(app) if e["record_id"] == record_id]
+    assert entry["action"] == "file.create" and entry["actor"] == alice.email
+    assert entry["changes"]["titel"] == "Per tus" and entry["changes"]["size"] == len(TEXT)
+
+    folder = tmp_path / "sammlung"
+    folder.mkdir()
+    (folder / "bericht.pdf").write_bytes(samples.pdf_bytes())
+    result = app.test_cli_runner().invoke(
+        args=["import", str(folder), "--owner", alice.email, "--path", "archiv"]
+    )
+    assert result.exit_code == 0, result.output
+    [imported] = [e for e in entries(app) if e["changes"].get("path") == "archiv"]
+    assert imported["action"] == "file.create" and imported["actor"] == "cli:import"
+    assert imported["changes"]["original_name"] == "bericht.pdf"
