@@ -63,6 +63,7 @@ def _wrap_middleware(app: Flask) -> None:
 
 def _init_extensions(app: Flask) -> None:
     from app import (
+        audit,
         cache,
         models,  # noqa: F401  (registers the tables on the metadata)
         oai,
@@ -74,6 +75,7 @@ def _init_extensions(app: Flask) -> None:
     db.init_app(app)
     search.init_app()
     oai.init_app()
+    audit.init_app()
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):
             ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE_SECONDS"])
@@ -99,6 +101,7 @@ def _init_storage(app: Flask) -> None:
 
 def _register_blueprints(app: Flask) -> None:
     from app.archives.routes import bp as archives_bp
+    from app.audit.routes import bp as audit_bp
     from app.auth.routes import bp as auth_bp
     from app.docs.routes import bp as docs_bp
     from app.feeds.routes import bp as feeds_bp
@@ -117,6 +120,7 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(health_bp)
     app.register_blueprint(oai_bp)
     app.register_blueprint(feeds_bp)
+    app.register_blueprint(audit_bp)
 
 
 def _add_response_rules(app: Flask) -> None:
@@ -140,6 +144,7 @@ def _register_error_handlers(app: Flask) -> None:
 
 
 def _register_cli(app: Flask) -> None:
+    from app.audit.cli import audit_group
     from app.auth.cli import (
         create_user_command,
         provision_admin_command,
@@ -156,4 +161,5 @@ def _register_cli(app: Flask) -> None:
     app.cli.add_command(tokens_group)
     app.cli.add_command(serve_command)
     app.cli.add_command(search_cli)
+    app.cli.add_command(audit_group)
     register_cli(app)

@@ -115,6 +115,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "ZIP_MAX_FILES": _int(environ, "ZIP_MAX_FILES", 1000),
         "ZIP_MAX_MB": _int(environ, "ZIP_MAX_MB", 10240),
         "UPLOAD_EXPIRY_HOURS": _int(environ, "UPLOAD_EXPIRY_HOURS", 24),
+        "AUDIT_RETENTION_DAYS": _int(environ, "AUDIT_RETENTION_DAYS", 395),
         "UPLOAD_MAX_UNFINISHED": _int(environ, "UPLOAD_MAX_UNFINISHED", 20),
         "DOWNLOAD_OFFLOAD": get("DOWNLOAD_OFFLOAD"),
         "DOWNLOAD_OFFLOAD_PREFIX": get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/"),
@@ -176,6 +177,7 @@ def validate(config: Mapping[str, Any]) -> None:
                 f"{name} must be 0 (off) or a number of seconds, got {cache_seconds!r}"
             )
     for name in (
+        "AUDIT_RETENTION_DAYS",
         "CLIENT_STALL_SECONDS",
         "HEADER_TIMEOUT_SECONDS",
         "CONNECTION_LIMIT",

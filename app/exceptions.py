@@ -34,6 +34,12 @@ class DownloadBlocked(DomainError):
     status = 403
 
 
+class AdministratorsOnly(DomainError):
+    """Only administrators may do this; the caller is authenticated but not one."""
+
+    status = 403
+
+
 class ValidationFailed(DomainError):
     """Input broke a rule; `errors` maps each field key to its messages."""
 

@@ -11,6 +11,7 @@ from sqlalchemy import (
     Date,
     DateTime,
     ForeignKey,
+    Identity,
     Index,
     Integer,
     String,
@@ -247,3 +248,51 @@ class ResumableUpload(db.Model):
     #: (app/tus/services.py: one PATCH at a time per upload, on any replica).
     claim: Mapped[uuid.UUID | None] = mapped_column(Uuid)
     claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class AuditEntry(db.Model):
+    """One change, written in the transaction that made it (app/audit).
+
+    Entries form hash chains: ``hash`` covers the entry's content and ``prev_hash``, the hash
+    of the entry before it in its chain (``chain``, ``chain_seq``), so an entry edited,
+    removed or inserted afterwards breaks its chain there (`flask audit verify`). ``seq``
+    numbers all entries in the order they were written, across chains.
+    """
+
+    __tablename__ = "audit_entries"
+    __table_args__ = (
+        Index("ix_audit_entries_chain", "chain", "chain_seq", unique=True),
+        Index("ix_audit_entries_record", "record_id", "seq"),
+        Index("ix_audit_entries_actor", "actor", "seq"),
+        Index("ix_audit_entries_action", "action", "seq"),
+        Index("ix_audit_entries_at", "at"),
+    )
+
+    seq: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), Identity(), primary_key=True
+    )
+    chain: Mapped[int] = mapped_column(Integer)
+    chain_seq: Mapped[int] = mapped_column(BigInteger)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    actor_id: Mapped[int | None] = mapped_column(Integer)
+    # The account's email at that moment, or `cli:<command>` for an operator command.
+    actor: Mapped[str] = mapped_column(String(255))
+    action: Mapped[str] = mapped_column(String(64))
+    record_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    account_id: Mapped[int | None] = mapped_column(Integer)
+    changes: Mapped[str] = mapped_column(Text)
+    request_id: Mapped[str | None] = mapped_column(String(64))
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class AuditChainHead(db.Model):
+    """The last entry of one chain. A transaction writing entries locks one head that nobody
+    else holds (`SKIP LOCKED`), so concurrent writers append to different chains instead of
+    queueing behind one lock until each other's commit."""
+
+    __tablename__ = "audit_chain_heads"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    last_seq: Mapped[int] = mapped_column(BigInteger)
+    last_hash: Mapped[str] = mapped_column(String(64))

@@ -233,8 +233,12 @@ def stack_config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, An
         conn.execute(
             sa.text(
                 "TRUNCATE file_records, api_tokens, users, pending_object_deletions, "
-                "oai_tombstones RESTART IDENTITY CASCADE"
+                "oai_tombstones, audit_entries RESTART IDENTITY CASCADE"
             )
+        )
+        conn.execute(
+            sa.text("UPDATE audit_chain_heads SET last_seq = 0, last_hash = :genesis"),
+            {"genesis": "0" * 64},
         )
     engine.dispose()
     return base_config(SQLALCHEMY_DATABASE_URI=url, **request.getfixturevalue("s3_bucket"))

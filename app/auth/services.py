@@ -14,6 +14,7 @@ from flask import current_app
 from sqlalchemy import bindparam, delete, func, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from app import audit
 from app.cache import TOKENS, cache_for
 from app.exceptions import DomainError, ValidationFailed
 from app.extensions import db
@@ -90,6 +91,7 @@ class Caller:
     token_id: int
     id: int  # the owner's user id
     is_admin: bool
+    email: str = ""  # the owner's, as the audit trail names the actor
 
 
 # One statement, prepared once, with only the columns a check needs: it runs on every
@@ -100,6 +102,7 @@ _TOKEN_CHECK = (
         ApiToken.expires_at,
         ApiToken.last_used_at,
         ApiToken.user_id,
+        User.email,
         User.is_admin,
         User.is_active,
     )
@@ -134,7 +137,9 @@ def resolve_token(plain: str) -> Caller | None:
             token_hash=row.token_hash,
             expires_at=row.expires_at,
             last_used_at=row.last_used_at,
-            caller=Caller(token_id=token_id, id=row.user_id, is_admin=row.is_admin),
+            caller=Caller(
+                token_id=token_id, id=row.user_id, is_admin=row.is_admin, email=row.email
+            ),
         )
     if not hmac.compare_digest(entry.token_hash, digest):
         return None
@@ -158,6 +163,18 @@ def _touch(entry: CachedToken, now: datetime) -> None:
 
 
 def revoke_token(token_id: int) -> None:
+    """Delete the token, with its entry in the audit trail (a bulk statement the trail's own
+    listener does not see)."""
+    token = db.session.execute(
+        select(ApiToken.user_id, ApiToken.name).where(ApiToken.id == token_id)
+    ).first()
+    if token is not None:
+        audit.note(
+            db.session,
+            "token.revoke",
+            {"token_id": token_id, "name": token.name},
+            account_id=token.user_id,
+        )
     db.session.execute(delete(ApiToken).where(ApiToken.id == token_id))
     db.session.commit()
 

@@ -334,6 +334,7 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
             "Administrators may always download."
         ),
     ),
+    "AdministratorsOnly": (403, error("Only administrators may do this.")),
     "NotFound": (
         404,
         error(
@@ -636,6 +637,8 @@ TAGS = {
     "Documentation": "This document and its page.",
     "Harvesting": "OAI-PMH 2.0 for catalogues and aggregators.",
     "Operations": "Probes for load balancers and orchestrators.",
+    "Audit": "Who changed what, and when: the audit trail (administrators) and a record's "
+    "history (its owner too).",
 }
 
 

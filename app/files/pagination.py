@@ -14,7 +14,7 @@ from app.schemas.cursor import encode_cursor
 from app.schemas.fast_dump import FastDump
 
 
-def _url_with(name: str, value: str) -> str:
+def url_with(name: str, value: str) -> str:
     """This list's URL with one parameter set and the other parameters kept."""
     args = [(k, v) for k, v in request.args.items(multi=True) if k not in ("page", "cursor")]
     args.append((name, value))
@@ -35,7 +35,7 @@ def cursor_envelope(result: KeysetPage, rows: FastDump) -> dict[str, Any]:
         "path": external_url(request.script_root + request.path),
         "per_page": result.per_page,
         "next_cursor": next_cursor,
-        "next_page_url": _url_with("cursor", next_cursor) if next_cursor else None,
+        "next_page_url": url_with("cursor", next_cursor) if next_cursor else None,
     }
 
 
@@ -51,12 +51,12 @@ def page_envelope(result: Page, rows: FastDump) -> dict[str, Any]:
         "last_page": last_page,
         "from": first_index if has_items else None,
         "to": first_index + len(result.items) - 1 if has_items else None,
-        "first_page_url": _url_with("page", "1"),
-        "last_page_url": _url_with("page", str(last_page)),
+        "first_page_url": url_with("page", "1"),
+        "last_page_url": url_with("page", str(last_page)),
         "next_page_url": (
-            _url_with("page", str(result.page + 1)) if result.page < last_page else None
+            url_with("page", str(result.page + 1)) if result.page < last_page else None
         ),
-        "prev_page_url": _url_with("page", str(result.page - 1)) if result.page > 1 else None,
+        "prev_page_url": url_with("page", str(result.page - 1)) if result.page > 1 else None,
         "path": external_url(request.script_root + request.path),
         # Where keyset pagination continues after this page (null when nothing follows).
         "next_cursor": encode_cursor(result.next_position) if result.next_position else None,

@@ -52,7 +52,7 @@ SCOPE = [
     "app.files.listing.x__owned_count__*",
     "app.files.listing.x_keyset_page__*",
     # app/files/pagination.py: page envelopes (total, last_page, from/to, page links)
-    "app.files.pagination.x__url_with__*",
+    "app.files.pagination.x_url_with__*",
     "app.files.pagination.x_list_response__*",
     "app.files.pagination.x_page_envelope__*",
     "app.files.pagination.x_cursor_envelope__*",

@@ -1,0 +1,65 @@
+"""`flask audit verify|prune|export`: the operator's side of the trail."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+
+import click
+from flask import current_app
+from flask.cli import AppGroup
+
+from app.audit import services
+from app.extensions import db
+from app.schemas.field_types import parse_since
+
+audit_group = AppGroup("audit", help="Check, prune and export the audit trail.")
+
+
+def _instant(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return parse_since(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@audit_group.command("verify")
+@click.option(
+    "--anchor",
+    help="The anchor an earlier verify printed, kept outside the database: "
+    "the chains must have grown from there.",
+)
+def verify_command(anchor: str | None) -> None:
+    """Walk the trail; report the first entry altered, removed or inserted (exit 1)."""
+    verdict = services.verify(db.session, anchor)
+    if verdict.ok:
+        click.echo(f"audit trail intact: {verdict.checked} entries; anchor {verdict.anchor}")
+        return
+    where = f" at entry {verdict.seq}" if verdict.seq is not None else ""
+    click.echo(f"audit trail BROKEN{where}: {verdict.problem}", err=True)
+    sys.exit(1)
+
+
+@audit_group.command("prune")
+@click.option(
+    "--days",
+    type=click.IntRange(min=1),
+    help="Keep this many days [default: AUDIT_RETENTION_DAYS].",
+)
+def prune_command(days: int | None) -> None:
+    """Remove entries older than the retention period (the removal is itself an entry)."""
+    days = days or current_app.config["AUDIT_RETENTION_DAYS"]
+    removed = services.prune(db.session, days)
+    click.echo(f"removed {removed} entries older than {days} days")
+
+
+@audit_group.command("export")
+@click.option("--since", help="From this instant on (YYYY-MM-DD or ISO 8601; UTC if no offset).")
+@click.option("--until", help="Before this instant.")
+@click.option("--output", "-o", type=click.File("w"), default="-", help="File [default: stdout].")
+def export_command(since: str | None, until: str | None, output: click.utils.LazyFile) -> None:
+    """Write entries as JSON Lines, oldest first, for a log system."""
+    for line in services.export_lines(db.session, _instant(since), _instant(until)):
+        output.write(line + "\n")

@@ -1,0 +1,255 @@
+"""`flask audit verify|prune|export`: edits of the past by SQL are caught (issue 23 items 3-4)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from flask import Flask
+from sqlalchemy import select, text
+
+from app.audit import services
+from app.audit.trail import entry_hash
+from app.extensions import db
+from app.models import AuditEntry, utcnow
+from tests.support.api import Account, Api
+
+
+@pytest.fixture
+def trail(api: Api, alice: Account, admin: Account) -> list[str]:
+    """Ten entries or so: accounts, tokens, a record created and changed four times."""
+    rid = api.create(alice, titel="Entwurf", freigabe="0")["id"]
+    for titel in ("Eins", "Zwei", "Drei"):
+        assert api.patch(rid, alice, {"titel": titel}).status_code == 200
+    assert api.patch(rid, admin, {"freigabe": True}).status_code == 200
+    return [rid]
+
+
+def verify(app: Flask, *args: str) -> tuple[int, str]:
+    result = app.test_cli_runner().invoke(args=["audit", "verify", *args])
+    return result.exit_code, result.output
+
+
+def sql(app: Flask, statement: str, **params: object) -> None:
+    with app.app_context():
+        db.session.execute(text(statement), params)
+        db.session.commit()
+        db.session.remove()
+
+
+def last_seq(app: Flask) -> int:
+    with app.app_context():
+        value = db.session.scalar(select(AuditEntry.seq).order_by(AuditEntry.seq.desc()))
+        db.session.remove()
+        return int(value or 0)
+
+
+def test_an_intact_trail_verifies_and_prints_its_anchor(app: Flask, trail: list[str]) -> None:
+    code, output = verify(app)
+    assert code == 0, output
+    assert f"audit trail intact: {last_seq(app)} entries" in output
+    anchor = output.strip().rsplit("anchor ", 1)[1]
+    assert verify(app, "--anchor", anchor)[0] == 0
+
+
+def test_an_altered_entry_is_caught(app: Flask, trail: list[str]) -> None:
+    sql(
+        app,
+        "UPDATE audit_entries SET changes = :changes WHERE seq = 5",
+        changes=json.dumps({"titel": ["Eins", "Gefälscht"]}),
+    )
+    code, output = verify(app)
+    assert code == 1
+    assert "BROKEN at entry 5" in output and "altered" in output
+
+
+def test_an_altered_entry_with_a_recomputed_hash_is_caught_at_the_next(
+    app: Flask, trail: list[str]
+) -> None:
+    with app.app_context():
+        entry = db.session.get(AuditEntry, 5)
+        entry.actor = "someone-else@example.org"
+        row = {
+            c: getattr(entry, c)
+            for c in ("seq", "chain", "chain_seq", "at", "actor_id", "actor", "action")
+        }
+        row |= {
+            "record_id": entry.record_id,
+            "account_id": entry.account_id,
+            "changes": entry.changes,
+            "request_id": entry.request_id,
+            "prev_hash": entry.prev_hash,
+        }
+        forged = entry_hash(row)
+        db.session.remove()
+    sql(
+        app,
+        "UPDATE audit_entries SET actor = 'someone-else@example.org', hash = :h WHERE seq = 5",
+        h=forged,
+    )
+    code, output = verify(app)
+    assert code == 1
+    assert "BROKEN at entry 6" in output and "inserted or replaced" in output
+
+
+def test_a_removed_entry_is_caught(app: Flask, trail: list[str]) -> None:
+    sql(app, "DELETE FROM audit_entries WHERE seq = 4")
+    code, output = verify(app)
+    assert code == 1
+    assert "BROKEN at entry 5" in output and "1 entries before entry 5 were removed" in output
+
+
+def test_entries_removed_from_the_end_are_caught(app: Flask, trail: list[str]) -> None:
+    seq = last_seq(app)
+    sql(app, "DELETE FROM audit_entries WHERE seq >= :s", s=seq - 1)
+    code, output = verify(app)
+    assert code == 1 and "chain 0: 2 entries were removed from its end" in output
+
+
+def test_entries_removed_from_the_start_are_caught(app: Flask, trail: list[str]) -> None:
+    sql(app, "DELETE FROM audit_entries WHERE seq <= 2")
+    code, output = verify(app)
+    assert code == 1
+    assert "chain 0: entries before entry 3 were removed (no prune recorded)" in output
+
+
+def test_an_inserted_entry_is_caught(app: Flask, trail: list[str]) -> None:
+    # Make room after entry 4 by renumbering the later ones, then insert a forged entry that
+    # chains correctly to entry 4: the renumbered entries no longer match their hashes.
+    seq = last_seq(app)
+    for n in range(seq, 4, -1):
+        sql(
+            app,
+            "UPDATE audit_entries SET seq = :new, chain_seq = :new WHERE seq = :old",
+            new=n + 1,
+            old=n,
+        )
+    with app.app_context():
+        previous = db.session.get(AuditEntry, 4)
+        row = {
+            "seq": 5,
+            "chain": 0,
+            "chain_seq": 5,
+            "at": previous.at,
+            "actor_id": None,
+            "actor": "cli:users deactivate",
+            "action": "account.update",
+            "record_id": None,
+            "account_id": 1,
+            "changes": '{"is_active":[true,false]}',
+            "request_id": None,
+            "prev_hash": previous.hash,
+        }
+        row["hash"] = entry_hash(row)
+        db.session.execute(AuditEntry.__table__.insert().values(**row))
+        db.session.commit()
+        db.session.remove()
+    code, output = verify(app)
+    assert code == 1
+    assert "BROKEN at entry 6" in output
+
+
+def test_an_entry_appended_past_the_head_is_caught(app: Flask, trail: list[str]) -> None:
+    seq = last_seq(app)
+    with app.app_context():
+        previous = db.session.get(AuditEntry, seq)
+        row = {
+            "seq": seq + 1,
+            "chain": 0,
+            "chain_seq": seq + 1,
+            "at": previous.at,
+            "actor_id": None,
+            "actor": "cli:create-user",
+            "action": "account.create",
+            "record_id": None,
+            "account_id": 99,
+            "changes": "{}",
+            "request_id": None,
+            "prev_hash": previous.hash,
+        }
+        row["hash"] = entry_hash(row)
+        db.session.execute(AuditEntry.__table__.insert().values(**row))
+        db.session.commit()
+        db.session.remove()
+    code, output = verify(app)
+    assert code == 1 and "inserted past the chain's head" in output
+
+
+def test_a_rewritten_chain_differs_from_the_anchor_kept_outside(
+    app: Flask, trail: list[str]
+) -> None:
+    _, output = verify(app)
+    anchor = output.strip().rsplit("anchor ", 1)[1]
+    # Someone with the database and this code rewrites the past consistently: every hash
+    # from the altered entry on recomputed, and the head moved along. Only the anchor kept
+    # outside the database tells.
+    with app.app_context():
+        chain = db.session.scalars(
+            select(AuditEntry).where(AuditEntry.chain == 0).order_by(AuditEntry.chain_seq)
+        ).all()
+        prev = chain[4].prev_hash
+        for entry in chain[4:]:
+            if entry is chain[4]:
+                entry.actor = "someone-else@example.org"
+            entry.prev_hash = prev
+            entry.hash = prev = entry_hash(
+                {
+                    **{c.key: getattr(entry, c.key) for c in AuditEntry.__table__.columns},
+                    "prev_hash": prev,
+                }
+            )
+        db.session.execute(
+            text("UPDATE audit_chain_heads SET last_hash = :h WHERE id = 0"), {"h": prev}
+        )
+        db.session.commit()
+        db.session.remove()
+    assert verify(app)[0] == 0
+    code, output = verify(app, "--anchor", anchor)
+    assert code == 1 and "rewritten" in output
+
+
+def test_prune_keeps_the_trail_verifiable_from_the_first_entry_kept(
+    app: Flask, trail: list[str], api: Api, alice: Account
+) -> None:
+    with app.app_context():
+        removed = services.prune(db.session, 395, now=utcnow() + timedelta(days=396))
+        db.session.remove()
+    assert removed > 0
+    assert api.patch(trail[0], alice, {"titel": "Nach dem Aufräumen"}).status_code == 200
+    code, output = verify(app)
+    assert code == 0, output
+    with app.app_context():
+        kept = db.session.scalars(select(AuditEntry).order_by(AuditEntry.seq)).all()
+        db.session.remove()
+    assert kept[0].action == "audit.prune"
+    assert json.loads(kept[0].changes)["removed"] == removed
+    assert kept[0].actor == "system"
+    # Removing an entry kept after the prune is still caught.
+    sql(app, "DELETE FROM audit_entries WHERE seq = :s", s=kept[0].seq)
+    assert verify(app)[0] == 1
+
+
+def test_prune_by_command_removes_nothing_younger_than_the_retention(
+    app: Flask, trail: list[str]
+) -> None:
+    before = last_seq(app)
+    result = app.test_cli_runner().invoke(args=["audit", "prune"])
+    assert result.exit_code == 0, result.output
+    assert "removed 0 entries older than 395 days" in result.output
+    assert last_seq(app) == before
+
+
+def test_export_writes_json_lines_in_a_time_window(app: Flask, trail: list[str]) -> None:
+    result = app.test_cli_runner().invoke(args=["audit", "export"])
+    assert result.exit_code == 0
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    assert [entry["seq"] for entry in lines] == list(range(1, last_seq(app) + 1))
+    assert {"seq", "at", "actor", "action", "record_id", "changes", "hash"} <= set(lines[0])
+    tomorrow = (utcnow() + timedelta(days=1)).date().isoformat()
+    result = app.test_cli_runner().invoke(args=["audit", "export", "--since", tomorrow])
+    assert result.exit_code == 0 and result.output == ""
+    result = app.test_cli_runner().invoke(args=["audit", "export", "--until", tomorrow])
+    assert len(result.output.splitlines()) == len(lines)
+    result = app.test_cli_runner().invoke(args=["audit", "export", "--since", "gestern"])
+    assert result.exit_code == 2 and "Invalid value" in result.output
