@@ -116,7 +116,8 @@ def machine_section(documents: list[dict[str, Any]], kept: dict[str, Any] | None
 
 def _run(document: dict[str, Any]) -> str:
     started = document["started"][:16].replace("T", " ")
-    return f"`{document['command']}` ({started} UTC, {document['machine']['git']})"
+    trial = ", **trial sizes**" if is_trial(document) else ""
+    return f"`{document['command']}` ({started} UTC, {document['machine']['git']}{trial})"
 
 
 def targets_section(documents: list[dict[str, Any]], kept_rows: dict[str, list[str]]) -> str:
@@ -434,33 +435,27 @@ def lists_section(document: dict[str, Any]) -> str:
         ),
         "",
     ]
-    if last.get("keyset"):
-        parts += [
-            "Keyset pages (`cursor` / `next_cursor`), server time over every walked page:",
-            "",
-            _table(
-                ["list", "records", "pages walked", "median ms", "p95 ms", "max ms", "problems"],
+    parts += [
+        "Keyset pages (`cursor` / `next_cursor`), server time over every walked page:",
+        "",
+        _table(
+            ["list", "records", "pages walked", "median ms", "p95 ms", "max ms", "problems"],
+            [
                 [
-                    [
-                        kind,
-                        level["records"],
-                        w["pages"],
-                        w["median_ms"],
-                        w["p95_ms"],
-                        w["max_ms"],
-                        "; ".join(w["problems"]) or "none",
-                    ]
-                    for level in levels
-                    for kind, w in level["keyset"].items()
-                ],
-            ),
-            "",
-        ]
-    else:
-        parts += [
-            "Keyset pagination: the app answered without `next_cursor`, so it was not measured.",
-            "",
-        ]
+                    kind,
+                    level["records"],
+                    w["pages"],
+                    w["median_ms"],
+                    w["p95_ms"],
+                    w["max_ms"],
+                    "; ".join(w["problems"]) or "none",
+                ]
+                for level in levels
+                for kind, w in level["keyset"].items()
+            ],
+        ),
+        "",
+    ]
     parts.append(
         f"The plans of every statement at {last['records']:,} records: "
         "[docs/benchmarks/list-plans.md](docs/benchmarks/list-plans.md)."
