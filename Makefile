@@ -72,8 +72,8 @@ lint: install-test
 format: install-test
 	$(BIN)/ruff format .
 
-# Throughput, memory, request rate and list latency against baselines measured in the same run
-# (about 7 minutes on a quiet 2-core machine); writes BENCHMARKS.md and the plots.
+# Throughput, memory, request rate, list and search latency against baselines measured in the
+# same run (about 20 minutes on a quiet 2-core machine); writes BENCHMARKS.md and the plots.
 bench: install-test
 	$(BIN)/pip install --quiet -e '.[test,bench]'
 	@command -v wrk >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null; }

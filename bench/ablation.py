@@ -11,16 +11,14 @@ PostgreSQL, SeaweedFS and files, and their measurements alternate (A B C, B C A,
   and Range 1 MiB over curl on a presigned URL;
 - background commits of local files (shim ``commits``): local uploads, 200 MiB and
   25 x 8 MiB, over the bare waitress endpoint;
-- the hashing thread (shim ``hashing``: hashlib inline): S3 uploads over boto3, local
-  uploads over the bare endpoint (removed from the app after this benchmark, 216a202: the
-  variant is skipped since);
 - glibc tuning (shim ``glibc``: no ``mallopt``): memory of three transfers at once (a fresh
   server per measurement, transfer.py's scenario); S3 uploads, local uploads, download.
 
 The settings are the app's own; the other mechanisms have none, so the server child gets
 ``bench/ablation_shim`` on its PYTHONPATH and ``BENCH_ABLATE=<name>``: its ``sitecustomize``
 patches the mechanism away before ``flask serve`` builds the app (the server log shows a line
-``ablation shim: without <name>``, checked here).
+``ablation shim: without <name>``, checked here). A mechanism the app no longer has stops the
+shim, and so the run: its variant goes when the mechanism goes.
 
 Per target the figure is the median over the repetitions (for throughput: service / baseline,
 the baseline measured in the same rotation; for memory: peak RSS - idle RSS). The *effect* is
@@ -85,7 +83,6 @@ VARIANTS: dict[str, tuple[dict[str, str], str]] = {
     "no token cache": ({"TOKEN_CACHE_SECONDS": "0"}, ""),
     "no presigned reads": ({}, "presigned"),
     "no background commits": ({}, "commits"),
-    "no hashing thread": ({}, "hashing"),
     "no glibc tuning": ({}, "glibc"),
 }
 #: Mechanism -> the variant without it.
@@ -94,38 +91,8 @@ MECHANISMS = {
     "token cache": "no token cache",
     "presigned S3 reads": "no presigned reads",
     "background commits": "no background commits",
-    "hashing thread": "no hashing thread",
     "glibc tuning": "no glibc tuning",
 }
-
-
-def _in_app(variant: str) -> bool:
-    """Whether the app still has the mechanism this variant switches off (a removed one is
-    skipped: its figures are in BENCHMARKS.md and the commit that removed it)."""
-    if variant == "no presigned reads":
-        from app.storage.s3 import S3Storage
-
-        return hasattr(S3Storage, "_open_presigned")
-    if variant == "no background commits":
-        from app.storage.local import LocalStorage
-
-        return getattr(LocalStorage, "commits_in_background", 0) > 0
-    if variant == "no hashing thread":
-        from app.files import uploads
-
-        return hasattr(uploads, "_HashInBackground")
-    if variant == "no glibc tuning":
-        import app.server
-
-        return hasattr(app.server, "release_freed_memory_to_the_system")
-    return True
-
-
-def live(variants: list[str]) -> list[str]:
-    kept = [v for v in variants if _in_app(v)]
-    for gone in set(variants) - set(kept):
-        log(f"{gone}: the app no longer has this mechanism; skipped")
-    return kept
 
 
 def variant_env(base: dict[str, str], variant: str) -> dict[str, str]:
@@ -232,7 +199,7 @@ def metadata_targets(
     )
     prepare_database(env)
     make_user(env, EMAIL, PASSWORD)
-    variants = live(["with all", "no record cache", "no token cache"])
+    variants = ["with all", "no record cache", "no token cache"]
     servers = {v: start(stack, "meta", env, v, workdir) for v in variants}
     tokens = {v: login(s.port, EMAIL, PASSWORD) for v, s in servers.items()}
     sample = workdir / "sample.csv"
@@ -284,15 +251,7 @@ def s3_targets(
     env = app_env(url, s3_settings(s3, bucket), workdir / "s3-tmp")
     prepare_database(env)
     make_user(env, EMAIL, PASSWORD)
-    variants = live(
-        [
-            "with all",
-            "no record cache",
-            "no presigned reads",
-            "no hashing thread",
-            "no glibc tuning",
-        ]
-    )
+    variants = ["with all", "no record cache", "no presigned reads", "no glibc tuning"]
     servers = {v: start(stack, "s3", env, v, workdir) for v in variants}
     services = {v: Service(s, login(s.port, EMAIL, PASSWORD), workdir) for v, s in servers.items()}
     [record_id] = services["with all"].upload([files["big"]])["ids"]
@@ -320,7 +279,7 @@ def s3_targets(
             raise RuntimeError(f"download {variant}: {record['http_code']}")
         return mib_per_s(size, record["time_total"])
 
-    chosen = live(["with all", "no presigned reads", "no glibc tuning"])
+    chosen = ["with all", "no presigned reads", "no glibc tuning"]
     runners: dict[str, Callable[[], float]] = {"curl presigned S3": lambda: download(None)}
     runners.update({v: (lambda v=v: download(v)) for v in chosen})
     runs = rotate(args.reps, 1, runners, f"download 1 x {args.big_mib} MiB (MiB/s)")
@@ -351,7 +310,7 @@ def s3_targets(
             raise RuntimeError(f"range {variant}: bad answers")
         return mib_per_s(len(offsets) * MiB, sum(r["time_total"] for r in records))
 
-    chosen = live(["with all", "no record cache", "no presigned reads"])
+    chosen = ["with all", "no record cache", "no presigned reads"]
     runners = {"curl presigned S3": lambda: slices(None)}
     runners.update({v: (lambda v=v: slices(v)) for v in chosen})
     runs = rotate(args.reps, 1, runners, f"Range {args.slices} x 1 MiB (MiB/s)")
@@ -371,7 +330,7 @@ def s3_targets(
         run = timed_upload(services[variant], paths, {})
         return mib_per_s(sum(p.stat().st_size for p in paths), run["seconds"])
 
-    chosen = live(["with all", "no hashing thread", "no glibc tuning"])
+    chosen = ["with all", "no glibc tuning"]
     for label, paths in (
         (f"S3 upload 1 x {args.big_mib} MiB / boto3", [files["big"]]),
         (f"S3 upload {args.small_count} x {args.small_mib} MiB / boto3", files["small"]),
@@ -400,7 +359,7 @@ def s3_targets(
     runs = rotate(
         args.reps,
         0,
-        {v: (lambda v=v: peak(v)) for v in live(["with all", "no glibc tuning"])},
+        {v: (lambda v=v: peak(v)) for v in ("with all", "no glibc tuning")},
         "memory: peak RSS - idle RSS, 3 transfers at once (MiB)",
     )
     print("  idle RSS (MiB): " + "; ".join(f"{v} {median(x):.1f}" for v, x in growth.items()))
@@ -415,7 +374,7 @@ def local_targets(
     stack: contextlib.ExitStack, args: argparse.Namespace, workdir: Path, pg: Postgres, files: dict
 ) -> list[Target]:
     url = pg.create("bench_ablation_local")
-    variants = live(["with all", "no background commits", "no hashing thread", "no glibc tuning"])
+    variants = ["with all", "no background commits", "no glibc tuning"]
     servers = {}
     for v in variants:
         env = app_env(

@@ -2,10 +2,8 @@
 
 ``POST /upload`` copies the request body to a file in ``--dir`` (temporary name, fsync, rename:
 what the local storage backend does on commit) and answers ``{"size": n}``; ``GET /json``
-answers ``{"status": "ok"}`` without any framework; ``GET /blob?size=N&chunk=C`` streams N
-bytes from memory in chunks of C (what waitress alone can send). The server is built by the
-app's own ``app.server.make_server``, so it has exactly the waitress settings of ``flask serve``;
-``--adj name=value`` adds a waitress setting, for experiments (e.g. ``recv_bytes=1048576``).
+answers ``{"status": "ok"}`` without any framework. The server is built by the app's own
+``app.server.make_server``, so it has exactly the waitress settings of ``flask serve``.
 
 With ``--s3`` it is also the bare forwarder, the ceiling the service's S3 transfers are
 measured against (issue 12): the S3 backend is built from the app's own settings in the
@@ -23,8 +21,8 @@ environment (``STORAGE_BACKEND=s3``, ``S3_BUCKET``, ``S3_ENDPOINT_URL``... throu
   pool, ``read1``), the ``Range`` given as start and end;
 - ``POST /s3?key=K`` hands the request body (waitress's spool) to the app's S3 writer
   (``storage.writer(K)``, ``write``, ``commit``: the same multipart upload, part sizes and
-  parts in flight), read with ``readinto`` in steps of ``--upload-read-bytes`` (``&step=N``
-  overrides it) into one reused buffer, and answers ``{"size": n}``; the body is stored as it
+  parts in flight), read with ``readinto`` in steps of ``UPLOAD_READ_BYTES`` into one reused
+  buffer, and answers ``{"size": n}``; the body is stored as it
   comes (a multipart form stays one object with its framing): no parsing, no hashing, no type
   check, no database.
 
@@ -68,16 +66,12 @@ class BareApp:
     def __init__(
         self,
         target: Path,
-        fsync: bool = True,
         storage: Any = None,
         read_bytes: int = FORWARD_READ_BYTES,
-        upload_read_bytes: int = UPLOAD_READ_BYTES,
     ) -> None:
         self.target = target
-        self.fsync = fsync
         self.storage = storage  # an S3Storage for the forwarder's /s3, else None
         self.read_bytes = read_bytes
-        self.upload_read_bytes = upload_read_bytes
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -85,9 +79,6 @@ class BareApp:
         method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")
         if path == "/json" and method == "GET":
             return self._answer(start_response, "200 OK", {"status": "ok"})
-        if path == "/blob" and method == "GET":
-            query = dict(parse_qsl(environ.get("QUERY_STRING", "")))
-            return self._blob(start_response, int(query["size"]), int(query.get("chunk", 262144)))
         if path == "/upload" and method in ("POST", "PUT"):
             size = self._store(environ["wsgi.input"])
             return self._answer(start_response, "201 Created", {"size": size})
@@ -99,8 +90,7 @@ class BareApp:
             if method == "GET":
                 return self._forward_download(environ, start_response, key)
             if method in ("POST", "PUT"):
-                step = int(query.get("step", self.upload_read_bytes))
-                size = self._forward_upload(environ["wsgi.input"], key, step)
+                size = self._forward_upload(environ["wsgi.input"], key)
                 return self._answer(start_response, "201 Created", {"size": size, "key": key})
         return self._answer(start_response, "404 Not Found", {"message": "Not found."})
 
@@ -112,8 +102,7 @@ class BareApp:
                 file.write(chunk)
                 size += len(chunk)
             file.flush()
-            if self.fsync:
-                os.fsync(file.fileno())
+            os.fsync(file.fileno())
         os.replace(tmp_name, self.target / uuid.uuid4().hex)
         return size
 
@@ -180,11 +169,11 @@ class BareApp:
         # wsgi.file_wrapper, sent by the event loop; up to 1 MiB the reader itself.
         return event_loop_body(environ, reader, reader.length)
 
-    def _forward_upload(self, stream: Any, key: str, step: int) -> int:
+    def _forward_upload(self, stream: Any, key: str) -> int:
         """The request body, as waitress spooled it, to the app's own S3 writer: ``readinto``
-        one reused buffer of ``step`` bytes (no allocation per read), then ``write``."""
+        one reused buffer (no allocation per read), then ``write``."""
         writer = self.storage.writer(key)
-        buffer = bytearray(step)
+        buffer = bytearray(UPLOAD_READ_BYTES)
         view = memoryview(buffer)
         readinto = getattr(stream, "readinto", None)
         try:
@@ -195,7 +184,7 @@ class BareApp:
                         break
                     writer.write(view[:count])
                 else:
-                    chunk = stream.read(step)
+                    chunk = stream.read(UPLOAD_READ_BYTES)
                     if not chunk:
                         break
                     writer.write(chunk)
@@ -204,22 +193,6 @@ class BareApp:
             writer.abort()
             raise
         return writer.size
-
-    @staticmethod
-    def _blob(start_response: Callable[..., Any], size: int, chunk: int) -> Iterable[bytes]:
-        block = bytes(chunk)
-        start_response(
-            "200 OK",
-            [("Content-Type", "application/octet-stream"), ("Content-Length", str(size))],
-        )
-
-        def chunks() -> Iterable[bytes]:
-            left = size
-            while left > 0:
-                yield block if left >= chunk else block[:left]
-                left -= chunk
-
-        return chunks()
 
     @staticmethod
     def _answer(start_response: Callable[..., Any], status: str, body: dict) -> list[bytes]:
@@ -236,7 +209,6 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--threads", type=int, default=8, help="as SERVER_THREADS [8]")
     parser.add_argument("--dir", type=Path, required=True, help="where uploads are written")
-    parser.add_argument("--no-fsync", action="store_true", help="skip the fsync before rename")
     parser.add_argument(
         "--s3",
         action="store_true",
@@ -249,24 +221,11 @@ def main() -> None:
         help=f"largest read1 of a forwarded S3 body [{FORWARD_READ_BYTES}]",
     )
     parser.add_argument(
-        "--upload-read-bytes",
-        type=int,
-        default=UPLOAD_READ_BYTES,
-        help=f"steps in which a forwarded upload body is read [{UPLOAD_READ_BYTES}]",
-    )
-    parser.add_argument(
-        "--adj", action="append", default=[], help="extra waitress setting name=value"
-    )
-    parser.add_argument(
         "--default-malloc",
         action="store_true",
         help="leave glibc's malloc settings alone (flask serve sets them, and so does this)",
     )
     args = parser.parse_args()
-    options = {}
-    for item in args.adj:
-        name, _, value = item.partition("=")
-        options[name] = int(value) if value.isdigit() else value
     args.dir.mkdir(parents=True, exist_ok=True)
     if not args.default_malloc:
         # What `flask serve` does before its threads start: 1 MiB chunks come from the heap
@@ -277,20 +236,13 @@ def main() -> None:
         from app.storage import create_storage
 
         storage = create_storage(os.environ)
-    app = BareApp(
-        args.dir,
-        fsync=not args.no_fsync,
-        storage=storage,
-        read_bytes=args.read_bytes,
-        upload_read_bytes=args.upload_read_bytes,
-    )
+    app = BareApp(args.dir, storage=storage, read_bytes=args.read_bytes)
     server = make_server(
         app,  # type: ignore[arg-type]
         host=args.host,
         port=args.port,
         threads=args.threads,
         may_send_large_body=lambda _authorization: True,  # the same hold-and-admit path
-        **options,
     )
     print(f"Serving on http://{server.effective_host}:{server.effective_port}", flush=True)
     try:

@@ -7,7 +7,7 @@ by bench/seed.py). At each size a freshly started ``flask serve`` answers, in tu
 - ``public``: the public list (``GET /api/public/files``);
 - ``user_own``: the own list of the user who owns the most records;
 - ``admin_all_deep``: ``admin_all`` at the page halfway through (OFFSET paging, for contrast);
-- keyset pages, when the app has them: from ``?cursor=`` (empty: the first keyset page) each
+- keyset pages: from ``?cursor=`` (empty: the first keyset page) each
   answer's ``next_cursor`` is followed through ``--walk-pages`` pages of each list
   (``user_own`` all the way), checking order and duplicates on the way.
 Server time is the app's own ``duration_ms`` from its access log (the request id is set by
@@ -128,8 +128,8 @@ def measure(
     return results
 
 
-def walk(client: Client, who: str | None, url: str, pages: int) -> dict[str, Any] | None:
-    """Follow ``next_cursor`` from the first page; None when the app has no keyset paging.
+def walk(client: Client, who: str | None, url: str, pages: int) -> dict[str, Any]:
+    """Follow ``next_cursor`` from the first page.
 
     Also checks that the walk is consistent: newest first, no record twice.
     """
@@ -137,7 +137,7 @@ def walk(client: Client, who: str | None, url: str, pages: int) -> dict[str, Any
     # An empty cursor asks for the first keyset page (no total).
     request_id, _, body = client.get(who, f"{url}{separator}cursor=")
     if "next_cursor" not in body:
-        return None
+        raise RuntimeError(f"{url}: no next_cursor in the envelope of a keyset page")
     page_ids = [request_id]
     seen: set[str] = set()
     last: tuple[str, str] | None = None
@@ -345,10 +345,7 @@ def main() -> None:
                 keyset = {}
                 for kind, (who, url) in KINDS.items():
                     pages = 0 if kind == "user_own" else args.walk_pages
-                    walked = walk(client, who, url, pages)
-                    if walked is None:
-                        break
-                    keyset[kind] = walked
+                    keyset[kind] = walk(client, who, url, pages)
                 client.close()
             finally:
                 server.stop()
@@ -361,8 +358,6 @@ def main() -> None:
                 for kind, w in keyset.items()
             ]
             print_table(["list", "server ms (median)", "client ms / p95", "total / max"], rows)
-            if not keyset:
-                log("  no next_cursor in the envelope: keyset pagination not measured")
             log("  EXPLAIN ANALYZE of the app's statements")
             to_explain = [(kind, who, url) for kind, (who, url) in kinds.items()]
             for kind, walked in keyset.items():

@@ -1,7 +1,10 @@
-"""Write BENCHMARKS.md from the latest results (bench/results/*-latest.json).
+"""Write BENCHMARKS.md (and docs/benchmarks/list-plans.md) from the latest results
+(bench/results/*-latest.json).
 
-The text between ``<!-- notes:begin -->`` and ``<!-- notes:end -->`` of the existing file
-(the hand-written analysis) is kept; everything else is generated.
+The file opens with one table of the current targets. Kept from the existing file: the text
+between ``<!-- notes:begin -->`` and ``<!-- notes:end -->`` (the hand-written verdicts), and
+the rows and sections of benchmarks without results here (results are not committed; the
+rows of the benchmarks outside `make bench` are written by hand). The rest is generated.
 
     .venv/bin/python -m bench.report
 """
@@ -16,6 +19,10 @@ from bench.common import ROOT, MiB
 from bench.plot import is_trial, load
 
 TARGET = ROOT / "BENCHMARKS.md"
+PLANS = ROOT / "docs" / "benchmarks" / "list-plans.md"
+TARGETS_HEADING = "## Current targets"
+#: The order of the table's rows; a benchmark not named here comes after these.
+ORDER = ("transfer", "metadata", "lists", "search", "resumable", "open_internet", "ablation")
 NOTES_BEGIN, NOTES_END = "<!-- notes:begin -->", "<!-- notes:end -->"
 DEFAULT_NOTES = "(no notes yet)"
 
@@ -107,31 +114,39 @@ def machine_section(documents: list[dict[str, Any]], kept: dict[str, Any] | None
     return _table(["", ""], rows)
 
 
-def checks_section(documents: list[dict[str, Any]]) -> str:
-    rows = []
+def _run(document: dict[str, Any]) -> str:
+    started = document["started"][:16].replace("T", " ")
+    trial = ", **trial sizes**" if is_trial(document) else ""
+    return f"`{document['command']}` ({started} UTC, {document['machine']['git']}{trial})"
+
+
+def targets_section(documents: list[dict[str, Any]], kept_rows: dict[str, list[str]]) -> str:
+    """One row per target: what is required, the figure, the verdict, the run behind it."""
+    rows = dict(kept_rows)
     for document in documents:
-        for check in document["checks"]:
-            rows.append(
+        rows[document["name"]] = [
+            "| "
+            + " | ".join(
                 [
                     document["name"],
                     check["target"],
-                    f"{check['value']:.3f}{check['unit']}",
                     f"{check['op']} {check['limit']}{check['unit']}",
+                    f"{check['value']:.3f}{check['unit']}",
                     _verdict(check["pass"]),
+                    _run(document),
                 ]
             )
-        # Ratios shown beside the targets (e.g. service/direct S3 since issue 12): no verdict.
-        for info in document.get("data", {}).get("informational", []):
-            rows.append(
-                [
-                    document["name"],
-                    info["target"],
-                    f"{info['value']:.3f}{info['unit']}",
-                    "(information)",
-                    "–",
-                ]
-            )
-    return _table(["benchmark", "target", "measured", "required", ""], rows)
+            + " |"
+            for check in document["checks"]
+        ]
+    names = [n for n in ORDER if n in rows] + [n for n in rows if n not in ORDER]
+    return "\n".join(
+        [
+            "| benchmark | target | required | figure | verdict | command (run, revision) |",
+            "|---|---|---|---|---|---|",
+            *(row for name in names for row in rows[name]),
+        ]
+    )
 
 
 def transfer_section(document: dict[str, Any]) -> str:
@@ -278,6 +293,17 @@ def transfer_section(document: dict[str, Any]) -> str:
                 ],
             ),
         ]
+    if data.get("informational"):
+        parts += [
+            "",
+            "For information, no target: the ratios to direct S3 and to the forwarder that "
+            "reads with `get_object`.",
+            "",
+            _table(
+                ["ratio", "measured"],
+                [[i["target"], f"{i['value']:.3f}{i['unit']}"] for i in data["informational"]],
+            ),
+        ]
     return "\n".join(parts)
 
 
@@ -409,36 +435,43 @@ def lists_section(document: dict[str, Any]) -> str:
         ),
         "",
     ]
-    if last.get("keyset"):
-        parts += [
-            "Keyset pages (`cursor` / `next_cursor`), server time over every walked page:",
-            "",
-            _table(
-                ["list", "records", "pages walked", "median ms", "p95 ms", "max ms", "problems"],
-                [
-                    [
-                        kind,
-                        level["records"],
-                        w["pages"],
-                        w["median_ms"],
-                        w["p95_ms"],
-                        w["max_ms"],
-                        "; ".join(w["problems"]) or "none",
-                    ]
-                    for level in levels
-                    for kind, w in level["keyset"].items()
-                ],
-            ),
-            "",
-        ]
-    else:
-        parts += [
-            "Keyset pagination: the app answered without `next_cursor`, so it was not measured.",
-            "",
-        ]
     parts += [
-        f"### Plans at {last['records']:,} records",
+        "Keyset pages (`cursor` / `next_cursor`), server time over every walked page:",
         "",
+        _table(
+            ["list", "records", "pages walked", "median ms", "p95 ms", "max ms", "problems"],
+            [
+                [
+                    kind,
+                    level["records"],
+                    w["pages"],
+                    w["median_ms"],
+                    w["p95_ms"],
+                    w["max_ms"],
+                    "; ".join(w["problems"]) or "none",
+                ]
+                for level in levels
+                for kind, w in level["keyset"].items()
+            ],
+        ),
+        "",
+    ]
+    parts.append(
+        f"The plans of every statement at {last['records']:,} records: "
+        "[docs/benchmarks/list-plans.md](docs/benchmarks/list-plans.md)."
+    )
+    return "\n".join(parts)
+
+
+def plans_document(document: dict[str, Any]) -> str:
+    """docs/benchmarks/list-plans.md: the plans of the lists at the largest size."""
+    last = max(document["data"]["levels"].values(), key=lambda level: level["records"])
+    parts = [
+        f"# List plans at {last['records']:,} records",
+        "",
+        "<!-- Generated by `python -m bench.report` with BENCHMARKS.md. -->",
+        "",
+        f"{_started(document)}",
         "The statements are the app's own, caught in-process (SQLAlchemy "
         "`before_cursor_execute`) while the same requests were replayed, then run under "
         "`EXPLAIN (ANALYZE, BUFFERS)` with their parameters. The generic plan (under "
@@ -447,7 +480,7 @@ def lists_section(document: dict[str, Any]) -> str:
         "",
     ]
     for label, plans in last["plans"].items():
-        parts.append(f"#### {label}")
+        parts.append(f"## {label}")
         parts.append("")
         for plan in plans:
             role = "count" if "count(" in plan["sql"].lower() else "page"
@@ -475,7 +508,7 @@ def lists_section(document: dict[str, Any]) -> str:
                 "</details>",
                 "",
             ]
-    return "\n".join(parts)
+    return "\n".join(parts).rstrip() + "\n"
 
 
 #: The generated section of each benchmark, by the heading it starts with.
@@ -487,33 +520,33 @@ SECTION_HEADINGS = {
 }
 
 
-def _kept(names: list[str]) -> dict[str, Any]:
+def _kept(names: list[str], loaded: set[str]) -> dict[str, Any]:
     """What the existing BENCHMARKS.md shows for benchmarks without results in this checkout
-    (results are not committed): their command lines, target rows, load averages and
-    sections, kept verbatim so that regenerating after one benchmark does not drop the
-    others' figures."""
-    kept: dict[str, Any] = {"commands": [], "targets": [], "loads": [], "sections": {}}
-    if not names or not TARGET.exists():
+    (results are not committed): their rows of the targets table, load averages and
+    sections, kept verbatim so that regenerating after one benchmark drops no other figure."""
+    kept: dict[str, Any] = {"rows": {}, "loads": [], "sections": {}}
+    if not TARGET.exists():
         return kept
     text = TARGET.read_text()
-    head, _, tail = text.partition(NOTES_END)
-    if not tail:
-        head, tail = "", text
+    before, _, rest = text.partition(NOTES_BEGIN)
+    outside = before + rest.partition(NOTES_END)[2] if rest else text
+    begin = outside.find(f"\n{TARGETS_HEADING}\n")
+    end = outside.find("\n## ", begin + 1)
+    for line in outside[begin:end].splitlines() if begin >= 0 else []:
+        name = line[2:].split(" | ", 1)[0]
+        if line.startswith("| ") and name != "benchmark" and name not in loaded:
+            kept["rows"].setdefault(name, []).append(line)
+    loads = re.search(r"^\| Load average at start \| (.*) \|$", outside, re.M)
     for name in names:
-        command = re.search(rf"^    (\S+ -m bench\.{name}\b.*)$", head, re.M)
-        if command:
-            kept["commands"].append(command.group(1))
-        kept["targets"] += [line for line in head.splitlines() if line.startswith(f"| {name} | ")]
-        loads = re.search(r"^\| Load average at start \| (.*) \|$", head, re.M)
         if loads:
             kept["loads"] += [
                 item for item in loads.group(1).split("; ") if item.split(" ")[0] == name
             ]
         heading = SECTION_HEADINGS[name]
-        begin = tail.find(f"\n{heading}\n")
+        begin = outside.find(f"\n{heading}\n")
         if begin >= 0:
-            end = tail.find("\n## ", begin + 1)
-            kept["sections"][name] = tail[begin + 1 : end if end >= 0 else None].strip("\n")
+            end = outside.find("\n## ", begin + 1)
+            kept["sections"][name] = outside[begin + 1 : end if end >= 0 else None].strip("\n")
     return kept
 
 
@@ -530,7 +563,8 @@ def build() -> str:
     documents = [d for d in map(load, names) if d]
     if not documents:
         raise SystemExit("no results in bench/results: run a benchmark first")
-    kept = _kept([n for n in names if n not in {d["name"] for d in documents}])
+    loaded = {d["name"] for d in documents}
+    kept = _kept([n for n in names if n not in loaded], loaded)
     trial = [d["name"] for d in documents if is_trial(d)]
     status = (
         f"**TRIAL NUMBERS** for {', '.join(trial)}: small sizes on a shared machine, to show "
@@ -544,41 +578,36 @@ def build() -> str:
             "of this file (no results of theirs in bench/results); their run lines give date "
             "and command."
         )
-    commands = "\n".join(
-        [f"    {d['command']}" for d in documents] + [f"    {c}" for c in kept["commands"]]
-    )
     parts = [
         "# Benchmarks",
         "",
-        "<!-- Generated by `python -m bench.report` from bench/results/*-latest.json; edit only "
-        "the notes section, which is kept. -->",
+        "<!-- Generated by `python -m bench.report` from bench/results/*-latest.json. Kept as "
+        "they are: the notes, and the rows and sections of benchmarks without results there "
+        "(the rows of resumable, open_internet and ablation are written by hand). -->",
+        "",
+        "`make bench` (`.venv/bin/python -m bench.all`) runs transfer, metadata, lists and "
+        "search, each against baselines measured in the same run (it starts SeaweedFS, "
+        "PostgreSQL databases and the app under waitress by itself; about 20 minutes on a quiet "
+        "2-core machine), then writes the plots and this file. resumable, open_internet and "
+        "ablation run on their own, with the commands in the table. What each script measures: "
+        "[bench/README.md](bench/README.md); earlier rounds and the experiments behind the "
+        "decisions: [docs/benchmarks/history.md](docs/benchmarks/history.md).",
         "",
         status,
         "",
-        "Reproduce everything (starts SeaweedFS, PostgreSQL databases and the app under "
-        "waitress by itself; about 7 minutes on a quiet 2-core machine), then plots and this file:",
+        TARGETS_HEADING,
         "",
-        "    make bench        # = .venv/bin/python -m bench.all",
-        "",
-        "The runs shown here were made with:",
-        "",
-        commands,
-        "",
-        "What each script measures and its options: [bench/README.md](bench/README.md).",
-        "",
-        "## Machine",
-        "",
-        machine_section(documents, kept),
-        "",
-        "## Targets",
-        "",
-        "\n".join([checks_section(documents), *kept["targets"]]),
+        targets_section(documents, kept["rows"]),
         "",
         "## Notes",
         "",
         NOTES_BEGIN,
         _notes(),
         NOTES_END,
+        "",
+        "## Machine",
+        "",
+        machine_section(documents, kept),
         "",
     ]
     by_name = {d["name"]: d for d in documents}
@@ -639,6 +668,10 @@ def _started(document: dict[str, Any]) -> str:
 def main() -> None:
     TARGET.write_text(build())
     print(f"wrote {Path(TARGET).relative_to(ROOT)}")
+    lists = load("lists")
+    if lists:
+        PLANS.write_text(plans_document(lists))
+        print(f"wrote {PLANS.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -13,12 +13,6 @@
 Stacks: `local` (SQLite + local folder) and `s3` (PostgreSQL + SeaweedFS).
 
     .venv/bin/python -m bench.resumable [--stacks local,s3] [--reps 3] [--big-mib 200]
-        [--baseline-tree DIR]
-
-`--baseline-tree DIR`: a second server per stack runs the code in DIR (another checkout, e.g.
-`git archive <commit> | tar -x -C DIR`) with a database and storage of its own; its POST and
-tus uploads alternate with this tree's in the same repetitions, so a change is compared with
-the code before it under the same load (reported as `baseline` rows beside the others).
 """
 
 from __future__ import annotations
@@ -26,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -37,12 +30,10 @@ from bench.common import (
     Postgres,
     Report,
     Sampler,
-    Server,
     alternate,
     app_env,
     app_server,
     curl,
-    free_port,
     log,
     login,
     make_user,
@@ -136,18 +127,6 @@ class Client:
         return seconds, sum(r["size_download"] for r in records)
 
 
-def baseline_server(tree: Path, env: dict[str, str], workdir: Path) -> Server:
-    """`flask serve` of the code in `tree` (run from there, so that it imports its own app)."""
-    port = free_port()
-    launcher = (
-        "import os, sys; os.chdir(sys.argv[1]); sys.path.insert(0, sys.argv[1]); "
-        "from flask.cli import main; sys.argv = ['flask', '--app', 'wsgi', 'serve', "
-        "'--port', sys.argv[2]]; main()"
-    )
-    command = [sys.executable, "-c", launcher, str(tree.resolve()), str(port)]
-    return Server("app-baseline", command, env, workdir / "app-baseline.log", port).start()
-
-
 def stack_env(stack: str, workdir: Path, databases: Postgres, s3: Any, name: str) -> dict:
     if stack == "s3":
         bucket = f"bench-{uuid.uuid4().hex[:12]}"
@@ -169,29 +148,18 @@ def measure_stack(stack: str, args: argparse.Namespace, workdir: Path, report: R
         env = stack_env(stack, workdir, databases, s3, "resumable")
         prepare_database(env)
         make_user(env, EMAIL, PASSWORD)
-        servers = [app_server(f"app-{stack}", env, workdir)]
+        server = app_server(f"app-{stack}", env, workdir)
         try:
-            client = Client(servers[0].base_url, login(servers[0].port, EMAIL, PASSWORD), workdir)
-            baseline = None
-            if args.baseline_tree:
-                benv = stack_env(stack, workdir, databases, s3, "baseline")
-                prepare_database(benv)
-                make_user(benv, EMAIL, PASSWORD)
-                servers.append(baseline_server(Path(args.baseline_tree), benv, workdir))
-                baseline = Client(
-                    servers[1].base_url, login(servers[1].port, EMAIL, PASSWORD), workdir
-                )
-            server = servers[0]
+            client = Client(server.base_url, login(server.port, EMAIL, PASSWORD), workdir)
             big = write_text(workdir / "big.txt", args.big_mib * MiB, "big")
             members = [
                 write_text(workdir / f"part-{n}.txt", args.member_mib * MiB, f"m{n}")
                 for n in range(args.members)
             ]
             # Warm up both paths, then take the idle RSS.
-            for warmed in (client, baseline):
-                for upload in (warmed.post, warmed.tus) if warmed else ():
-                    _, record_id = upload(members[0])
-                    warmed.delete(record_id)
+            for upload in (client.post, client.tus):
+                _, record_id = upload(members[0])
+                client.delete(record_id)
             ids = [client.post(path, "bench/zip")[1] for path in members]
             client.zip("bench/zip")
             client.one_by_one(ids)
@@ -204,32 +172,21 @@ def measure_stack(stack: str, args: argparse.Namespace, workdir: Path, report: R
                 peaks[name] = max(peaks.get(name, 0), sampler.peak_rss)
                 return result
 
-            def upload_with(name: str, method: Any, owner: Client = client) -> Any:
+            def upload_with(name: str, method: Any) -> Any:
                 def run(_rep: int) -> float:
                     seconds, record_id = sampled(name, lambda: method(big))
-                    owner.delete(record_id)
+                    client.delete(record_id)
                     return seconds
 
                 return run
 
-            def timed(method: Any, owner: Client) -> Any:
-                def run(_rep: int) -> float:
-                    seconds, record_id = method(big)
-                    owner.delete(record_id)
-                    return seconds
-
-                return run
-
-            variants = [
-                ("post", upload_with("post", client.post)),
-                ("tus", upload_with("tus", client.tus)),
-            ]
-            if baseline is not None:
-                variants += [
-                    ("baseline_post", timed(baseline.post, baseline)),
-                    ("baseline_tus", timed(baseline.tus, baseline)),
-                ]
-            uploads = alternate(args.reps, variants)
+            uploads = alternate(
+                args.reps,
+                [
+                    ("post", upload_with("post", client.post)),
+                    ("tus", upload_with("tus", client.tus)),
+                ],
+            )
             downloads = alternate(
                 args.reps,
                 [
@@ -241,8 +198,7 @@ def measure_stack(stack: str, args: argparse.Namespace, workdir: Path, report: R
                 ],
             )
         finally:
-            for running in servers:
-                running.stop()
+            server.stop()
     finally:
         if s3 is not None:
             s3.stop()
@@ -258,10 +214,6 @@ def measure_stack(stack: str, args: argparse.Namespace, workdir: Path, report: R
         ("GET /api/files.zip", downloads["zip"], zbytes),
     ):
         rows.append([stack, name, median(runs), size / MiB / median(runs)])
-    if "baseline_tus" in uploads:
-        for name, key in (("baseline POST", "baseline_post"), ("baseline tus", "baseline_tus")):
-            runs = uploads[key]
-            rows.append([stack, name, median(runs), nbytes / MiB / median(runs)])
     print_table(["stack", "transfer", "median s", "MiB/s"], rows)
     tus_ratio = median(uploads["post"]) / median(uploads["tus"])
     zip_ratio = median(downloads["one_by_one"]) / median(downloads["zip"])
@@ -274,10 +226,6 @@ def measure_stack(stack: str, args: argparse.Namespace, workdir: Path, report: R
         "zip_ratio": zip_ratio,
     }
     report.check(f"{stack}: tus throughput / POST throughput", tus_ratio, 0.8, True)
-    if "baseline_tus" in uploads:
-        baseline_ratio = median(uploads["baseline_post"]) / median(uploads["baseline_tus"])
-        report.data[stack]["baseline_tus_ratio"] = baseline_ratio
-        print(f"{stack}: baseline tree tus / POST: {baseline_ratio:.3f} (informational)")
     report.check(f"{stack}: ZIP throughput / one-by-one throughput", zip_ratio, 0.9, True)
     for name, peak in peaks.items():
         report.check(
@@ -293,7 +241,6 @@ def main() -> None:
     parser.add_argument("--members", type=int, default=10)
     parser.add_argument("--member-mib", type=int, default=20)
     parser.add_argument("--keep", action="store_true")
-    parser.add_argument("--baseline-tree", help="another checkout measured in the same run")
     args = parser.parse_args()
     report = Report("resumable", vars(args))
     with workspace("resumable", keep=args.keep) as workdir:

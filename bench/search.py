@@ -363,18 +363,6 @@ def section(document: dict[str, Any]) -> str:
             ],
         ),
         "",
-        _table(
-            ["target", "value", "verdict"],
-            [
-                [
-                    c["target"],
-                    f"{c['value']:.1f}{c['unit']} ({c['op']} {c['limit']}{c['unit']})",
-                    "PASS" if c["pass"] else "FAIL",
-                ]
-                for c in document["checks"]
-            ],
-        ),
-        "",
         "Reading it: a selective search costs a GIN lookup and a few heap rows, so it barely "
         "grows with the table. A broad one in relevance order with its exact total visits "
         "every match in the table twice, once for the count and once for `ts_rank` (which "

@@ -3,13 +3,12 @@
 bench/ablation.py puts this folder on the PYTHONPATH of the server child it starts with
 ``BENCH_ABLATE=name[,name...]``; Python imports ``sitecustomize`` at start-up, before
 ``flask serve`` builds the app, so the patches below are in place for the whole process.
-Without ``BENCH_ABLATE`` it does nothing. Nothing in the app reads this variable.
+Without ``BENCH_ABLATE`` it does nothing. Nothing in the app reads this variable. A switch
+whose mechanism the app no longer has stops the server: remove the switch with the mechanism.
 
 - ``presigned``: S3 reads use ``get_object`` (passing on what has arrived with ``read1``,
   as the presigned path does) instead of a presigned GET;
 - ``commits``: local files are committed (fsync, rename) before the next file is parsed;
-- ``hashing``: SHA-256 of an upload computed inline instead of in a thread of its own (the
-  app has hashed inline since 216a202; bench/ablation.py then skips this switch);
 - ``glibc``: no ``mallopt`` tuning (glibc's default mmap threshold and arenas).
 """
 
@@ -19,7 +18,12 @@ import os
 import sys
 from pathlib import Path
 
-_KNOWN = ("presigned", "commits", "hashing", "glibc")
+_KNOWN = ("presigned", "commits", "glibc")
+
+
+def _require(owner: object, name: str) -> None:
+    if not hasattr(owner, name):
+        raise SystemExit(f"ablation shim: {owner!r} has no {name} any more")
 
 
 def _without_presigned() -> None:
@@ -48,6 +52,8 @@ def _without_presigned() -> None:
         chunks = self._read1_chunks(body._raw_stream, length, key, chunk_size)
         return ObjectReader(chunks, length, body.close, start=start, size=size)
 
+    _require(S3Storage, "_open_presigned")
+    _require(S3Storage, "_open_with_get_object")
     S3Storage._open_presigned = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
     S3Storage._open_with_get_object = open_with_get_object  # type: ignore[method-assign]
 
@@ -55,35 +61,15 @@ def _without_presigned() -> None:
 def _without_commits() -> None:
     from app.storage.local import LocalStorage
 
+    if not getattr(LocalStorage, "commits_in_background", 0):
+        raise SystemExit("ablation shim: LocalStorage commits nothing in the background any more")
     LocalStorage.commits_in_background = 0
-
-
-def _without_hashing() -> None:
-    import hashlib
-
-    from app.files import uploads
-
-    class HashInline:
-        def __init__(self) -> None:
-            self._hasher = hashlib.sha256()
-
-        def update(self, chunk: bytes) -> None:
-            self._hasher.update(chunk)
-
-        def hexdigest(self) -> str:
-            return self._hasher.hexdigest()
-
-        def close(self) -> None:
-            pass
-
-    if not hasattr(uploads, "_HashInBackground"):
-        raise RuntimeError("app.files.uploads has no _HashInBackground to replace")
-    uploads._HashInBackground = HashInline  # type: ignore[attr-defined,misc]
 
 
 def _without_glibc() -> None:
     import app.server
 
+    _require(app.server, "release_freed_memory_to_the_system")
     app.server.release_freed_memory_to_the_system = lambda: None  # type: ignore[assignment]
 
 

@@ -167,6 +167,12 @@ def orm_change(change: str, alice: Account, bob: Account) -> None:
             sa.update(ApiToken),
             [{"id": alice.token_id, "expires_at": utcnow() - timedelta(seconds=1)}],
         )
+    elif change == "expire the token by primary key in bulk beside .values()":
+        # The statement alone names only `name`: the expiry is in the parameters.
+        db.session.execute(
+            sa.update(ApiToken).values(name="renamed"),
+            [{"id": alice.token_id, "expires_at": utcnow() - timedelta(seconds=1)}],
+        )
     elif change == "give the token to bob":
         token.user_id = bob.id
     elif change == "demote":
@@ -182,6 +188,7 @@ def orm_change(change: str, alice: Account, bob: Account) -> None:
         "expire the token",
         "expire the token with an UPDATE statement",
         "expire the token by primary key in bulk",
+        "expire the token by primary key in bulk beside .values()",
         "give the token to bob",
         "demote",
     ],

@@ -143,6 +143,15 @@ def main(patterns: list[str]) -> int:
     if run.returncode != 0 or not statuses:
         print(f"mutmut run failed (exit {run.returncode})", file=sys.stderr)
         return 1
+    # A function that moved or was renamed would otherwise leave the score without a word.
+    lost = [p for p in scope if not any(fnmatch.fnmatch(name, p) for name in statuses)]
+    if lost:
+        print(
+            f"no mutants for {', '.join(lost)}: a function moved or was renamed; update SCOPE"
+            " and COVERING here and only_mutate in pyproject.toml.",
+            file=sys.stderr,
+        )
+        return 1
 
     accepted = accepted_survivors()
     detected = [name for name, status in statuses.items() if status in DETECTED]
