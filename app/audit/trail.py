@@ -31,28 +31,15 @@ from sqlalchemy.orm import Session
 
 from app.access_log import REQUEST_ID_ENVIRON
 from app.models import ApiToken, AuditChainHead, AuditEntry, FileRecord, User, utcnow
+from app.schemas.records import MetadataSchema
 
 GENESIS = "0" * 64
 _PENDING = "audit_pending"
 
 #: What a record's content is, as `file.create`, `file.replace` and `file.delete` show it.
 CONTENT = ("original_name", "size", "mime_type", "checksum_sha256")
-#: Business metadata, as the API names it.
-METADATA = (
-    "aktiv_id",
-    "path",
-    "reprotyp",
-    "titel",
-    "beschreibung",
-    "autoren",
-    "sachschlagwoerter",
-    "org_themen",
-    "sperrfrist",
-    "reihenfolge",
-    "freigabe",
-    "erstellt_von",
-    "freigegeben_von",
-)
+#: Business metadata, as the API names it (what create and PATCH accept).
+METADATA = tuple(name for name, field in MetadataSchema().fields.items() if not field.load_only)
 ACCOUNT = ("email", "name", "is_admin", "is_active")
 # Names in the trail: `sha256` reads better than the column's name.
 _LABEL = {"checksum_sha256": "sha256"}

@@ -45,6 +45,30 @@ def last_seq(app: Flask) -> int:
         return int(value or 0)
 
 
+def insert_forged(app: Flask, after: int, actor: str, action: str) -> None:
+    """An entry written by SQL after entry `after` of chain 0, hashed as the service would."""
+    with app.app_context():
+        previous = db.session.get(AuditEntry, after)
+        row = {
+            "seq": after + 1,
+            "chain": 0,
+            "chain_seq": after + 1,
+            "at": previous.at,
+            "actor_id": None,
+            "actor": actor,
+            "action": action,
+            "record_id": None,
+            "account_id": 1,
+            "changes": "{}",
+            "request_id": None,
+            "prev_hash": previous.hash,
+        }
+        row["hash"] = entry_hash(row)
+        db.session.execute(AuditEntry.__table__.insert().values(**row))
+        db.session.commit()
+        db.session.remove()
+
+
 def test_an_intact_trail_verifies_and_prints_its_anchor(app: Flask, trail: list[str]) -> None:
     code, output = verify(app)
     assert code == 0, output
@@ -125,26 +149,7 @@ def test_an_inserted_entry_is_caught(app: Flask, trail: list[str]) -> None:
             new=n + 1,
             old=n,
         )
-    with app.app_context():
-        previous = db.session.get(AuditEntry, 4)
-        row = {
-            "seq": 5,
-            "chain": 0,
-            "chain_seq": 5,
-            "at": previous.at,
-            "actor_id": None,
-            "actor": "cli:users deactivate",
-            "action": "account.update",
-            "record_id": None,
-            "account_id": 1,
-            "changes": '{"is_active":[true,false]}',
-            "request_id": None,
-            "prev_hash": previous.hash,
-        }
-        row["hash"] = entry_hash(row)
-        db.session.execute(AuditEntry.__table__.insert().values(**row))
-        db.session.commit()
-        db.session.remove()
+    insert_forged(app, after=4, actor="cli:users deactivate", action="account.update")
     code, output = verify(app)
     assert code == 1
     assert "BROKEN at entry 6" in output
@@ -152,26 +157,7 @@ def test_an_inserted_entry_is_caught(app: Flask, trail: list[str]) -> None:
 
 def test_an_entry_appended_past_the_head_is_caught(app: Flask, trail: list[str]) -> None:
     seq = last_seq(app)
-    with app.app_context():
-        previous = db.session.get(AuditEntry, seq)
-        row = {
-            "seq": seq + 1,
-            "chain": 0,
-            "chain_seq": seq + 1,
-            "at": previous.at,
-            "actor_id": None,
-            "actor": "cli:create-user",
-            "action": "account.create",
-            "record_id": None,
-            "account_id": 99,
-            "changes": "{}",
-            "request_id": None,
-            "prev_hash": previous.hash,
-        }
-        row["hash"] = entry_hash(row)
-        db.session.execute(AuditEntry.__table__.insert().values(**row))
-        db.session.commit()
-        db.session.remove()
+    insert_forged(app, after=seq, actor="cli:create-user", action="account.create")
     code, output = verify(app)
     assert code == 1 and "inserted past the chain's head" in output
 
