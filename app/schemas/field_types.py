@@ -71,8 +71,9 @@ class PlainString(fields.String):
 
 
 class Secret(fields.String):
-    """A password as given: any valid Unicode. It is only ever hashed, never stored as text or
-    shown, so the characters that no output can carry are no concern of it."""
+    """A password as given: valid Unicode without NUL, as before the stricter text rule. It is
+    only ever hashed, never stored as text or shown, so the other characters no output can
+    carry are no concern of it (an operator may have set such a password)."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str:
         text = super()._deserialize(value, attr, data, **kwargs)
@@ -80,6 +81,8 @@ class Secret(fields.String):
             text.encode("utf-8")
         except UnicodeEncodeError:
             raise ValidationError(f"The {_label(self)} field must be valid Unicode text.") from None
+        if "\x00" in text:
+            raise ValidationError(f"The {_label(self)} field must not contain NUL characters.")
         return text
 
 
