@@ -19,6 +19,7 @@ from app.docs.openapi import (
     SERVER,
     Blueprint,
     download_responses,
+    error,
     header,
     json_body_doc,
     private_cache,
@@ -81,22 +82,10 @@ HOLDER_DOC_HEADERS = {
 }
 EXPIRED = (
     410,
-    {
-        "description": "The link has expired; `expired_at` says when.",
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["message", "expired_at"],
-                    "properties": {
-                        "message": {"type": "string"},
-                        "expired_at": {"type": "string"},
-                    },
-                }
-            }
-        },
-        "headers": HOLDER_DOC_HEADERS,
-    },
+    error(
+        "The link has expired; the message says when: `This link expired at <timestamp>.`",
+        **HOLDER_DOC_HEADERS,
+    ),
 )
 
 
@@ -266,7 +255,7 @@ def _open(secret: str) -> services.OpenLink:
         str(EXPIRED[0]): EXPIRED[1],
     },
 )
-@bp.errors(*HOLDER_ERRORS, headers=HOLDER_DOC_HEADERS)
+@bp.errors(*HOLDER_ERRORS, "ValidationFailed", headers=HOLDER_DOC_HEADERS)
 def read_shared(secret: str):
     link = _open(secret)
     holder = link.holder

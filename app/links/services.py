@@ -44,11 +44,7 @@ class LinkExpired(DomainError):
     status = 410
 
     def __init__(self, expired_at: datetime) -> None:
-        self.expired_at = expired_at
-        super().__init__("This link has expired.")
-
-    def body(self) -> dict[str, object]:
-        return {"message": self.message, "expired_at": audit_time(self.expired_at)}
+        super().__init__(f"This link expired at {audit_time(expired_at)}.")
 
 
 def audit_time(value: datetime) -> str:
