@@ -14,6 +14,7 @@ import pytest
 from flask import Flask
 from sqlalchemy import update
 
+from app import create_app
 from app.extensions import db
 from app.models import ShareLink
 from tests.support import samples
@@ -301,3 +302,25 @@ def test_unknown_and_malformed_secrets_are_404_without_the_secret(api: Api) -> N
         assert guess not in response.get_data(as_text=True)
         for name, value in HOLDER_HEADERS.items():
             assert response.headers[name] == value
+
+
+def test_downloads_through_a_link_are_offloaded_like_the_others(
+    api: Api, alice: Account, stack_config: dict[str, Any]
+) -> None:
+    """DOWNLOAD_OFFLOAD=nginx applies to this door too: headers here, bytes from the proxy."""
+    record = api.create(alice, "a.pdf", freigabe=0)
+    link = record_link(api, alice, record["id"]).get_json()
+    app = create_app(
+        {**stack_config, "DOWNLOAD_OFFLOAD": "nginx", "DOWNLOAD_OFFLOAD_PREFIX": "/internal/"}
+    )
+    try:
+        response = app.test_client().get(
+            f"/api/shared/{secret_of(link)}/files/{record['id']}/download"
+        )
+        assert response.status_code == 200 and response.data == b""
+        assert response.headers["X-Accel-Redirect"].startswith("/internal/")
+        assert response.headers["Referrer-Policy"] == "no-referrer"
+        assert response.headers["Cache-Control"] == "private, no-store"
+    finally:
+        with app.app_context():
+            db.engine.dispose()
