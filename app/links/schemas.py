@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, pre_load
+from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, pre_load
 
 from app.schemas.field_types import PageNumber, Text, Timestamp, VirtualPath, parse_since
 from app.schemas.records import FileRecordSchema
@@ -59,6 +59,13 @@ class KitInputSchema(RecordLinkInputSchema):
     def without_trailing_slash(self, data: Any, **kwargs: Any) -> Any:
         if isinstance(data, dict) and isinstance(data.get("path"), str):
             data = {**data, "path": data["path"].strip().rstrip("/")}
+        return data
+
+    @post_load
+    def a_folder(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """An empty path would name every folder: a kit names one."""
+        if data.get("path") is None:
+            raise ValidationError({"path": ["The path field must name a folder."]})
         return data
 
 

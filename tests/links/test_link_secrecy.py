@@ -13,6 +13,7 @@ from app import create_app
 from app.access_log import JSONFormatter
 from app.extensions import db
 from app.links import services
+from app.storage import StorageUnavailable
 from tests.links.test_links import record_link, secret_of
 from tests.support.api import Account, Api
 
@@ -80,3 +81,22 @@ def test_failed_lookups_are_throttled_per_address(
     assert other.status_code == 200
     with app.app_context():
         db.engine.dispose()
+
+
+def test_an_error_log_line_names_the_link_not_its_secret(
+    api: Api, alice: Account, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = api.create(alice)
+    link = record_link(api, alice, record["id"]).get_json()
+    storage = api.app.extensions["storage"]
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise StorageUnavailable("no route to host")
+
+    monkeypatch.setattr(storage, "open", unreachable)
+    with caplog.at_level(logging.DEBUG):
+        response = api.client.get(f"/api/shared/{secret_of(link)}/files/{record['id']}/download")
+    assert response.status_code == 503
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any(f"/api/shared/link:{link['id']}/files/" in line for line in errors)
+    assert secret_of(link) not in "\n".join(JSONFormatter().format(r) for r in caplog.records)

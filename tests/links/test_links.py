@@ -231,6 +231,8 @@ def test_a_press_kit_covers_the_creators_records_in_the_folder_at_each_use(
         "presse/2026-12/bild.png",
         "presse/2026-12/daten/daten.csv",
     ]
+    mine = api.get("/api/links", alice).get_json()["data"]
+    assert mine[0]["downloads"] == 1  # the ZIP; page views count as use, not as downloads
     assert (
         shared(api, link, "/files.zip")
         .headers["Content-Disposition"]
@@ -324,3 +326,14 @@ def test_downloads_through_a_link_are_offloaded_like_the_others(
     finally:
         with app.app_context():
             db.engine.dispose()
+
+
+@pytest.mark.parametrize("path", [None, "", "../x", "a//b", 5])
+def test_a_kit_needs_a_folder(api: Api, alice: Account, path: Any) -> None:
+    body: dict[str, Any] = {"expires_at": TOMORROW}
+    if path is not None:
+        body["path"] = path
+    response = api.client.post("/api/links", json=body, headers=alice.auth)
+    assert response.status_code == 422
+    assert list(response.get_json()["errors"]) == ["path"]
+    assert api.get("/api/links", alice).get_json()["data"] == []
