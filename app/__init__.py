@@ -107,6 +107,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.feeds.routes import bp as feeds_bp
     from app.files.routes import bp as files_bp
     from app.health import bp as health_bp
+    from app.links.routes import bp as links_bp
     from app.oai.routes import bp as oai_bp
     from app.public.routes import bp as public_bp
     from app.tus.routes import bp as tus_bp
@@ -121,6 +122,7 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(oai_bp)
     app.register_blueprint(feeds_bp)
     app.register_blueprint(audit_bp)
+    app.register_blueprint(links_bp)
 
 
 def _add_response_rules(app: Flask) -> None:

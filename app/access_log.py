@@ -2,7 +2,8 @@
 
 The line is written when the response has been sent completely (or the client went away), so
 it carries the real duration and byte count of streamed downloads. It is built from a fixed set
-of fields: no header, query string, body or token can reach it.
+of fields: no header, query string, body or token can reach it, and a share link's secret is
+cut out of the path.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ access_log = logging.getLogger("app.access")
 
 REQUEST_ID_ENVIRON = "app.request_id"
 USER_ID_ENVIRON = "app.user_id"
+#: The id of the share link a request presented (app/links), logged in place of its secret.
+SHARE_LINK_ENVIRON = "app.share_link_id"
+_SHARED_SECRET = re.compile(r"^/api/shared/[^/]*")
 _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -56,6 +60,12 @@ def configure_logging(level: int = logging.INFO) -> None:
     handler._app_json = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
     logger.setLevel(level)
+
+
+def redacted_path(path: str, link_id: str | None = None) -> str:
+    """`path` without a share link's secret: the link's id when the request found the link,
+    else a fixed placeholder (a secret that found nothing is still a secret, or a typo of one)."""
+    return _SHARED_SECRET.sub(f"/api/shared/link:{link_id or 'unknown'}", path, count=1)
 
 
 class RequestLogMiddleware:
@@ -95,7 +105,9 @@ class RequestLogMiddleware:
                     "message": "request",
                     "request_id": environ[REQUEST_ID_ENVIRON],
                     "method": environ.get("REQUEST_METHOD"),
-                    "path": environ.get("PATH_INFO"),
+                    "path": redacted_path(
+                        environ.get("PATH_INFO") or "", environ.get(SHARE_LINK_ENVIRON)
+                    ),
                     "status": code,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                     "bytes": sent,

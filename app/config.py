@@ -101,6 +101,8 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "RATELIMIT_TOKENS": get("RATELIMIT_TOKENS", "10 per minute"),
         "RATELIMIT_UPLOADS": get("RATELIMIT_UPLOADS", "60 per minute"),
         "RATELIMIT_WRITES": get("RATELIMIT_WRITES", "120 per minute"),
+        "RATELIMIT_SHARE_LINK_FAILURES": get("RATELIMIT_SHARE_LINK_FAILURES", "20 per minute"),
+        "SHARE_LINK_MAX_DAYS": _int(environ, "SHARE_LINK_MAX_DAYS", 90),
         "RATELIMIT_KEY_PREFIX": get("RATELIMIT_KEY_PREFIX", "file-repository"),
         "PROXY_COUNT": _int(environ, "PROXY_COUNT", 0),
         "HOST": get("HOST", "127.0.0.1"),
@@ -163,7 +165,12 @@ def validate(config: Mapping[str, Any]) -> None:
     ttl = config.get("TOKEN_TTL_MINUTES")
     if ttl is not None and ttl <= 0:
         raise ConfigError("TOKEN_TTL_MINUTES must be a positive number of minutes")
-    for name in ("RATELIMIT_TOKENS", "RATELIMIT_UPLOADS", "RATELIMIT_WRITES"):
+    for name in (
+        "RATELIMIT_TOKENS",
+        "RATELIMIT_UPLOADS",
+        "RATELIMIT_WRITES",
+        "RATELIMIT_SHARE_LINK_FAILURES",
+    ):
         try:
             parse_many(str(config.get(name)))
         except ValueError:
@@ -189,7 +196,13 @@ def validate(config: Mapping[str, Any]) -> None:
     base_url = config.get("PUBLIC_BASE_URL")
     if base_url is not None and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", base_url):
         raise ConfigError(f"PUBLIC_BASE_URL must be an http(s) URL, got {base_url!r}")
-    for name in ("ZIP_MAX_FILES", "ZIP_MAX_MB", "UPLOAD_EXPIRY_HOURS", "UPLOAD_MAX_UNFINISHED"):
+    for name in (
+        "ZIP_MAX_FILES",
+        "ZIP_MAX_MB",
+        "UPLOAD_EXPIRY_HOURS",
+        "UPLOAD_MAX_UNFINISHED",
+        "SHARE_LINK_MAX_DAYS",
+    ):
         value = config.get(name)
         if not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a positive whole number, got {value!r}")

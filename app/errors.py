@@ -8,6 +8,7 @@ from flask import Flask, Response, jsonify, request
 from sqlalchemy.exc import DBAPIError, OperationalError
 from werkzeug.exceptions import HTTPException
 
+from app.access_log import SHARE_LINK_ENVIRON, redacted_path
 from app.exceptions import DomainError
 from app.extensions import db
 from app.storage import ObjectNotFound, StorageUnavailable
@@ -56,30 +57,35 @@ def _domain_error(exc: DomainError) -> Response:
     return response
 
 
+def _path() -> str:
+    """The request's path as a log line may show it (no share-link secret)."""
+    return redacted_path(request.path, request.environ.get(SHARE_LINK_ENVIRON))
+
+
 def _storage_unavailable(exc: StorageUnavailable) -> Response:
     db.session.rollback()
-    log.error("storage unavailable during %s %s: %s", request.method, request.path, exc)
+    log.error("storage unavailable during %s %s: %s", request.method, _path(), exc)
     return error_response(503, "Service unavailable: the file storage cannot be reached.")
 
 
 def _object_missing(exc: ObjectNotFound) -> Response:
     db.session.rollback()
-    log.error("object missing for %s %s: %s", request.method, request.path, exc)
+    log.error("object missing for %s %s: %s", request.method, _path(), exc)
     return error_response(500, "Server error: the stored content of this file is missing.")
 
 
 def _database_error(exc: DBAPIError) -> Response:
     db.session.rollback()
     if isinstance(exc, OperationalError) or exc.connection_invalidated:
-        log.error("database unavailable during %s %s: %s", request.method, request.path, exc)
+        log.error("database unavailable during %s %s: %s", request.method, _path(), exc)
         return error_response(503, "Service unavailable: the database cannot be reached.")
-    log.exception("database error during %s %s", request.method, request.path)
+    log.exception("database error during %s %s", request.method, _path())
     return error_response(500, MESSAGES[500])
 
 
 def _unexpected(exc: Exception) -> Response:
     db.session.rollback()
-    log.exception("unhandled error during %s %s", request.method, request.path)
+    log.exception("unhandled error during %s %s", request.method, _path())
     return error_response(500, MESSAGES[500])
 
 

@@ -296,3 +296,27 @@ class AuditChainHead(db.Model):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     last_seq: Mapped[int] = mapped_column(BigInteger)
     last_hash: Mapped[str] = mapped_column(String(64))
+
+
+class ShareLink(db.Model):
+    """A token-less link to one record or to a folder of records (a press kit), app/links.
+
+    Only the SHA-256 of the secret is kept. A revoked link stays (``revoked_at``) so that its
+    owner still sees it with its use counts; ``record_id`` has no foreign key for the same
+    reason: a deleted record's links answer 404 and stay listed.
+    """
+
+    __tablename__ = "share_links"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_by: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    record_id: Mapped[uuid.UUID | None] = mapped_column(Uuid, index=True)
+    path: Mapped[str | None] = mapped_column(String(255), index=True)
+    description: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    downloads: Mapped[int] = mapped_column(BigInteger, default=0)
+    first_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

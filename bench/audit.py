@@ -55,11 +55,15 @@ def serve(port: int, trail: bool) -> None:
 
     release_freed_memory_to_the_system()
     app = create_app()
-    for name, listener in () if trail else (
-        ("before_flush", trail._collect),
-        ("before_commit", trail._seal),
-        ("after_rollback", trail._forget),
-        ("after_soft_rollback", trail._forget),
+    for name, listener in (
+        ()
+        if trail
+        else (
+            ("before_flush", trail._collect),
+            ("before_commit", trail._seal),
+            ("after_rollback", trail._forget),
+            ("after_soft_rollback", trail._forget),
+        )
     ):
         event.remove(Session, name, listener)
     server = make_server(app, host="127.0.0.1", port=port, threads=app.config["SERVER_THREADS"])

@@ -91,12 +91,14 @@ def test_the_walkthrough_runs_top_to_bottom(tmp_path: Path):
         "downloaded",
         "first-kib",
         "public-bericht.pdf",
+        "shared-bericht.pdf",
         "reports-2026-public.zip",
         "reports-2026-mine.zip",
     }
     assert (folder / "downloaded" / "bericht.pdf").read_bytes() == report
     assert (folder / "first-kib").read_bytes() == report[:1024]
     assert (folder / "public-bericht.pdf").read_bytes() == report_v2
+    assert (folder / "shared-bericht.pdf").read_bytes() == report_v2
     for name in ("reports-2026-public.zip", "reports-2026-mine.zip"):
         with zipfile.ZipFile(folder / name) as archive:
             assert "manifest.json" in archive.namelist()

@@ -8,6 +8,7 @@ from marshmallow import EXCLUDE, Schema
 from app import streaming
 from app.archives import services
 from app.auth.guard import current_user
+from app.auth.services import Caller
 from app.docs.openapi import NO_TOKEN, SERVER, Blueprint, Configured, header, private_cache
 from app.files import access
 from app.files.downloads import content_disposition
@@ -48,7 +49,7 @@ LIMITS = (
 )
 
 
-def _archive_ok(cache: dict[str, Any]) -> dict[str, Any]:
+def archive_ok(cache: dict[str, Any]) -> dict[str, Any]:
     return {
         "description": (
             "A ZIP of stored (uncompressed) entries, ZIP64 where sizes need it, streamed: "
@@ -83,15 +84,20 @@ def _limits() -> services.ArchiveLimits:
     return services.ArchiveLimits(config["ZIP_MAX_FILES"], config["ZIP_MAX_MB"] * 1024 * 1024)
 
 
-def _archive_response(user, cache_control: str) -> Response:
-    path = load(archive_query_schema, request.args.to_dict())["path"]
+def archive_response(
+    user, cache_control: str, path: str | None = None, name: str | None = None
+) -> Response:
+    """The ZIP of what `user` (None: the public; or a share link's holder) may download
+    under `path` (None: the `path` query parameter), named after `name` or the path."""
+    if path is None:
+        path = load(archive_query_schema, request.args.to_dict())["path"]
     today = access.today()
     records = services.downloadable_records(user, path, today, _limits())
     manifest = services.Manifest(
         current_app._get_current_object(),
         services.entry_names(records),
         lambda: services.scope(user, path, today),
-        public_record_rows if user is None else record_rows,
+        record_rows if isinstance(user, Caller) else public_record_rows,
     )
     entries = manifest.measure()
     archive = services.folder_archive(
@@ -102,7 +108,9 @@ def _archive_response(user, cache_control: str) -> Response:
     body = streaming.event_loop_body(request.environ, iter(archive), length)
     response = Response(body, mimetype="application/zip", direct_passthrough=True)
     response.content_length = length
-    response.headers["Content-Disposition"] = content_disposition(services.archive_file_name(path))
+    response.headers["Content-Disposition"] = content_disposition(
+        services.archive_file_name(name or path)
+    )
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Cache-Control"] = cache_control
     return response
@@ -117,11 +125,11 @@ def _archive_response(user, cache_control: str) -> Response:
         "not under embargo, for administrators every one. " + LIMITS
     ),
     parameters=PARAMETERS,
-    responses={"200": _archive_ok(private_cache(PRIVATE_CACHE))},
+    responses={"200": archive_ok(private_cache(PRIVATE_CACHE))},
 )
 @bp.errors("Unauthenticated", "ValidationFailed", *SERVER)
 def download_folder():
-    return _archive_response(current_user(), PRIVATE_CACHE)
+    return archive_response(current_user(), PRIVATE_CACHE)
 
 
 @bp.get("/api/public/files.zip", tags=["Public"])
@@ -131,8 +139,8 @@ def download_folder():
     description=Configured("Released records under `path` that are not under embargo. " + LIMITS),
     security=NO_TOKEN,
     parameters=PARAMETERS,
-    responses={"200": _archive_ok(CACHED["Cache-Control"])},
+    responses={"200": archive_ok(CACHED["Cache-Control"])},
 )
 @bp.errors("ValidationFailed", *SERVER, headers=CACHED)
 def download_released_folder():
-    return _archive_response(None, PUBLIC_CACHE)
+    return archive_response(None, PUBLIC_CACHE)

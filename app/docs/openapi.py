@@ -637,6 +637,8 @@ TAGS = {
     "Documentation": "This document and its page.",
     "Harvesting": "OAI-PMH 2.0 for catalogues and aggregators.",
     "Operations": "Probes for load balancers and orchestrators.",
+    "Share links": "Expiring, revocable links to a record or a folder (press kit) for holders "
+    "without an account: the owner's side needs a token, the holder's only the link's secret.",
     "Audit": "Who changed what, and when: the audit trail (administrators) and a record's "
     "history (its owner too).",
 }

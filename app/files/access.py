@@ -8,17 +8,21 @@ over many records (lists, archives, feeds, harvesting) and a check of one record
   own; an administrator sees all.
 - **Downloadable**: an administrator may download everything visible; anyone else only what
   is released and not under embargo (`sperrfrist` after today, in the operator's time zone).
+- **A share link's holder** (app/links) sees what the link names (one record, or a folder's
+  records) among what the link's creator may see at that moment, and may download all of it,
+  whatever `freigabe` and `sperrfrist` say: handing out unreleased content is what it is for.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from flask import current_app
-from sqlalchemy import ColumnElement, Row, Select, bindparam, or_, select, true
+from sqlalchemy import ColumnElement, Row, Select, and_, bindparam, or_, select, true
 
 from app.auth.services import Caller
 from app.cache import RECORDS, cache_for
@@ -30,11 +34,41 @@ from app.models import FileRecord
 RecordLike = FileRecord | Row[Any]
 
 
+@dataclass(frozen=True, slots=True)
+class LinkHolder:
+    """Whoever presents a live share link: `creator` as the account is now (a deactivated one
+    leaves no holder), and what the link names, one record or a folder (`path`)."""
+
+    creator: Caller
+    record_id: uuid.UUID | None = None
+    path: str | None = None
+
+
+def _in_folder(path: str) -> ColumnElement[bool]:
+    """SQL: records in the folder `path` or below it (`a/b` holds `a/b/c`, not `a/bc`)."""
+    return or_(FileRecord.path == path, FileRecord.path.startswith(path + "/", autoescape=True))
+
+
+def _named_by(holder: LinkHolder) -> ColumnElement[bool]:
+    if holder.record_id is not None:
+        return FileRecord.id == holder.record_id
+    return _in_folder(holder.path or "")
+
+
+def _is_named_by(holder: LinkHolder, record: RecordLike) -> bool:
+    if holder.record_id is not None:
+        return record.id == holder.record_id
+    path, folder = record.path or "", holder.path or ""
+    return path == folder or path.startswith(folder + "/")
+
+
 # --- visible ------------------------------------------------------------------------------
 
 
-def visible(caller: Caller | None) -> ColumnElement[bool]:
+def visible(caller: Caller | LinkHolder | None) -> ColumnElement[bool]:
     """SQL: the records `caller` may see (None: the public)."""
+    if isinstance(caller, LinkHolder):
+        return and_(visible(caller.creator), _named_by(caller))
     if caller is None:
         return FileRecord.freigabe.is_(True)
     if caller.is_admin:
@@ -42,8 +76,10 @@ def visible(caller: Caller | None) -> ColumnElement[bool]:
     return FileRecord.user_id == caller.id
 
 
-def may_see(caller: Caller | None, record: RecordLike) -> bool:
+def may_see(caller: Caller | LinkHolder | None, record: RecordLike) -> bool:
     """The same as `visible`, for one record already read."""
+    if isinstance(caller, LinkHolder):
+        return may_see(caller.creator, record) and _is_named_by(caller, record)
     if caller is None:
         return record.freigabe is True
     return caller.is_admin or record.user_id == caller.id
@@ -52,10 +88,10 @@ def may_see(caller: Caller | None, record: RecordLike) -> bool:
 # --- downloadable -------------------------------------------------------------------------
 
 
-def downloadable(caller: Caller | None, today: date) -> ColumnElement[bool]:
+def downloadable(caller: Caller | LinkHolder | None, today: date) -> ColumnElement[bool]:
     """SQL: whether `caller` may download a record's content on `today`. For the public it
     implies `visible(None)`; for anyone else combine it with `visible(caller)`."""
-    if caller is not None and caller.is_admin:
+    if isinstance(caller, LinkHolder) or (caller is not None and caller.is_admin):
         return true()
     return FileRecord.freigabe.is_(True) & or_(
         FileRecord.sperrfrist.is_(None), FileRecord.sperrfrist <= today
@@ -67,9 +103,9 @@ def embargo_active(record: RecordLike, today: date) -> bool:
     return record.sperrfrist is not None and record.sperrfrist > today
 
 
-def check_downloadable(caller: Caller | None, record: RecordLike, today: date) -> None:
+def check_downloadable(caller: Caller | LinkHolder | None, record: RecordLike, today: date) -> None:
     """The same as `downloadable`, for one visible record; says why not."""
-    if caller is not None and caller.is_admin:
+    if isinstance(caller, LinkHolder) or (caller is not None and caller.is_admin):
         return
     if not record.freigabe:
         raise DownloadBlocked("This file is not released for download.")
@@ -92,7 +128,9 @@ def today() -> date:
 _READ_RECORD = select(*FileRecord.__table__.columns).where(FileRecord.id == bindparam("record_id"))
 
 
-def read_record(caller: Caller | None, record_id: uuid.UUID, *, fresh: bool = False) -> Row[Any]:
+def read_record(
+    caller: Caller | LinkHolder | None, record_id: uuid.UUID, *, fresh: bool = False
+) -> Row[Any]:
     """One record `caller` may see, for a view that only reads it: a plain row with the
     record's attributes (half the cost of an ORM object). On PostgreSQL it comes from this
     process's cache when it is there (app/cache.py), unless `fresh`; who may see it is
@@ -109,7 +147,7 @@ def read_record(caller: Caller | None, record_id: uuid.UUID, *, fresh: bool = Fa
 
 
 def downloadable_record(
-    caller: Caller | None, record_id: uuid.UUID, *, fresh: bool = False
+    caller: Caller | LinkHolder | None, record_id: uuid.UUID, *, fresh: bool = False
 ) -> Row[Any]:
     """One record whose content `caller` may download now: 404 if it is not visible, 403
     (with the reason) if it is visible but not downloadable."""

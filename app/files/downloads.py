@@ -18,7 +18,7 @@ from app import streaming
 from app.auth.services import Caller
 from app.errors import MESSAGES, error_response
 from app.extensions import db
-from app.files.access import downloadable_record
+from app.files.access import LinkHolder, downloadable_record
 from app.storage import ObjectNotFound, Storage
 
 # How often a download follows a record to its newer object before giving up.
@@ -91,7 +91,7 @@ def offload_prefix(request: Request) -> str | None:
 
 def download_response(
     request: Request,
-    caller: Caller | None,
+    caller: Caller | LinkHolder | None,
     record_id: uuid.UUID,
     storage: Storage,
     cache_control: str,

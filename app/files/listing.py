@@ -79,13 +79,13 @@ def filtered(
 class Listing:
     """The records one list shows: those `caller` may see (None: the public), filtered."""
 
-    caller: Caller | None
+    caller: Caller | access.LinkHolder | None
     filters: Mapping[str, Any]
     #: Best search matches first (then newest first); only with a `q` filter.
     relevance: bool = False
 
     @classmethod
-    def of(cls, caller: Caller | None, params: Mapping[str, Any]) -> Listing:
+    def of(cls, caller: Caller | access.LinkHolder | None, params: Mapping[str, Any]) -> Listing:
         filters = {name: params[name] for name in FILTERS if name in params}
         # pragma: no mutate start (search)
         return cls(caller, filters, "q" in filters and params.get("sort") == "relevance")
@@ -95,7 +95,9 @@ class Listing:
     def owner_id(self) -> int | None:
         """The owner whose records these are, for a signed-in caller who is no administrator."""
         caller = self.caller
-        return None if caller is None or caller.is_admin else caller.id
+        if caller is None or isinstance(caller, access.LinkHolder) or caller.is_admin:
+            return None
+        return caller.id
 
     def order(self) -> list[Any]:
         if not self.relevance:
@@ -114,6 +116,8 @@ class Listing:
         administrator's and the public lists. Other filters and own lists count rows.
         """
         if self.owner_id is not None or set(self.filters) - {"path", "freigabe"}:
+            return None
+        if isinstance(self.caller, access.LinkHolder):  # one record, or one creator's
             return None
         freigabe = self.filters.get("freigabe")
         if self.caller is None:  # the public sees released records only

@@ -34,6 +34,25 @@ EXPECTED_STATUSES = {
     ("get", "/api/files/{id}"): {200, 401, 404, 500, 503},
     ("get", "/api/files/{id}/history"): {200, 401, 404, 500, 503},
     ("get", "/api/audit"): {200, 401, 403, 422, 500, 503},
+    ("post", "/api/files/{id}/links"): {201, 400, 401, 404, 413, 422, 500, 503},
+    ("get", "/api/files/{id}/links"): {200, 401, 404, 500, 503},
+    ("delete", "/api/files/{id}/links/{link_id}"): {204, 401, 404, 500, 503},
+    ("post", "/api/links"): {201, 400, 401, 413, 422, 500, 503},
+    ("get", "/api/links"): {200, 401, 422, 500, 503},
+    ("delete", "/api/links/{link_id}"): {204, 401, 404, 500, 503},
+    ("get", "/api/shared/{secret}"): {200, 404, 410, 422, 429, 500, 503},
+    ("get", "/api/shared/{secret}/files/{id}/download"): {
+        200,
+        206,
+        304,
+        404,
+        410,
+        416,
+        429,
+        500,
+        503,
+    },
+    ("get", "/api/shared/{secret}/files.zip"): {200, 404, 410, 422, 429, 500, 503},
     ("patch", "/api/files/{id}"): {200, 400, 401, 404, 413, 422, 429, 500, 503},
     ("delete", "/api/files/{id}"): {204, 401, 404, 500, 503},
     ("get", "/api/files/{id}/download"): {200, 206, 304, 401, 403, 404, 416, 500, 503},
@@ -78,6 +97,9 @@ NO_TOKEN_OPERATIONS = {
     ("get", "/api/public/files/{id}"),
     ("get", "/api/public/files/{id}/download"),
     ("get", "/api/public/files.zip"),
+    ("get", "/api/shared/{secret}"),
+    ("get", "/api/shared/{secret}/files/{id}/download"),
+    ("get", "/api/shared/{secret}/files.zip"),
     ("options", "/api/uploads"),
     ("get", "/api/openapi.json"),
     ("get", "/api/docs"),
@@ -203,7 +225,7 @@ def test_bearer_tokens_guard_everything_but_public_token_creation_and_docs(docum
 def test_path_ids_are_uuids(document: dict[str, Any]):
     for path, item in document["paths"].items():
         if "{id}" in path:
-            (parameter,) = item["parameters"]
+            (parameter,) = [p for p in item["parameters"] if p["name"] == "id"]
             assert parameter["name"] == "id" and parameter["in"] == "path"
             assert parameter["required"] is True
             assert parameter["schema"] == {"type": "string", "format": "uuid"}

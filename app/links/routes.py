@@ -1,0 +1,325 @@
+"""Share links over HTTP: the owner's side (create, list, revoke) and the holder's (read,
+download, ZIP), which needs no token, only the link's secret."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask import Response, current_app, request
+from flask_limiter.util import get_remote_address
+
+from app.access_log import SHARE_LINK_ENVIRON
+from app.archives.routes import archive_ok, archive_response
+from app.auth.guard import current_user
+from app.docs.openapi import (
+    DOWNLOAD_REQUEST_HEADERS,
+    ID_PARAMETER,
+    NO_TOKEN,
+    SERVER,
+    Blueprint,
+    download_responses,
+    error,
+    header,
+    json_body_doc,
+    private_cache,
+)
+from app.extensions import limiter
+from app.files import access
+from app.files.downloads import download_response
+from app.files.listing import Listing
+from app.files.pagination import list_response
+from app.http import base_url, json_body, load
+from app.links import services
+from app.links.schemas import (
+    CreatedLinkSchema,
+    KitInputSchema,
+    LinkListSchema,
+    LinkQuerySchema,
+    LinkSchema,
+    RecordLinkInputSchema,
+    SharedPageQuerySchema,
+)
+from app.models import utcnow
+from app.schemas.fast_dump import public_record_rows
+
+bp = Blueprint("links", __name__, tag="Share links", errors=SERVER)
+
+#: What every answer through a link carries (errors too): the secret is in the address, so
+#: no Referer may carry it on, no cache may keep the answer and no search engine may list it.
+HOLDER_HEADERS = {
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "private, no-store",
+    "X-Robots-Tag": "noindex",
+}
+SHARED_PREFIX = "/api/shared/"
+
+record_input = RecordLinkInputSchema()
+kit_input = KitInputSchema()
+link_schema = LinkSchema()
+created_schema = CreatedLinkSchema()
+query_schema = LinkQuerySchema()
+page_query = SharedPageQuerySchema()
+
+LINK_ID = {
+    "name": "link_id",
+    "in": "path",
+    "required": True,
+    "description": "The link's id (not its secret).",
+    "schema": {"type": "string", "format": "uuid"},
+}
+SECRET = {
+    "name": "secret",
+    "in": "path",
+    "required": True,
+    "description": "The secret of a share link, as its `url` carries it.",
+    "schema": {"type": "string"},
+}
+HOLDER_DOC_HEADERS = {
+    "Referrer-Policy": header("Never sent on.", {"type": "string", "const": "no-referrer"}),
+    "Cache-Control": header("Never stored.", {"type": "string", "const": "private, no-store"}),
+    "X-Robots-Tag": header("Never indexed.", {"type": "string", "const": "noindex"}),
+}
+EXPIRED = (
+    410,
+    error(
+        "The link has expired; the message says when: `This link expired at <timestamp>.`",
+        **HOLDER_DOC_HEADERS,
+    ),
+)
+
+
+@bp.after_app_request
+def holder_headers(response: Response) -> Response:
+    if request.path.startswith(SHARED_PREFIX):
+        response.headers.update(HOLDER_HEADERS)
+    return response
+
+
+def _max_days() -> int:
+    return current_app.config["SHARE_LINK_MAX_DAYS"]
+
+
+def _failure_rate() -> str:
+    return current_app.config["RATELIMIT_SHARE_LINK_FAILURES"]
+
+
+def _dump(row: Any, **extra: Any) -> dict[str, Any]:
+    link, email = row
+    values = {
+        **{name: getattr(link, name) for name in link_schema.fields if hasattr(link, name)},
+        "id": str(link.id),
+        "record_id": None if link.record_id is None else str(link.record_id),
+        "created_by": email,
+        "state": services.state(link, utcnow()),
+        **extra,
+    }
+    return (created_schema if extra else link_schema).dump(values)
+
+
+def _created(link: Any, secret: str) -> tuple[dict[str, Any], int]:
+    url = f"{base_url()}{request.script_root}{SHARED_PREFIX}{secret}"
+    return _dump((link, current_user().email), url=url), 201
+
+
+# --- the owner's side ---------------------------------------------------------------------
+
+
+@bp.post("/api/files/<uuid:record_id>/links", parameters=[ID_PARAMETER])
+@bp.doc(
+    operationId="createFileLink",
+    summary="Create a share link to a record",
+    description="Owner or administrator (anyone else: 404, as for the record). The answer's "
+    "`url` carries the secret and is shown only here.",
+    requestBody=json_body_doc(record_input),
+)
+@bp.alt_response(201, schema=CreatedLinkSchema, description="The new link, with its url.")
+@bp.errors("Unauthenticated", "BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed")
+def create_record_link(record_id: uuid.UUID):
+    data = load(record_input, json_body())
+    link, secret = services.create_link(
+        current_user(),
+        expires_at=data["expires_at"],
+        max_days=_max_days(),
+        description=data.get("description"),
+        record_id=record_id,
+    )
+    return _created(link, secret)
+
+
+@bp.get("/api/files/<uuid:record_id>/links", parameters=[ID_PARAMETER])
+@bp.doc(operationId="listFileLinks", summary="A record's share links")
+@bp.alt_response(200, schema=LinkListSchema, description="Newest first, without secrets.")
+@bp.errors("Unauthenticated", "NotFound")
+def list_record_links(record_id: uuid.UUID):
+    return {"data": [_dump(row) for row in services.links_of_record(current_user(), record_id)]}
+
+
+@bp.delete("/api/files/<uuid:record_id>/links/<uuid:link_id>", parameters=[ID_PARAMETER, LINK_ID])
+@bp.doc(operationId="revokeFileLink", summary="Revoke a record's share link")
+@bp.alt_response(204, description="Revoked: it answers 404 from the next request on.")
+@bp.errors("Unauthenticated", "NotFound")
+def revoke_record_link(record_id: uuid.UUID, link_id: uuid.UUID):
+    services.revoke(current_user(), link_id, record_id=record_id)
+    return "", 204
+
+
+@bp.post("/api/links")
+@bp.doc(
+    operationId="createPressKit",
+    summary="Create a press kit: a share link to a folder",
+    description="It covers your records in the folder and below (administrators: everyone's), "
+    "evaluated at each use: records added later appear, moved or deleted ones vanish.",
+    requestBody=json_body_doc(kit_input),
+)
+@bp.alt_response(201, schema=CreatedLinkSchema, description="The new link, with its url.")
+@bp.errors("Unauthenticated", "BadRequest", "PayloadTooLarge", "ValidationFailed")
+def create_kit():
+    caller = current_user()
+    data = load(kit_input, json_body())
+    link, secret = services.create_link(
+        caller,
+        expires_at=data["expires_at"],
+        max_days=_max_days(),
+        description=data.get("description"),
+        path=data["path"],
+    )
+    return _created(link, secret)
+
+
+@bp.get("/api/links")
+@bp.doc(
+    operationId="listLinks",
+    summary="Your share links",
+    description="Record links and press kits you made (administrators: everyone's).",
+    parameters=[{"in": "query", "schema": query_schema}],
+)
+@bp.alt_response(200, schema=LinkListSchema, description="Newest first, without secrets.")
+@bp.errors("Unauthenticated", "ValidationFailed")
+def list_links():
+    caller = current_user()
+    params = load(query_schema, request.args.to_dict())
+    filters = services.LinkFilters(params.get("record_id"), params.get("path"))
+    return {"data": [_dump(row) for row in services.links_of(caller, filters)]}
+
+
+@bp.delete("/api/links/<uuid:link_id>", parameters=[LINK_ID])
+@bp.doc(
+    operationId="revokeLink",
+    summary="Revoke a share link",
+    description="Its creator, an administrator, or the owner of its record.",
+)
+@bp.alt_response(204, description="Revoked: it answers 404 from the next request on.")
+@bp.errors("Unauthenticated", "NotFound")
+def revoke_link(link_id: uuid.UUID):
+    services.revoke(current_user(), link_id)
+    return "", 204
+
+
+# --- the holder's side --------------------------------------------------------------------
+
+# Only failed lookups count (an unknown or revoked secret), per client address: guessing is
+# throttled, a holder with a good link is not. Once over the limit every holder request of
+# that address waits, so a guesser cannot probe with valid ones in between.
+_failures_limited = limiter.shared_limit(
+    _failure_rate,
+    scope="share-link-failures",
+    key_func=get_remote_address,
+    deduct_when=lambda response: response.status_code == 404,
+)
+HOLDER_ERRORS = ("NotFound", "TooManyRequests", *SERVER)
+
+
+def _open(secret: str) -> services.OpenLink:
+    link = services.resolve(secret)
+    request.environ[SHARE_LINK_ENVIRON] = str(link.id)
+    return link
+
+
+@bp.get("/api/shared/<secret>", parameters=[SECRET])
+@_failures_limited
+@bp.doc(
+    operationId="readSharedLink",
+    summary="What a share link opens",
+    security=NO_TOKEN,
+    description="No token. A record link: the record as the public sees it (with `sperrfrist`) "
+    "and `link_expires_at`. A press kit: a page of such records with `folder` and "
+    "`link_expires_at`. Unknown or revoked: 404 (failures are rate limited per address).",
+    parameters=[{"in": "query", "schema": page_query}],
+    responses={
+        "200": {
+            "description": "The record, or a page of the kit's records.",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+            "headers": HOLDER_DOC_HEADERS,
+        },
+        str(EXPIRED[0]): EXPIRED[1],
+    },
+)
+@bp.errors(*HOLDER_ERRORS, "ValidationFailed", headers=HOLDER_DOC_HEADERS)
+def read_shared(secret: str):
+    link = _open(secret)
+    holder = link.holder
+    if holder.record_id is not None:
+        record = access.read_record(holder, holder.record_id)
+        body = {**public_record_rows.dump(record), "link_expires_at": _time(link.expires_at)}
+    else:
+        params = load(page_query, request.args.to_dict())
+        body = list_response(Listing(holder, {}), params, public_record_rows)
+        body.update(folder=holder.path, link_expires_at=_time(link.expires_at))
+    services.note_use(link.id, download=False)
+    return body
+
+
+def _time(value: Any) -> str:
+    return services.audit_time(value)
+
+
+@bp.get("/api/shared/<secret>/files/<uuid:record_id>/download", parameters=[SECRET, ID_PARAMETER])
+@_failures_limited
+@bp.doc(
+    operationId="downloadSharedFile",
+    summary="Download a file through a share link",
+    security=NO_TOKEN,
+    description="The content whatever `freigabe` and `sperrfrist` say, as long as the link "
+    "lives and names the record. Another record's id: 404.",
+    parameters=DOWNLOAD_REQUEST_HEADERS,
+    responses={
+        **download_responses(private_cache(HOLDER_HEADERS["Cache-Control"])),
+        str(EXPIRED[0]): EXPIRED[1],
+    },
+)
+@bp.errors(*HOLDER_ERRORS, headers=HOLDER_DOC_HEADERS)
+def download_shared(secret: str, record_id: uuid.UUID):
+    link = _open(secret)
+    response = download_response(
+        request,
+        link.holder,
+        record_id,
+        current_app.extensions["storage"],
+        HOLDER_HEADERS["Cache-Control"],
+    )
+    whole = request.range is None or request.range.ranges[0][0] == 0
+    services.note_use(link.id, download=response.status_code in (200, 206) and whole)
+    return response
+
+
+@bp.get("/api/shared/<secret>/files.zip", parameters=[SECRET])
+@_failures_limited
+@bp.doc(
+    operationId="downloadSharedZip",
+    summary="Download a share link's files as one ZIP",
+    security=NO_TOKEN,
+    description="The kit's files (or the one file) as the folder ZIP is built, whatever "
+    "`freigabe` and `sperrfrist` say.",
+    responses={
+        "200": archive_ok(private_cache(HOLDER_HEADERS["Cache-Control"])),
+        str(EXPIRED[0]): EXPIRED[1],
+    },
+)
+@bp.errors(*HOLDER_ERRORS, "ValidationFailed", headers=HOLDER_DOC_HEADERS)
+def download_shared_zip(secret: str):
+    link = _open(secret)
+    name = link.holder.path or "files"
+    response = archive_response(link.holder, HOLDER_HEADERS["Cache-Control"], path="", name=name)
+    services.note_use(link.id, download=True)
+    return response
