@@ -46,6 +46,14 @@ def _float(environ: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigError(f"{name} must be a number, got {raw!r}") from None
 
 
+def _switch(environ: Mapping[str, str], name: str) -> bool:
+    """`on` (the default) or `off`."""
+    raw = environ.get(name, "").strip().lower() or "on"
+    if raw not in ("on", "off"):
+        raise ConfigError(f"{name} must be 'on' or 'off', got {raw!r}")
+    return raw == "on"
+
+
 def _list(value: str | None) -> list[str] | None:
     """A comma-separated setting; unset is None (Flask then trusts any Host)."""
     if value is None:
@@ -119,6 +127,9 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "UPLOAD_MAX_UNFINISHED": _int(environ, "UPLOAD_MAX_UNFINISHED", 20),
         "DOWNLOAD_OFFLOAD": get("DOWNLOAD_OFFLOAD"),
         "DOWNLOAD_OFFLOAD_PREFIX": get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/"),
+        "STATS": _switch(environ, "STATS"),
+        "STATS_PUBLIC": _switch(environ, "STATS_PUBLIC"),
+        "STATS_FLUSH_SECONDS": _float(environ, "STATS_FLUSH_SECONDS", 5.0),
     }
 
 
@@ -142,6 +153,8 @@ DEFAULTS: dict[str, Any] = {
     "RATELIMIT_ENABLED": True,
     # Seconds between writes of a token's last_used_at; keeps reads write-free.
     "TOKEN_LAST_USED_RESOLUTION": 300,
+    # The statistics' clock (seconds since the epoch); tests pass one they move by hand.
+    "STATS_CLOCK": None,
 }
 
 
@@ -205,6 +218,11 @@ def validate(config: Mapping[str, Any]) -> None:
     if not re.fullmatch(r"/((?!\.+/)[A-Za-z0-9._~-]+/)+", str(prefix)):
         raise ConfigError(
             f"DOWNLOAD_OFFLOAD_PREFIX must be a path such as '/_stored/', got {prefix!r}"
+        )
+    interval = config.get("STATS_FLUSH_SECONDS")
+    if not isinstance(interval, int | float) or interval < 0:
+        raise ConfigError(
+            f"STATS_FLUSH_SECONDS must be 0 (no background flush) or seconds, got {interval!r}"
         )
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:

@@ -233,7 +233,8 @@ def stack_config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, An
         conn.execute(
             sa.text(
                 "TRUNCATE file_records, api_tokens, users, pending_object_deletions, "
-                "oai_tombstones, audit_entries RESTART IDENTITY CASCADE"
+                "oai_tombstones, audit_entries, stats_daily, stats_visitors, stats_salts "
+                "RESTART IDENTITY CASCADE"
             )
         )
         conn.execute(

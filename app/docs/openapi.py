@@ -639,6 +639,7 @@ TAGS = {
     "Operations": "Probes for load balancers and orchestrators.",
     "Audit": "Who changed what, and when: the audit trail (administrators) and a record's "
     "history (its owner too).",
+    "Statistics": "Downloads counted by the COUNTER rules; no address is kept.",
 }
 
 
