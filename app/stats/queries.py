@@ -3,17 +3,27 @@ COUNTER item report. `total` and `unique` are human requests; `machine` is count
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import Select, case, func, select
 
 from app.extensions import db
 from app.models import FileRecord, StatsDaily
+from app.stats.aggregation import day_of
 from app.stats.collector import DOORS
+
+
+def today() -> date:
+    """The statistics' UTC day, by their clock (which tests move)."""
+    clock = current_app.config.get("STATS_CLOCK") or time.time
+    return day_of(clock())
+
 
 SORTS = {"total": "total", "-total": "total", "unique": "unique", "-unique": "unique"}
 

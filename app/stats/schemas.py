@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, pre_load, validate
 
 from app.schemas.field_types import PlainString
-from app.stats.queries import SORTS
+from app.stats.queries import SORTS, today
 
 #: The longest period one answer covers, so an answer stays small (day rows: ten years).
 MAX_DAYS = 3660
@@ -36,7 +36,7 @@ class _PeriodQuery(Schema):
     @post_load
     def period(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         granularity = data.get("granularity", "day")
-        end = data.get("until") or datetime.now(UTC).date()
+        end = data.get("until") or today()
         start = data.pop("from_", None) or self.default_start(end, granularity)
         if start > end:
             raise ValidationError("from must not be after until.", "from")
