@@ -46,14 +46,6 @@ def _float(environ: Mapping[str, str], name: str, default: float) -> float:
         raise ConfigError(f"{name} must be a number, got {raw!r}") from None
 
 
-def _switch(environ: Mapping[str, str], name: str) -> bool:
-    """`on` (the default) or `off`."""
-    raw = environ.get(name, "").strip().lower() or "on"
-    if raw not in ("on", "off"):
-        raise ConfigError(f"{name} must be 'on' or 'off', got {raw!r}")
-    return raw == "on"
-
-
 def _list(value: str | None) -> list[str] | None:
     """A comma-separated setting; unset is None (Flask then trusts any Host)."""
     if value is None:
@@ -127,8 +119,8 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "UPLOAD_MAX_UNFINISHED": _int(environ, "UPLOAD_MAX_UNFINISHED", 20),
         "DOWNLOAD_OFFLOAD": get("DOWNLOAD_OFFLOAD"),
         "DOWNLOAD_OFFLOAD_PREFIX": get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/"),
-        "STATS": _switch(environ, "STATS"),
-        "STATS_PUBLIC": _switch(environ, "STATS_PUBLIC"),
+        "STATS": (get("STATS", "on") or "").lower(),
+        "STATS_PUBLIC": (get("STATS_PUBLIC", "on") or "").lower(),
         "STATS_FLUSH_SECONDS": _float(environ, "STATS_FLUSH_SECONDS", 5.0),
     }
 
@@ -219,6 +211,9 @@ def validate(config: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"DOWNLOAD_OFFLOAD_PREFIX must be a path such as '/_stored/', got {prefix!r}"
         )
+    for name in ("STATS", "STATS_PUBLIC"):
+        if config.get(name, "on") not in ("on", "off"):
+            raise ConfigError(f"{name} must be 'on' or 'off', got {config.get(name)!r}")
     interval = config.get("STATS_FLUSH_SECONDS")
     if not isinstance(interval, int | float) or interval < 0:
         raise ConfigError(

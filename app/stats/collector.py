@@ -86,7 +86,8 @@ class Collector:
     def stop(self) -> None:
         """Stop the thread and write what is pending (at shutdown)."""
         self._stop.set()
-        self.flush()
+        if self.pending:
+            self.flush()
 
 
 def _flush_loop(ref: weakref.ref[Collector], stop: threading.Event, interval: float) -> None:
@@ -111,7 +112,7 @@ def _flush_all_at_exit() -> None:
 
 
 def init_app(app: Flask) -> None:
-    if not app.config["STATS"]:
+    if app.config["STATS"] != "on":
         return
     collector = Collector(
         app, app.config.get("STATS_CLOCK") or time.time, app.config["STATS_FLUSH_SECONDS"]

@@ -24,7 +24,7 @@ from app.stats.schemas import (
     RecordTotalsSchema,
 )
 
-bp = Blueprint("stats", __name__, tag="Statistics", errors=SERVER)
+bp = Blueprint("stats", __name__, tag="Statistics")
 bp.before_request(read_without_transaction)
 
 record_query = RecordStatsQuery()
@@ -43,7 +43,7 @@ page_schema = RankedPageSchema()
     parameters=[{"in": "query", "schema": record_query}],
 )
 @bp.alt_response(200, schema=RecordStatsSchema, description="Totals and one row per period.")
-@bp.errors("Unauthenticated", "NotFound", "ValidationFailed")
+@bp.errors("Unauthenticated", "NotFound", "ValidationFailed", *SERVER)
 def record_stats(record_id: uuid.UUID):
     access.read_record(current_user(), record_id)
     params = load(record_query, request.args.to_dict())
@@ -61,7 +61,7 @@ def record_stats(record_id: uuid.UUID):
     parameters=[{"in": "query", "schema": ranked_query}],
 )
 @bp.alt_response(200, schema=RankedPageSchema, description="One page.")
-@bp.errors("Unauthenticated", "AdministratorsOnly", "ValidationFailed")
+@bp.errors("Unauthenticated", "AdministratorsOnly", "ValidationFailed", *SERVER)
 def ranked_stats():
     if not current_user().is_admin:
         raise AdministratorsOnly("Only administrators may read the statistics of all records.")
@@ -95,9 +95,9 @@ def ranked_stats():
     security=NO_TOKEN,
 )
 @bp.alt_response(200, schema=RecordTotalsSchema, description="The totals.", headers=CACHED)
-@bp.errors("NotFound", headers=CACHED)
+@bp.errors("NotFound", *SERVER, headers=CACHED)
 def public_stats(record_id: uuid.UUID):
-    if not current_app.config["STATS_PUBLIC"]:
+    if current_app.config["STATS_PUBLIC"] != "on":
         raise RecordNotFound()
     access.read_record(None, record_id)
     return totals_schema.dump(queries.record_totals(record_id))

@@ -104,7 +104,7 @@ def test_public_totals_of_released_records(
     assert response.get_json()["total"] == 2
     assert response.headers["Cache-Control"] == "public, max-age=0, must-revalidate"
     assert api.get(f"/api/public/files/{hidden['id']}/stats").status_code == 404
-    switched_off = create_app({**stack_config, "STATS_PUBLIC": False})
+    switched_off = create_app({**stack_config, "STATS_PUBLIC": "off"})
     try:
         answer = switched_off.test_client().get(f"/api/public/files/{released['id']}/stats")
         assert answer.status_code == 404
