@@ -43,6 +43,8 @@ def base_config(**overrides: Any) -> dict[str, Any]:
         "TOKEN_TTL_MINUTES": None,
         "ADMIN_EMAIL": None,
         "ADMIN_PASSWORD": None,
+        # Statistics are flushed by the tests that read them (tests/stats), never by a thread.
+        "STATS_BACKGROUND_FLUSH": False,
     }
     config.update(overrides)
     return config

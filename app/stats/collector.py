@@ -45,7 +45,7 @@ class Download:
 class Collector:
     """Events of one process, handed from the request threads to the flush thread."""
 
-    def __init__(self, app: Flask, clock: Callable[[], float], interval: float) -> None:
+    def __init__(self, app: Flask, clock: Callable[[], float], interval: float | None) -> None:
         self.app = app
         self.clock = clock
         self.interval = interval
@@ -60,7 +60,7 @@ class Collector:
 
     def add(self, event: Download) -> None:
         self.pending.append(event)
-        if self._thread is None and self.interval > 0:
+        if self._thread is None and self.interval is not None:
             self._start()
 
     def _start(self) -> None:
@@ -114,11 +114,15 @@ def _flush_all_at_exit() -> None:
 def init_app(app: Flask) -> None:
     if app.config["STATS"] != "on":
         return
+    background = app.config["STATS_BACKGROUND_FLUSH"]
     collector = Collector(
-        app, app.config.get("STATS_CLOCK") or time.time, app.config["STATS_FLUSH_SECONDS"]
+        app,
+        app.config.get("STATS_CLOCK") or time.time,
+        app.config["STATS_FLUSH_SECONDS"] if background else None,
     )
     app.extensions["stats"] = collector
-    _collectors.add(collector)
+    if background:
+        _collectors.add(collector)
 
 
 def count_download(door: str, record_id: uuid.UUID, status: int, user_id: int | None) -> None:

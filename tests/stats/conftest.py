@@ -1,4 +1,4 @@
-"""Apps whose statistics run on a clock the test moves, flushed by the test (no thread)."""
+"""Apps whose statistics run on a clock the test moves; tests flush them by hand."""
 
 from __future__ import annotations
 
@@ -33,7 +33,12 @@ def clock() -> Clock:
 
 @pytest.fixture
 def app(stack_config: dict[str, Any], clock: Clock) -> Iterator[Flask]:
-    app = create_app({**stack_config, "STATS_CLOCK": clock, "STATS_FLUSH_SECONDS": 0})
+    app = create_app(
+        {
+            **stack_config,
+            "STATS_CLOCK": clock,
+        }
+    )
     yield app
     with app.app_context():
         db.engine.dispose()

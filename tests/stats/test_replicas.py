@@ -12,8 +12,8 @@ pytestmark = pytest.mark.postgres
 
 
 def test_two_replicas_sum(replicas, clock: Clock) -> None:
-    a = replicas.app(STATS_CLOCK=clock, STATS_FLUSH_SECONDS=0)
-    b = replicas.app(STATS_CLOCK=clock, STATS_FLUSH_SECONDS=0)
+    a = replicas.app(STATS_CLOCK=clock)
+    b = replicas.app(STATS_CLOCK=clock)
     api = Api(a, a.test_client())
     alice = api.account("alice@example.org")
     record = api.create(alice)
