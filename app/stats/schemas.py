@@ -37,7 +37,12 @@ class _PeriodQuery(Schema):
     def period(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         granularity = data.get("granularity", "day")
         end = data.get("until") or today()
-        start = data.pop("from_", None) or self.default_start(end, granularity)
+        start = data.pop("from_", None)
+        if start is None:
+            try:
+                start = self.default_start(end, granularity)
+            except (OverflowError, ValueError):  # before the year 1
+                start = date.min
         if start > end:
             raise ValidationError("from must not be after until.", "from")
         if (end - start).days >= MAX_DAYS:

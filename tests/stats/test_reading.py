@@ -135,3 +135,14 @@ def test_the_monthly_item_report(
     assert empty.output.splitlines() == ["Item,Title,Metric_Type,Month,Count"]
     bad = runner.invoke(args=["stats", "export", "--month", "November"])
     assert bad.exit_code == 2 and "2026-11" in bad.output
+
+
+def test_periods_at_the_ends_of_the_calendar(api: Api, alice: Account) -> None:
+    record = api.create(alice)
+    path = f"/api/files/{record['id']}/stats"
+    for params in ({"until": "0001-01-05"}, {"until": "0001-03-01", "granularity": "month"}):
+        response = api.get(path, alice, query_string=params)
+        assert response.status_code == 200
+        assert response.get_json()["from"] == "0001-01-01"
+    late = api.get(path, alice, query_string={"from": "9999-12-30", "until": "9999-12-31"})
+    assert [p["period"] for p in late.get_json()["periods"]] == ["9999-12-30", "9999-12-31"]
