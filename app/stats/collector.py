@@ -130,7 +130,8 @@ def count_download(door: str, record_id: uuid.UUID, status: int, user_id: int | 
     hook of the statistics on the request path (an append to memory, no I/O). `user_id`: the
     token's account, else None (the visitor is then the client's address and User-Agent)."""
     collector: Collector | None = current_app.extensions.get("stats")
-    if collector is None or status not in COUNTED_STATUSES:
+    # A HEAD request asks about the content without receiving it: not a download.
+    if collector is None or status not in COUNTED_STATUSES or request.method != "GET":
         return
     collector.add(
         Download(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask
+from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 from app.extensions import db
@@ -102,6 +103,9 @@ def test_refused_answers_count_nothing(
     assert public_download(api, blocked["id"]).status_code == 403
     unsatisfiable = {**BROWSER, "Range": "bytes=999999-"}
     assert public_download(api, shown["id"], unsatisfiable).status_code == 416
+    # HEAD is answered (by Flask, undocumented) but hands out nothing.
+    with FlaskClient(app).head(f"/api/public/files/{shown['id']}/download") as head:
+        assert head.status_code == 200
     assert flush(app) == 0
     assert rows_of(app, StatsDaily) == 0
     etag = public_download(api, shown["id"]).headers["ETag"]
