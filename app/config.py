@@ -122,6 +122,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "STATS": (get("STATS", "on") or "").lower(),
         "STATS_PUBLIC": (get("STATS_PUBLIC", "on") or "").lower(),
         "STATS_FLUSH_SECONDS": _float(environ, "STATS_FLUSH_SECONDS", 5.0),
+        "STATS_REDIS_URL": get("STATS_REDIS_URL"),
     }
 
 
@@ -216,6 +217,9 @@ def validate(config: Mapping[str, Any]) -> None:
     for name in ("STATS", "STATS_PUBLIC"):
         if config.get(name, "on") not in ("on", "off"):
             raise ConfigError(f"{name} must be 'on' or 'off', got {config.get(name)!r}")
+    redis_url = config.get("STATS_REDIS_URL")
+    if redis_url is not None and not re.match(r"(rediss?|unix)://", str(redis_url)):
+        raise ConfigError(f"STATS_REDIS_URL must be a redis:// URL, got {redis_url!r}")
     interval = config.get("STATS_FLUSH_SECONDS")
     if not isinstance(interval, int | float) or not interval > 0:
         raise ConfigError(f"STATS_FLUSH_SECONDS must be a positive number, got {interval!r}")

@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
         ({"STATS": "yes"}, "STATS"),
         ({"STATS_PUBLIC": "0"}, "STATS_PUBLIC"),
         ({"STATS_FLUSH_SECONDS": 0}, "STATS_FLUSH_SECONDS"),
+        ({"STATS_REDIS_URL": "localhost:6379"}, "STATS_REDIS_URL"),
         ({"STORAGE_BACKEND": "s3", "S3_BUCKET": "b", "S3_PART_SIZE": 1024}, "S3_PART_SIZE"),
     ],
 )

@@ -25,11 +25,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from app.extensions import db
 from app.models import StatsDaily, StatsSalt, StatsVisitor
+from app.stats.collector import DOUBLE_CLICK_SECONDS
 
 if TYPE_CHECKING:
     from app.stats.collector import Collector, Download
 
-DOUBLE_CLICK_SECONDS = 30
 #: Events written per transaction.
 BATCH = 5000
 #: Rows per INSERT statement (SQLite allows 32766 parameters in one).
@@ -71,9 +71,7 @@ def flush_events(collector: Collector) -> int:
         taken += len(batch)
     now = collector.clock()
     # A click older than the rule's window decides nothing more: it is forgotten.
-    collector.last_clicks = {
-        key: at for key, at in collector.last_clicks.items() if now - at < DOUBLE_CLICK_SECONDS
-    }
+    collector.clicks.forget_before(now)
     today = day_of(now)
     if stale or collector.rolled_over_on != today:
         roll_over(collector, today)
@@ -83,21 +81,24 @@ def flush_events(collector: Collector) -> int:
 def _write(collector: Collector, batch: list[Download]) -> bool:
     """One batch in one transaction; whether it held events of a day before today."""
     today = day_of(collector.clock())
-    clicks = dict(collector.last_clicks)
     salts: dict[date, bytes] = {}
     totals: Counter[Bucket] = Counter()
     first_bucket: dict[tuple[date, uuid.UUID, str], Bucket] = {}
     stale = False
+    people = []
     for event in sorted(batch, key=lambda e: e.at):
         machine = is_machine(event.user_agent)
         if not machine and is_robot(event.user_agent):
             continue
         day = day_of(event.at)
         stale |= day < today
-        visitor = _visitor(collector, event, day, salts)
-        previous = clicks.get((visitor, event.record_id))
-        clicks[(visitor, event.record_id)] = event.at
-        if previous is not None and event.at - previous < DOUBLE_CLICK_SECONDS:
+        people.append((event, day, machine, _visitor(collector, event, day, salts)))
+    previous_clicks = collector.clicks.previous(
+        [((visitor, event.record_id), event.at) for event, _, _, visitor in people]
+    )
+    for (event, day, machine, visitor), previous in zip(people, previous_clicks, strict=True):
+        # abs(): a replica may flush an earlier click after another flushed a later one.
+        if previous is not None and abs(event.at - previous) < DOUBLE_CLICK_SECONDS:
             continue
         bucket = (event.record_id, day, event.door, machine)
         totals[bucket] += 1
@@ -110,7 +111,6 @@ def _write(collector: Collector, batch: list[Download]) -> bool:
     db.session.commit()
 
     collector.salts.update(salts)
-    collector.last_clicks = clicks
     return stale
 
 

@@ -17,6 +17,10 @@ from typing import Any
 
 from flask import Flask, current_app, request
 
+from app.stats.clicks import MemoryClicks, RedisClicks
+
+#: COUNTER's double-click window: a repeat within it is the same request.
+DOUBLE_CLICK_SECONDS = 30
 #: The ways a record's content leaves the service, counted apart.
 DOORS = ("public", "account", "link")
 #: The answers that hand out content (COUNTER: successful and conditional requests).
@@ -50,7 +54,7 @@ class Collector:
         self.clock = clock
         self.interval = interval
         self.pending: deque[Download] = deque(maxlen=MAX_PENDING)
-        self.last_clicks: dict[tuple[str, uuid.UUID], float] = {}
+        self.clicks: MemoryClicks | RedisClicks = MemoryClicks(DOUBLE_CLICK_SECONDS)
         self.salts: dict[Any, bytes] = {}
         self.rolled_over_on: Any = None
         self._flush_lock = threading.Lock()
@@ -120,6 +124,10 @@ def init_app(app: Flask) -> None:
         app.config.get("STATS_CLOCK") or time.time,
         app.config["STATS_FLUSH_SECONDS"] if background else None,
     )
+    if app.config["STATS_REDIS_URL"]:
+        collector.clicks = RedisClicks(
+            app.config["STATS_REDIS_URL"], app.config["RATELIMIT_KEY_PREFIX"]
+        )
     app.extensions["stats"] = collector
     if background:
         _collectors.add(collector)

@@ -151,7 +151,7 @@ def test_nothing_per_visitor_survives_the_day(
     clock.advance(24 * 3600)
     flush(app)  # the roll-over, with nothing pending
     assert (rows_of(app, StatsVisitor), rows_of(app, StatsSalt)) == (0, 0)
-    assert app.extensions["stats"].last_clicks == {}
+    assert app.extensions["stats"].clicks.last == {}
     # The next day the same visitor is unique again; the day's totals were kept.
     assert public_download(api, record["id"]).status_code == 200
     flush(app)

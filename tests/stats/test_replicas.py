@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from tests.stats.conftest import Clock
@@ -29,3 +31,28 @@ def test_two_replicas_sum(replicas, clock: Clock) -> None:
     answer = api.get(f"/api/files/{record['id']}/stats", alice).get_json()
     # Visitor "one" on both replicas within 30 s: per process, so twice; once a day unique.
     assert (answer["total"], answer["unique"]) == (4, 2)
+
+
+def test_with_redis_the_double_click_rule_spans_replicas(
+    replicas, clock: Clock, redis_url: str
+) -> None:
+    shared = {
+        "STATS_CLOCK": clock,
+        "STATS_REDIS_URL": redis_url,
+        "RATELIMIT_KEY_PREFIX": f"stats-test-{uuid.uuid4().hex}",
+    }
+    a, b = replicas.app(**shared), replicas.app(**shared)
+    api = Api(a, a.test_client())
+    alice = api.account("alice@example.org")
+    record = api.create(alice)
+    download = f"/api/public/files/{record['id']}/download"
+    assert a.test_client().get(download, headers=BROWSER).status_code == 200
+    a.extensions["stats"].flush()
+    clock.advance(10)
+    assert b.test_client().get(download, headers=BROWSER).status_code == 200
+    b.extensions["stats"].flush()
+    clock.advance(31)
+    assert a.test_client().get(download, headers=BROWSER).status_code == 200
+    a.extensions["stats"].flush()
+    answer = api.get(f"/api/files/{record['id']}/stats", alice).get_json()
+    assert (answer["total"], answer["unique"]) == (2, 1)
