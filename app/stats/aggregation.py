@@ -86,9 +86,14 @@ def _write(collector: Collector, batch: list[Download]) -> bool:
     first_bucket: dict[tuple[date, uuid.UUID, str], Bucket] = {}
     stale = False
     people = []
+    # The lists are long regular expressions: each User-Agent is matched once a batch (and
+    # forgotten with it).
+    kinds: dict[str, bool | None] = {}
     for event in sorted(batch, key=lambda e: e.at):
-        machine = is_machine(event.user_agent)
-        if not machine and is_robot(event.user_agent):
+        if event.user_agent not in kinds:
+            kinds[event.user_agent] = _machine_or_robot(event.user_agent)
+        machine = kinds[event.user_agent]
+        if machine is None:
             continue
         day = day_of(event.at)
         stale |= day < today
@@ -112,6 +117,14 @@ def _write(collector: Collector, batch: list[Download]) -> bool:
 
     collector.salts.update(salts)
     return stale
+
+
+def _machine_or_robot(user_agent: str) -> bool | None:
+    """True: a machine; None: a robot (not counted); False: a person. The machine list is
+    checked first: `curl` and other tools are on both."""
+    if is_machine(user_agent):
+        return True
+    return None if is_robot(user_agent) else False
 
 
 def _visitor(collector: Collector, event: Download, day: date, new_salts: dict[date, bytes]) -> str:
