@@ -64,10 +64,12 @@ class Collector:
 
     def add(self, event: Download) -> None:
         self.pending.append(event)
-        if self._thread is None and self.interval is not None:
-            self._start()
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start the flush thread (once), at the first request a process serves: from then on
+        it also destroys yesterday's salt at midnight when nobody downloads anything."""
+        if self._thread is not None or self.interval is None:
+            return
         with self._start_lock:
             if self._thread is None:
                 # The thread holds only a weak reference: an app dropped (in tests) ends it.
@@ -131,6 +133,7 @@ def init_app(app: Flask) -> None:
     app.extensions["stats"] = collector
     if background:
         _collectors.add(collector)
+        app.before_request(collector.start)
 
 
 def count_download(door: str, record_id: uuid.UUID, status: int, user_id: int | None) -> None:
