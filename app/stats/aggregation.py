@@ -17,7 +17,7 @@ import os
 import uuid
 from collections import Counter
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from counter_robots import is_machine, is_robot
 from sqlalchemy import delete, select
@@ -25,10 +25,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from app.extensions import db
 from app.models import StatsDaily, StatsSalt, StatsVisitor
-from app.stats.collector import DOUBLE_CLICK_SECONDS
-
-if TYPE_CHECKING:
-    from app.stats.collector import Collector, Download
+from app.stats.events import DOUBLE_CLICK_SECONDS, Download
 
 #: Events written per transaction.
 BATCH = 5000
@@ -54,8 +51,9 @@ def _chunks(rows: list[dict[str, Any]]) -> Any:
         yield rows[start : start + ROWS_PER_STATEMENT]
 
 
-def flush_events(collector: Collector) -> int:
-    """Write the collector's pending events, a batch per transaction; how many were taken.
+def flush_events(collector: Any) -> int:
+    """Write the pending events of `collector` (app/stats/collector.py, which imports this
+    module), a batch per transaction; how many were taken.
     A batch that fails goes back to the front of the queue for the next round."""
     taken = 0
     stale = False
@@ -78,7 +76,7 @@ def flush_events(collector: Collector) -> int:
     return taken
 
 
-def _write(collector: Collector, batch: list[Download]) -> bool:
+def _write(collector: Any, batch: list[Download]) -> bool:
     """One batch in one transaction; whether it held events of a day before today."""
     today = day_of(collector.clock())
     salts: dict[date, bytes] = {}
@@ -127,7 +125,7 @@ def _machine_or_robot(user_agent: str) -> bool | None:
     return None if is_robot(user_agent) else False
 
 
-def _visitor(collector: Collector, event: Download, day: date, new_salts: dict[date, bytes]) -> str:
+def _visitor(collector: Any, event: Download, day: date, new_salts: dict[date, bytes]) -> str:
     if event.user_id is not None:
         return f"account:{event.user_id}"
     salt = collector.salts.get(day) or new_salts.get(day)
@@ -190,7 +188,7 @@ def _add_to_daily(totals: Counter[Bucket], uniques: Counter[Bucket]) -> None:
         )
 
 
-def roll_over(collector: Collector, today: date) -> None:
+def roll_over(collector: Any, today: date) -> None:
     """Destroy everything per visitor from before today: the salts (so yesterday's hashes
     can no longer be recomputed from an address) and the visitor rows."""
     db.session.execute(delete(StatsVisitor).where(StatsVisitor.day < today))

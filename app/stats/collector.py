@@ -12,38 +12,20 @@ import uuid
 import weakref
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, current_app, request
 
+from app.stats.aggregation import flush_events
 from app.stats.clicks import MemoryClicks, RedisClicks
+from app.stats.events import COUNTED_STATUSES, DOUBLE_CLICK_SECONDS, Download
 
-#: COUNTER's double-click window: a repeat within it is the same request.
-DOUBLE_CLICK_SECONDS = 30
-#: The ways a record's content leaves the service, counted apart.
-DOORS = ("public", "account", "link")
-#: The answers that hand out content (COUNTER: successful and conditional requests).
-COUNTED_STATUSES = frozenset({200, 206, 304})
 #: Events kept while the database cannot take them; beyond it the oldest are dropped, so a
 #: long database outage costs counts, never the process's memory.
 MAX_PENDING = 100_000
 
 log = logging.getLogger(__name__)
 _collectors: weakref.WeakSet[Collector] = weakref.WeakSet()
-
-
-@dataclass(frozen=True, slots=True)
-class Download:
-    """One answered download as it was asked; address and User-Agent only live in memory
-    until the flush turns them into the day's salted hash."""
-
-    at: float
-    record_id: uuid.UUID
-    door: str
-    user_id: int | None
-    address: str
-    user_agent: str
 
 
 class Collector:
@@ -84,8 +66,6 @@ class Collector:
     def flush(self) -> int:
         """Write the pending events (in batches); how many were taken. Serialised, so the
         double-click state moves forward in event order."""
-        from app.stats.aggregation import flush_events
-
         with self._flush_lock, self.app.app_context():
             return flush_events(self)
 

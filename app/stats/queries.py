@@ -16,7 +16,7 @@ from sqlalchemy import Select, case, func, select
 from app.extensions import db
 from app.models import FileRecord, StatsDaily
 from app.stats.aggregation import day_of
-from app.stats.collector import DOORS
+from app.stats.events import DOORS
 
 
 def today() -> date:
