@@ -18,7 +18,7 @@ from flask import Flask, current_app, request
 
 from app.stats.aggregation import flush_events
 from app.stats.clicks import MemoryClicks, RedisClicks
-from app.stats.events import COUNTED_STATUSES, DOUBLE_CLICK_SECONDS, Download
+from app.stats.events import COUNTED_STATUSES, DOORS, DOUBLE_CLICK_SECONDS, Download
 
 #: Events kept while the database cannot take them; beyond it the oldest are dropped, so a
 #: long database outage costs counts, never the process's memory.
@@ -120,6 +120,8 @@ def count_download(door: str, record_id: uuid.UUID, status: int, user_id: int | 
     """Every download door calls this with its answer's status before returning it: the one
     hook of the statistics on the request path (an append to memory, no I/O). `user_id`: the
     token's account, else None (the visitor is then the client's address and User-Agent)."""
+    if door not in DOORS:
+        raise ValueError(f"unknown door {door!r}")
     collector: Collector | None = current_app.extensions.get("stats")
     # A HEAD request asks about the content without receiving it: not a download.
     if collector is None or status not in COUNTED_STATUSES or request.method != "GET":

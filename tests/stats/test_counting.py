@@ -8,6 +8,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
+from app import create_app
 from app.extensions import db
 from app.models import StatsDaily, StatsSalt, StatsVisitor
 from tests.stats.conftest import Clock
@@ -157,3 +158,21 @@ def test_nothing_per_visitor_survives_the_day(
     flush(app)
     answer = stats(api, alice, record["id"], granularity="month")
     assert (answer["total"], answer["unique"]) == (2, 2)
+
+
+def test_switched_off_nothing_is_counted(
+    api: Api, alice: Account, stack_config: dict[str, Any]
+) -> None:
+    record = api.create(alice)
+    off = create_app({**stack_config, "STATS": "off"})
+    try:
+        download = off.test_client().get(f"/api/public/files/{record['id']}/download")
+        assert download.status_code == 200
+        download.close()
+        assert "stats" not in off.extensions
+        assert rows_of(off, StatsDaily) == 0
+        answer = off.test_client().get(f"/api/files/{record['id']}/stats", headers=alice.auth)
+        assert (answer.status_code, answer.get_json()["total"]) == (200, 0)
+    finally:
+        with off.app_context():
+            db.engine.dispose()
