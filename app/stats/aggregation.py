@@ -60,10 +60,13 @@ def flush_events(collector: Any) -> int:
     pending = collector.pending
     while pending:
         batch = [pending.popleft() for _ in range(min(BATCH, len(pending)))]
+        clicks = collector.clicks.snapshot()
         try:
             stale |= _write(collector, batch)
         except Exception:
             db.session.rollback()
+            # Retried as if never seen (in Redis the clicks stay: a retry may count less).
+            collector.clicks.restore(clicks)
             pending.extendleft(reversed(batch))
             raise
         taken += len(batch)

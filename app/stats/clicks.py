@@ -29,6 +29,13 @@ class MemoryClicks:
     def forget_before(self, now: float) -> None:
         self.last = {key: at for key, at in self.last.items() if now - at < self.window}
 
+    def snapshot(self) -> dict[Key, float]:
+        return dict(self.last)
+
+    def restore(self, snapshot: dict[Key, float] | None) -> None:
+        if snapshot is not None:
+            self.last = snapshot
+
 
 class RedisClicks:
     """One `SET key at PX ttl GET` per click, pipelined: the previous value comes back."""
@@ -47,3 +54,9 @@ class RedisClicks:
 
     def forget_before(self, now: float) -> None:
         """Redis expires the keys itself."""
+
+    def snapshot(self) -> None:
+        return None
+
+    def restore(self, snapshot: None) -> None:
+        """What Redis has seen stays seen."""

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
 
 from app import create_app
 from app.extensions import db
 from app.models import StatsDaily, StatsSalt, StatsVisitor
+from app.stats import aggregation
 from tests.stats.conftest import Clock
 from tests.support.api import Account, Api
 
@@ -176,3 +179,22 @@ def test_switched_off_nothing_is_counted(
     finally:
         with off.app_context():
             db.engine.dispose()
+
+
+def test_a_failed_flush_keeps_its_events_for_the_next(
+    app: Flask, api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = api.create(alice)
+    assert public_download(api, record["id"]).status_code == 200
+
+    def database_gone(*args: Any) -> None:
+        raise OperationalError("INSERT", {}, Exception("connection lost"))
+
+    monkeypatch.setattr(aggregation, "_add_to_daily", database_gone)
+    with pytest.raises(OperationalError):
+        flush(app)
+    assert rows_of(app, StatsDaily) == 0
+    monkeypatch.undo()
+    assert flush(app) == 1
+    answer = stats(api, alice, record["id"])
+    assert (answer["total"], answer["unique"]) == (1, 1)
