@@ -68,6 +68,7 @@ def _init_extensions(app: Flask) -> None:
         models,  # noqa: F401  (registers the tables on the metadata)
         oai,
         search,
+        stats,
     )
     from app.database import ping_idle_connections, sqlite_pragmas
     from app.extensions import db, limiter, migrate
@@ -76,6 +77,7 @@ def _init_extensions(app: Flask) -> None:
     search.init_app()
     oai.init_app()
     audit.init_app()
+    stats.init_app(app)
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):
             ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE_SECONDS"])
@@ -110,6 +112,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.links.routes import bp as links_bp
     from app.oai.routes import bp as oai_bp
     from app.public.routes import bp as public_bp
+    from app.stats.routes import bp as stats_bp
     from app.tus.routes import bp as tus_bp
 
     app.register_blueprint(auth_bp)
@@ -123,6 +126,7 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(feeds_bp)
     app.register_blueprint(audit_bp)
     app.register_blueprint(links_bp)
+    app.register_blueprint(stats_bp)
 
 
 def _add_response_rules(app: Flask) -> None:
@@ -156,6 +160,7 @@ def _register_cli(app: Flask) -> None:
     from app.cli import serve_command
     from app.ops import register_cli
     from app.search.cli import search_cli
+    from app.stats.cli import stats_group
 
     app.cli.add_command(create_user_command)
     app.cli.add_command(provision_admin_command)
@@ -164,4 +169,5 @@ def _register_cli(app: Flask) -> None:
     app.cli.add_command(serve_command)
     app.cli.add_command(search_cli)
     app.cli.add_command(audit_group)
+    app.cli.add_command(stats_group)
     register_cli(app)

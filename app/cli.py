@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+from typing import Any
+
 import click
 from flask import current_app
 from flask.cli import with_appcontext
@@ -30,9 +33,16 @@ def serve_command(host: str | None, port: int | None, threads: int | None) -> No
     )
     warn_when_links_follow_any_host(app, [server.effective_host])
     click.echo(f"Serving on http://{server.effective_host}:{server.effective_port}")
+    # A stop (docker stop, systemd) ends like Ctrl-C, so the exit handlers run: among them
+    # the statistics' last flush (app/stats/collector.py).
+    signal.signal(signal.SIGTERM, _stop)
     try:
         server.run()
     except KeyboardInterrupt:
         pass
     finally:
         server.close()
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt

@@ -121,6 +121,10 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "UPLOAD_MAX_UNFINISHED": _int(environ, "UPLOAD_MAX_UNFINISHED", 20),
         "DOWNLOAD_OFFLOAD": get("DOWNLOAD_OFFLOAD"),
         "DOWNLOAD_OFFLOAD_PREFIX": get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/"),
+        "STATS": (get("STATS", "on") or "").lower(),
+        "STATS_PUBLIC": (get("STATS_PUBLIC", "on") or "").lower(),
+        "STATS_FLUSH_SECONDS": _float(environ, "STATS_FLUSH_SECONDS", 5.0),
+        "STATS_REDIS_URL": get("STATS_REDIS_URL"),
     }
 
 
@@ -144,6 +148,10 @@ DEFAULTS: dict[str, Any] = {
     "RATELIMIT_ENABLED": True,
     # Seconds between writes of a token's last_used_at; keeps reads write-free.
     "TOKEN_LAST_USED_RESOLUTION": 300,
+    # The statistics' clock (seconds since the epoch); tests pass one they move by hand.
+    "STATS_CLOCK": None,
+    # Off in tests, which flush by hand: no thread then writes behind a test's back.
+    "STATS_BACKGROUND_FLUSH": True,
 }
 
 
@@ -219,6 +227,15 @@ def validate(config: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"DOWNLOAD_OFFLOAD_PREFIX must be a path such as '/_stored/', got {prefix!r}"
         )
+    for name in ("STATS", "STATS_PUBLIC"):
+        if config.get(name, "on") not in ("on", "off"):
+            raise ConfigError(f"{name} must be 'on' or 'off', got {config.get(name)!r}")
+    redis_url = config.get("STATS_REDIS_URL")
+    if redis_url is not None and not re.match(r"(rediss?|unix)://", str(redis_url)):
+        raise ConfigError(f"STATS_REDIS_URL must be a redis:// URL, got {redis_url!r}")
+    interval = config.get("STATS_FLUSH_SECONDS")
+    if not isinstance(interval, int | float) or not interval > 0:
+        raise ConfigError(f"STATS_FLUSH_SECONDS must be a positive number, got {interval!r}")
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:
         raise ConfigError(f"PROXY_COUNT must be 0 or a positive number, got {proxies!r}")

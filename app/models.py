@@ -14,6 +14,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     TypeDecorator,
@@ -320,3 +321,39 @@ class ShareLink(db.Model):
     downloads: Mapped[int] = mapped_column(BigInteger, default=0)
     first_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class StatsDaily(db.Model):
+    """Counted downloads of one record on one UTC day through one door, humans and machines
+    apart (app/stats): the only statistics kept beyond the day, and nothing about anyone."""
+
+    __tablename__ = "stats_daily"
+    __table_args__ = (Index("ix_stats_daily_day", "day"),)
+
+    record_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    door: Mapped[str] = mapped_column(String(16), primary_key=True)
+    machine: Mapped[bool] = mapped_column(Boolean, primary_key=True)
+    total: Mapped[int] = mapped_column(Integer)
+    unique_visitors: Mapped[int] = mapped_column(Integer)
+
+
+class StatsVisitor(db.Model):
+    """A visitor (salted hash or account) already counted for a record today: what makes
+    `unique` one per visitor per day across replicas; deleted at the day's roll-over."""
+
+    __tablename__ = "stats_visitors"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    record_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    visitor: Mapped[str] = mapped_column(String(64), primary_key=True)
+
+
+class StatsSalt(db.Model):
+    """The day's salt of the visitor hashes, shared by all replicas; deleted at the
+    roll-over, after which yesterday's hashes can no longer be linked to anyone."""
+
+    __tablename__ = "stats_salts"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    salt: Mapped[bytes] = mapped_column(LargeBinary(32))

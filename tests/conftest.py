@@ -43,6 +43,8 @@ def base_config(**overrides: Any) -> dict[str, Any]:
         "TOKEN_TTL_MINUTES": None,
         "ADMIN_EMAIL": None,
         "ADMIN_PASSWORD": None,
+        # Statistics are flushed by the tests that read them (tests/stats), never by a thread.
+        "STATS_BACKGROUND_FLUSH": False,
     }
     config.update(overrides)
     return config
@@ -233,7 +235,8 @@ def stack_config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, An
         conn.execute(
             sa.text(
                 "TRUNCATE file_records, api_tokens, users, pending_object_deletions, "
-                "oai_tombstones, audit_entries RESTART IDENTITY CASCADE"
+                "oai_tombstones, audit_entries, stats_daily, stats_visitors, stats_salts "
+                "RESTART IDENTITY CASCADE"
             )
         )
         conn.execute(

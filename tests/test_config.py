@@ -40,6 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
         ({"DOWNLOAD_OFFLOAD_PREFIX": "_stored"}, "DOWNLOAD_OFFLOAD_PREFIX"),
         ({"DOWNLOAD_OFFLOAD_PREFIX": "/a/../b/"}, "DOWNLOAD_OFFLOAD_PREFIX"),
         ({"TOKEN_CACHE_SECONDS": -5}, "TOKEN_CACHE_SECONDS"),
+        ({"STATS": "yes"}, "STATS"),
+        ({"STATS_PUBLIC": "0"}, "STATS_PUBLIC"),
+        ({"STATS_FLUSH_SECONDS": 0}, "STATS_FLUSH_SECONDS"),
+        ({"STATS_REDIS_URL": "localhost:6379"}, "STATS_REDIS_URL"),
         ({"STORAGE_BACKEND": "s3", "S3_BUCKET": "b", "S3_PART_SIZE": 1024}, "S3_PART_SIZE"),
     ],
 )

@@ -17,6 +17,7 @@ from app.http import load
 from app.public.routes import CACHED, PUBLIC_CACHE
 from app.schemas.fast_dump import public_record_rows, record_rows
 from app.schemas.field_types import PlainString
+from app.stats import count_download
 
 # Not in autocommit like the other reads: the records are read through a server-side cursor,
 # which PostgreSQL only keeps inside a transaction.
@@ -104,6 +105,14 @@ def archive_response(
         entries, manifest, manifest.size, current_app.extensions["storage"]
     )
     length = len(archive)
+    if user is None:
+        door, user_id = "public", None
+    elif isinstance(user, access.LinkHolder):
+        door, user_id = "link", None  # a holder is a visitor like the public, counted apart
+    else:
+        door, user_id = "account", user.id
+    for entry in entries:
+        count_download(door, entry.id, 200, user_id)
     # Sent by the server's event loop like downloads: a long archive holds no request thread.
     body = streaming.event_loop_body(request.environ, iter(archive), length)
     response = Response(body, mimetype="application/zip", direct_passthrough=True)

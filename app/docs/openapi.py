@@ -641,6 +641,7 @@ TAGS = {
     "without an account: the owner's side needs a token, the holder's only the link's secret.",
     "Audit": "Who changed what, and when: the audit trail (administrators) and a record's "
     "history (its owner too).",
+    "Statistics": "Downloads counted by the COUNTER rules; no address is kept.",
 }
 
 

@@ -39,6 +39,7 @@ from app.schemas.records import (
     record_schema,
 )
 from app.search.schemas import SearchListQuerySchema
+from app.stats import count_download
 from app.storage import Storage
 
 bp = Blueprint(
@@ -175,7 +176,10 @@ def read_file(record_id: uuid.UUID):
 )
 @bp.errors("Forbidden", "NotFound")
 def download_file(record_id: uuid.UUID):
-    return download_response(request, current_user(), record_id, _storage(), PRIVATE_CACHE)
+    caller = current_user()
+    response = download_response(request, caller, record_id, _storage(), PRIVATE_CACHE)
+    count_download("account", record_id, response.status_code, caller.id)
+    return response
 
 
 @bp.patch("/<uuid:record_id>", parameters=[ID_PARAMETER])

@@ -42,6 +42,7 @@ from app.links.schemas import (
 )
 from app.models import utcnow
 from app.schemas.fast_dump import public_record_rows
+from app.stats import count_download
 
 bp = Blueprint("links", __name__, tag="Share links", errors=SERVER)
 
@@ -300,6 +301,7 @@ def download_shared(secret: str, record_id: uuid.UUID):
     )
     whole = request.range is None or request.range.ranges[0][0] == 0
     services.note_use(link.id, download=response.status_code in (200, 206) and whole)
+    count_download("link", record_id, response.status_code, None)
     return response
 
 

@@ -23,6 +23,7 @@ from app.http import load
 from app.schemas.fast_dump import public_record_rows
 from app.schemas.records import public_record_schema
 from app.search.schemas import SearchListQuerySchema
+from app.stats import count_download
 
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 CACHED = {"Cache-Control": public_cache(PUBLIC_CACHE)}
@@ -83,4 +84,6 @@ def read_released(record_id: uuid.UUID):
 @bp.errors("Forbidden", "NotFound")
 def download_released(record_id: uuid.UUID):
     storage = current_app.extensions["storage"]
-    return download_response(request, None, record_id, storage, PUBLIC_CACHE)
+    response = download_response(request, None, record_id, storage, PUBLIC_CACHE)
+    count_download("public", record_id, response.status_code, None)
+    return response

@@ -22,6 +22,7 @@ _SETTINGS_PREFIXES = (
     "RATELIMIT_",
     "AWS_",
     "DOWNLOAD_",
+    "STATS",
 )
 
 

@@ -1,0 +1,157 @@
+"""Reading the per-day counts: one record by day or month, records ranked, the monthly
+COUNTER item report. `total` and `unique` are human requests; `machine` is counted apart."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import Select, case, func, select
+
+from app.extensions import db
+from app.models import FileRecord, StatsDaily
+from app.stats.aggregation import day_of
+from app.stats.events import DOORS
+
+
+def today() -> date:
+    """The statistics' UTC day, by their clock (which tests move)."""
+    clock = current_app.config.get("STATS_CLOCK") or time.time
+    return day_of(clock())
+
+
+SORTS = {"total": "total", "-total": "total", "unique": "unique", "-unique": "unique"}
+
+
+@dataclass
+class Counts:
+    total: int = 0
+    unique: int = 0
+    machine: int = 0
+    doors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DOORS, 0))
+
+    def add(self, door: str, machine: bool, total: int, unique: int) -> None:
+        if machine:
+            self.machine += total
+            return
+        self.total += total
+        self.unique += unique
+        self.doors[door] = self.doors.get(door, 0) + total
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "unique": self.unique,
+            "machine": self.machine,
+            "doors": self.doors,
+        }
+
+
+def _periods(start: date, end: date, granularity: str) -> list[str]:
+    if granularity == "month":
+        months, year, month = [], start.year, start.month
+        while (year, month) <= (end.year, end.month):
+            months.append(f"{year:04d}-{month:02d}")
+            year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+        return months
+    return [(start + timedelta(days=n)).isoformat() for n in range((end - start).days + 1)]
+
+
+def record_stats(record_id: uuid.UUID, start: date, end: date, granularity: str) -> dict:
+    """Totals over [start, end] and one row per day or month of it, empty ones included."""
+    rows = db.session.execute(
+        select(
+            StatsDaily.day,
+            StatsDaily.door,
+            StatsDaily.machine,
+            StatsDaily.total,
+            StatsDaily.unique_visitors,
+        ).where(StatsDaily.record_id == record_id, StatsDaily.day.between(start, end))
+    )
+    totals = Counts()
+    periods = {name: Counts() for name in _periods(start, end, granularity)}
+    for day, door, machine, total, unique in rows:
+        name = day.isoformat()[:7] if granularity == "month" else day.isoformat()
+        periods[name].add(door, machine, total, unique)
+        totals.add(door, machine, total, unique)
+    return {
+        "id": record_id,
+        "from": start,
+        "until": end,
+        "granularity": granularity,
+        **totals.as_dict(),
+        "periods": [{"period": name, **c.as_dict()} for name, c in periods.items()],
+    }
+
+
+def record_totals(record_id: uuid.UUID) -> dict[str, Any]:
+    """All counts of a record since counting began."""
+    totals = Counts()
+    rows = db.session.execute(
+        select(
+            StatsDaily.door,
+            StatsDaily.machine,
+            func.sum(StatsDaily.total),
+            func.sum(StatsDaily.unique_visitors),
+        )
+        .where(StatsDaily.record_id == record_id)
+        .group_by(StatsDaily.door, StatsDaily.machine)
+    )
+    for door, machine, total, unique in rows:
+        totals.add(door, machine, int(total), int(unique))
+    return {"id": record_id, **totals.as_dict()}
+
+
+def _human(column: Any) -> Any:
+    return func.coalesce(func.sum(case((StatsDaily.machine.is_(False), column), else_=0)), 0)
+
+
+def _ranked(start: date, end: date, path: str | None) -> Select[Any]:
+    total = _human(StatsDaily.total).label("total")
+    unique = _human(StatsDaily.unique_visitors).label("unique")
+    machine = func.coalesce(
+        func.sum(case((StatsDaily.machine.is_(True), StatsDaily.total), else_=0)), 0
+    ).label("machine")
+    query = (
+        select(FileRecord.id, FileRecord.titel, FileRecord.path, total, unique, machine)
+        .join(StatsDaily, StatsDaily.record_id == FileRecord.id)
+        .where(StatsDaily.day.between(start, end))
+        .group_by(FileRecord.id, FileRecord.titel, FileRecord.path)
+    )
+    if path:
+        escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = query.where(FileRecord.path.like(escaped + "%", escape="\\"))
+    return query
+
+
+def ranked_records(
+    start: date, end: date, path: str | None, sort: str, page: int, per_page: int
+) -> tuple[list[dict[str, Any]], int]:
+    """Per-record counts of records with any in [start, end] under `path`, sorted, one page;
+    and how many records there are."""
+    query = _ranked(start, end, path)
+    count = db.session.execute(select(func.count()).select_from(query.subquery())).scalar_one()
+    column = query.selected_columns[SORTS[sort]]
+    order = column.desc() if sort.startswith("-") else column.asc()
+    rows = db.session.execute(
+        query.order_by(order, FileRecord.id).limit(per_page).offset((page - 1) * per_page)
+    )
+    return [dict(row._mapping) for row in rows], count
+
+
+def item_report(month: date) -> Iterator[tuple[str, str, str, str, int]]:
+    """COUNTER-style item report rows of one month: human requests of existing records."""
+    end = (month.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+    query = _ranked(month, end, None).order_by(FileRecord.id)
+    label = month.isoformat()[:7]
+    for row in db.session.execute(query.execution_options(yield_per=1000)):
+        if row.total == 0:
+            continue
+        title = row.titel or ""
+        yield str(row.id), title, "Total_Item_Requests", label, int(row.total)
+        yield str(row.id), title, "Unique_Item_Requests", label, int(row.unique)
