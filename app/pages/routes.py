@@ -1,0 +1,85 @@
+"""The landing pages' views: read what the public API reads, compute the page, render it."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from pathlib import Path
+
+from flask import Blueprint, Response, current_app, render_template, request
+
+from app.database import read_without_transaction
+from app.files import access
+from app.http import external_url
+from app.pages.errors import is_page
+from app.pages.records import Urls, record_page
+
+#: The public API's caching: shared caches may keep a page but must ask again before reuse.
+PUBLIC_CACHE = "public, max-age=0, must-revalidate"
+#: Only the app's own assets; the JSON-LD (`application/ld+json`) is data, never executed.
+CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-action 'self'"
+
+bp = Blueprint(
+    "pages",
+    __name__,
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static/pages",
+)
+bp.before_request(read_without_transaction)
+
+
+def _digest_of_files(folder: Path) -> str:
+    """A digest of the templates and assets: a new release of them changes every ETag."""
+    digest = hashlib.sha256()
+    for file in sorted(folder.rglob("*")):
+        if file.is_file():
+            digest.update(file.relative_to(folder).as_posix().encode() + b"\0")
+            digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+LAYOUT_DIGEST = _digest_of_files(Path(__file__).parent)
+
+
+@bp.after_app_request
+def page_headers(response: Response) -> Response:
+    """Every answer under a page path (errors and unmatched ids too) is cacheable, confined
+    by the policy and never sniffed."""
+    if is_page(request.path):
+        response.headers["Cache-Control"] = PUBLIC_CACHE
+        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "strict-origin-when-cross-origin"
+    return response
+
+
+@bp.get("/records/<uuid:record_id>")
+def record(record_id: uuid.UUID) -> Response:
+    row = access.read_record(None, record_id)
+    today = access.today()
+    repository = current_app.config["REPOSITORY_NAME"]
+    urls = Urls(
+        page=external_url(f"/records/{row.id}"),
+        download=external_url(f"/api/public/files/{row.id}/download"),
+        record_json=external_url(f"/api/public/files/{row.id}"),
+    )
+    etag = _etag(
+        str(row.id),
+        row.updated_at.isoformat(),
+        str(access.embargo_active(row, today)),
+        urls.page,
+        repository,
+    )
+    if request.if_none_match.contains(etag):
+        response = Response(status=304)
+    else:
+        page = record_page(row, today, urls, repository)
+        response = Response(render_template("pages/record.html", page=page))
+    response.set_etag(etag)
+    return response
+
+
+def _etag(*parts: str) -> str:
+    """The page's version: the record's, whether its embargo is over, and the layout's."""
+    return hashlib.sha256("\0".join((*parts, LAYOUT_DIGEST)).encode()).hexdigest()[:32]
