@@ -9,6 +9,7 @@ PAGE_ROOTS = frozenset({"records"})
 
 #: What a reader is told, in German until the pages get their translations.
 TITLES = {
+    403: "Nicht freigegeben",
     404: "Nicht gefunden",
     405: "Methode nicht erlaubt",
     429: "Zu viele Anfragen",

@@ -7,6 +7,7 @@ here from plain values and dicts, never by string templates, so the template onl
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, date
 from typing import Any
@@ -14,7 +15,6 @@ from typing import Any
 from markupsafe import Markup
 
 from app.files.access import RecordLike, embargo_active
-from app.oai.xml import title_of, xml_text
 
 #: Types whose content is data: schema.org `Dataset` with a `DataDownload` distribution.
 DATASET_TYPES = frozenset(
@@ -32,6 +32,13 @@ DATASET_TYPES = frozenset(
 )
 MEDIA_OBJECTS = {"audio": "AudioObject", "video": "VideoObject", "image": "ImageObject"}
 PDF = "application/pdf"
+#: What HTML calls a parse error in text: controls other than tab, newline and carriage return,
+#: and noncharacters (the API keeps some of them, e.g. U+007F and U+0085).
+_NOT_HTML = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef"
+    + "".join(chr(plane + 0xFFFE) + chr(plane + 0xFFFF) for plane in range(0, 0x110000, 0x10000))
+    + "]"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +48,7 @@ class Urls:
     page: str
     download: str
     record_json: str
+    preview: str
 
 
 @dataclass(slots=True)
@@ -74,8 +82,16 @@ class RecordPage:
 
 
 def _text(value: str | None) -> str:
-    """`value` without the characters an HTML page cannot carry either (NUL, controls)."""
-    return xml_text(value or "").strip()
+    """`value` without the characters an HTML page cannot carry (they are dropped)."""
+    return _NOT_HTML.sub("", value or "").strip()
+
+
+def title_of(record: RecordLike) -> str:
+    """The first of `titel` and `original_name` that keeps text once cleaned, else the id."""
+    for candidate in (record.titel, record.original_name):
+        if text := _text(candidate):
+            return text
+    return str(record.id)
 
 
 def split_list(value: str | None, separators: str = ";,") -> list[str]:
@@ -118,7 +134,7 @@ def record_page(record: RecordLike, today: date, urls: Urls, repository: str) ->
     """The page of one record the public may see; under embargo it offers no content."""
     page = RecordPage(
         id=str(record.id),
-        title=_text(title_of(record)),
+        title=title_of(record),
         authors=split_list(record.autoren, ";"),
         published=record.created_at.astimezone(UTC).date(),
         description=_text(record.beschreibung),

@@ -9,10 +9,12 @@ from pathlib import Path
 from flask import Blueprint, Response, current_app, render_template, request
 
 from app.database import read_without_transaction
+from app.exceptions import RecordNotFound
 from app.files import access
+from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import external_url
 from app.pages.errors import is_page
-from app.pages.records import Urls, record_page
+from app.pages.records import Urls, kind_of, record_page
 
 #: The public API's caching: shared caches may keep a page but must ask again before reuse.
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
@@ -63,6 +65,7 @@ def record(record_id: uuid.UUID) -> Response:
         page=external_url(f"/records/{row.id}"),
         download=external_url(f"/api/public/files/{row.id}/download"),
         record_json=external_url(f"/api/public/files/{row.id}"),
+        preview=external_url(f"/records/{row.id}/preview"),
     )
     etag = _etag(
         str(row.id),
@@ -77,6 +80,21 @@ def record(record_id: uuid.UUID) -> Response:
         page = record_page(row, today, urls, repository)
         response = Response(render_template("pages/record.html", page=page))
     response.set_etag(etag)
+    return response
+
+
+@bp.get("/records/<uuid:record_id>/preview")
+def preview(record_id: uuid.UUID) -> Response:
+    """A PDF for the page's frame: the public download, but `inline`, since a browser saves
+    an attachment instead of showing it. Only PDFs; the same rules (404, 403 under embargo)."""
+    if kind_of(access.read_record(None, record_id).mime_type) != "pdf":
+        raise RecordNotFound()
+    storage = current_app.extensions["storage"]
+    response = download_response(request, None, record_id, storage, PUBLIC_CACHE)
+    for name in ("Content-Disposition", OFFLOAD_DISPOSITION):
+        if name in response.headers:
+            disposition = response.headers[name].removeprefix("attachment")
+            response.headers[name] = "inline" + disposition
     return response
 
 

@@ -91,8 +91,26 @@ def test_a_released_record_has_a_page_with_everything_a_reader_needs(api: Api, r
     download = f"{BASE}/api/public/files/{report['id']}/download"
     assert document.xpath("//a[@class='download']/@href") == [download]
     (frame,) = document.xpath("//iframe")
-    assert frame.get("src") == download and frame.get("sandbox") == ""
+    assert frame.get("src") == f"{BASE}/records/{report['id']}/preview"
+    assert frame.get("sandbox") == ""
     assert api.client.get(download).get_data() == samples.pdf_bytes()
+
+
+def test_the_pdf_preview_is_the_public_download_shown_inline(api: Api, alice: Account, report):
+    preview = api.client.get(f"/records/{report['id']}/preview")
+    assert preview.status_code == 200 and preview.get_data() == samples.pdf_bytes()
+    assert preview.mimetype == "application/pdf"
+    assert preview.headers["Content-Disposition"].startswith('inline; filename="bericht.pdf"')
+    assert preview.headers["X-Content-Type-Options"] == "nosniff"
+    assert preview.headers["Cache-Control"] == PUBLIC_CACHE
+    ranged = api.client.get(f"/records/{report['id']}/preview", headers={"Range": "bytes=0-3"})
+    assert ranged.status_code == 206 and ranged.get_data() == b"%PDF"
+    embargoed = api.create(alice, "e.pdf", sperrfrist=tomorrow())
+    image = api.create(alice, "bild.png", samples.png_bytes())
+    for record_id, status in ((embargoed["id"], 403), (image["id"], 404)):
+        refused = api.client.get(f"/records/{record_id}/preview")
+        assert refused.status_code == status and refused.mimetype == "text/html"
+        assert b"%PDF" not in refused.get_data()
 
 
 @pytest.mark.parametrize(
