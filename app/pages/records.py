@@ -49,6 +49,8 @@ class Urls:
     download: str
     record_json: str
     preview: str
+    oai_record: str
+    folder_feed: str
 
 
 @dataclass(slots=True)
@@ -155,6 +157,29 @@ def record_page(record: RecordLike, today: date, urls: Urls, repository: str) ->
     page.properties = open_graph_tags(page)
     page.json_ld = json_ld_markup(schema_org(page))
     return page
+
+
+def signposting(page: RecordPage) -> list[tuple[str, str, str | None]]:
+    """FAIR Signposting (`Link` header): (address, relation, media type); the content's
+    address (`item`) only while it can be downloaded."""
+    links: list[tuple[str, str, str | None]] = [
+        (page.urls.page, "cite-as", None),
+        (page.urls.record_json, "describedby", "application/json"),
+        (page.urls.oai_record, "describedby", "text/xml"),
+        (f"https://schema.org/{schema_type(page.mime_type)}", "type", None),
+        ("https://schema.org/AboutPage", "type", None),
+    ]
+    if page.downloadable:
+        links.append((page.urls.download, "item", page.mime_type))
+    return links
+
+
+def link_header(links: list[tuple[str, str, str | None]]) -> str:
+    """The `Link` header value of `links` (RFC 8288)."""
+    return ", ".join(
+        f'<{url}>; rel="{rel}"' + (f'; type="{media_type}"' if media_type else "")
+        for url, rel, media_type in links
+    )
 
 
 def highwire_tags(page: RecordPage) -> list[tuple[str, str]]:

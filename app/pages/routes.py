@@ -13,8 +13,9 @@ from app.exceptions import RecordNotFound
 from app.files import access
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import external_url
+from app.oai.routes import identifier_of
 from app.pages.errors import is_page
-from app.pages.records import Urls, kind_of, record_page
+from app.pages.records import Urls, kind_of, link_header, record_page, signposting
 
 #: The public API's caching: shared caches may keep a page but must ask again before reuse.
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
@@ -66,20 +67,33 @@ def record(record_id: uuid.UUID) -> Response:
         download=external_url(f"/api/public/files/{row.id}/download"),
         record_json=external_url(f"/api/public/files/{row.id}"),
         preview=external_url(f"/records/{row.id}/preview"),
+        oai_record=external_url(
+            "/oai",
+            [
+                ("verb", "GetRecord"),
+                ("metadataPrefix", "oai_dc"),
+                ("identifier", identifier_of(row.id)),
+            ],
+        ),
+        folder_feed=external_url(
+            "/api/public/feed.atom", [("path", row.path)] if row.path else None
+        ),
     )
     etag = _etag(
         str(row.id),
         row.updated_at.isoformat(),
         str(access.embargo_active(row, today)),
         urls.page,
+        urls.oai_record,
         repository,
     )
+    page = record_page(row, today, urls, repository)
     if request.if_none_match.contains(etag):
         response = Response(status=304)
     else:
-        page = record_page(row, today, urls, repository)
         response = Response(render_template("pages/record.html", page=page))
     response.set_etag(etag)
+    response.headers["Link"] = link_header(signposting(page))
     return response
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import extruct
 import pytest
 from lxml import html
+from requests.utils import parse_header_links
 
 from tests.support import samples
 from tests.support.api import Account, Api
@@ -189,6 +190,42 @@ def test_highwire_tags_name_the_record_for_google_scholar(api: Api, app, report)
         f"{BASE}/api/public/files/{report['id']}/download"
     ]
     assert document.xpath("//link[@rel='canonical']/@href") == [f"{BASE}/records/{report['id']}"]
+
+
+def test_signposting_and_alternates_point_to_the_other_descriptions(api: Api, alice, report):
+    record_id = report["id"]
+    oai = (
+        f"{BASE}/oai?verb=GetRecord&metadataPrefix=oai_dc"
+        f"&identifier=oai%3Afile-repository.local%3A{record_id}"
+    )
+    download = f"{BASE}/api/public/files/{record_id}/download"
+    response = page(api, record_id)
+    links = parse_header_links(response.headers["Link"])
+    assert links == [
+        {"url": f"{BASE}/records/{record_id}", "rel": "cite-as"},
+        {
+            "url": f"{BASE}/api/public/files/{record_id}",
+            "rel": "describedby",
+            "type": "application/json",
+        },
+        {"url": oai, "rel": "describedby", "type": "text/xml"},
+        {"url": "https://schema.org/Report", "rel": "type"},
+        {"url": "https://schema.org/AboutPage", "rel": "type"},
+        {"url": download, "rel": "item", "type": "application/pdf"},
+    ]
+    for link in links[1:3] + links[5:]:
+        assert api.client.get(link["url"].removeprefix(BASE)).status_code == 200
+    alternates = tree(response).xpath("//link[@rel='alternate']")
+    assert [(a.get("type"), a.get("href")) for a in alternates] == [
+        ("application/json", f"{BASE}/api/public/files/{record_id}"),
+        ("text/xml", oai),
+        ("application/atom+xml", f"{BASE}/api/public/feed.atom?path=berichte%2F2026%2Fq1"),
+    ]
+    feed = api.client.get("/api/public/feed.atom?path=berichte%2F2026%2Fq1")
+    assert feed.status_code == 200 and record_id in feed.get_data(as_text=True)
+    embargoed = api.create(alice, "e.pdf", sperrfrist=tomorrow())
+    rels = [link["rel"] for link in parse_header_links(page(api, embargoed["id"]).headers["Link"])]
+    assert "item" not in rels and "cite-as" in rels
 
 
 def test_open_graph_and_twitter_cards_describe_the_record(api: Api, app, report):
