@@ -77,13 +77,14 @@ class RecordPage:
     meta: list[tuple[str, str]] = field(default_factory=list)
     properties: list[tuple[str, str]] = field(default_factory=list)
     json_ld: Markup = Markup("")
+    table: list[list[str]] = field(default_factory=list)
 
     @property
     def downloadable(self) -> bool:
         return self.embargo_until is None
 
 
-def _text(value: str | None) -> str:
+def clean_text(value: str | None) -> str:
     """`value` without the characters an HTML page cannot carry (they are dropped)."""
     return _NOT_HTML.sub("", value or "").strip()
 
@@ -91,25 +92,25 @@ def _text(value: str | None) -> str:
 def title_of(record: RecordLike) -> str:
     """The first of `titel` and `original_name` that keeps text once cleaned, else the id."""
     for candidate in (record.titel, record.original_name):
-        if text := _text(candidate):
+        if text := clean_text(candidate):
             return text
     return str(record.id)
 
 
 def split_list(value: str | None, separators: str = ";,") -> list[str]:
     """A free-text list field as its items: split at any of `separators`, blanks dropped."""
-    text = _text(value)
+    text = clean_text(value)
     for separator in separators[1:]:
         text = text.replace(separator, separators[0])
     return [item.strip() for item in text.split(separators[0]) if item.strip()]
 
 
 def kind_of(mime_type: str) -> str:
-    """How the page previews the content: `audio`, `video`, `image`, `pdf` or `none`."""
+    """How the page previews the content: `audio`, `video`, `image`, `pdf`, `csv` or `none`."""
     major = mime_type.partition("/")[0]
     if major in MEDIA_OBJECTS:
         return major
-    return "pdf" if mime_type == PDF else "none"
+    return {PDF: "pdf", "text/csv": "csv"}.get(mime_type, "none")
 
 
 def size_text(size: int) -> str:
@@ -139,11 +140,11 @@ def record_page(record: RecordLike, today: date, urls: Urls, repository: str) ->
         title=title_of(record),
         authors=split_list(record.autoren, ";"),
         published=record.created_at.astimezone(UTC).date(),
-        description=_text(record.beschreibung),
+        description=clean_text(record.beschreibung),
         keywords=split_list(record.sachschlagwoerter),
         themes=split_list(record.org_themen),
-        breadcrumbs=[part for part in _text(record.path).split("/") if part],
-        file_name=_text(record.original_name),
+        breadcrumbs=[part for part in clean_text(record.path).split("/") if part],
+        file_name=clean_text(record.original_name),
         mime_type=record.mime_type,
         size=record.size,
         size_text=size_text(record.size),

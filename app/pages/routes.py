@@ -15,6 +15,7 @@ from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import external_url
 from app.oai.routes import identifier_of
 from app.pages.errors import is_page
+from app.pages.previews import csv_rows
 from app.pages.records import Urls, kind_of, link_header, record_page, signposting
 
 #: The public API's caching: shared caches may keep a page but must ask again before reuse.
@@ -91,6 +92,8 @@ def record(record_id: uuid.UUID) -> Response:
     if request.if_none_match.contains(etag):
         response = Response(status=304)
     else:
+        if page.kind == "csv" and page.downloadable:
+            page.table = csv_rows(current_app.extensions["storage"], row.stored_path, row.size)
         response = Response(render_template("pages/record.html", page=page))
     response.set_etag(etag)
     response.headers["Link"] = link_header(signposting(page))

@@ -135,6 +135,40 @@ def test_media_play_and_images_show_from_the_public_download(
     assert ranged.status_code == 206 and ranged.get_data() == data[2:10]
 
 
+def test_a_csv_shows_its_first_rows_as_a_table(api: Api, alice: Account):
+    record = api.create(alice, "daten.csv", samples.csv_bytes(delimiter=";"))
+    table = tree(page(api, record["id"])).xpath("//section[@class='preview']//table")[0]
+    assert table.xpath("thead/tr/th/text()") == ["id", "titel", "autor"]
+    assert [row.xpath("td/text()") for row in table.xpath("tbody/tr")] == [
+        ["1", "Über Dateien", "Müller, Anna"],
+        ["2", 'Ein "Zitat"', "Schmidt"],
+    ]
+
+
+def test_a_large_csv_shows_a_bounded_table_of_complete_rows(api: Api, alice: Account):
+    """Only the first 64 KiB are read: rows of 10 kB leave six whole ones, the seventh is cut;
+    short rows stop at twenty, the header included."""
+    wide = ("a,b\n" + ("x" * 10_000 + ",<b>y</b>\n") * 30).encode()
+    record = api.create(alice, "breit.csv", wide, sperrfrist=tomorrow())
+    assert not tree(page(api, record["id"])).xpath("//table")  # no content under embargo
+    api.set_columns(record["id"], sperrfrist=None)
+    document = tree(page(api, record["id"]))
+    rows = document.xpath("//table/tbody/tr")
+    assert [row.xpath("td/text()") for row in rows] == [["x" * 10_000, "<b>y</b>"]] * 6
+    assert not document.xpath("//table//b")
+    long = ("a,b\n" + "1,2\n" * 1000).encode()
+    record = api.create(alice, "lang.csv", long)
+    assert len(tree(page(api, record["id"])).xpath("//table/tbody/tr")) == 19
+
+
+def test_a_csv_whose_content_is_missing_still_has_its_page(api: Api, alice: Account):
+    record = api.create(alice, "daten.csv", samples.csv_bytes(), titel="Daten")
+    api.app.extensions["storage"].delete(api.row(record["id"]).stored_path)
+    response = page(api, record["id"])
+    assert response.status_code == 200
+    assert tree(response).xpath("string(//h1)") == "Daten" and not tree(response).xpath("//table")
+
+
 def test_an_embargoed_record_has_a_page_that_states_it_and_offers_no_content(
     api: Api, alice: Account
 ):
