@@ -33,17 +33,20 @@ bp = Blueprint(
 bp.before_request(read_without_transaction)
 
 
-def _digest_of_files(folder: Path) -> str:
-    """A digest of the templates and assets: a new release of them changes every ETag."""
+def _digest_of_files(*folders: Path) -> str:
+    """A digest of the templates and assets: a new release of them changes every ETag (the
+    same on every replica, as it depends on their content only)."""
     digest = hashlib.sha256()
-    for file in sorted(folder.rglob("*")):
-        if file.is_file():
-            digest.update(file.relative_to(folder).as_posix().encode() + b"\0")
-            digest.update(file.read_bytes())
+    for folder in folders:
+        for file in sorted(folder.rglob("*")):
+            if file.is_file():
+                digest.update(file.relative_to(folder.parent).as_posix().encode() + b"\0")
+                digest.update(file.read_bytes())
     return digest.hexdigest()
 
 
-LAYOUT_DIGEST = _digest_of_files(Path(__file__).parent)
+HERE = Path(__file__).parent
+LAYOUT_DIGEST = _digest_of_files(HERE / "templates", HERE / "static")
 
 
 @bp.after_app_request
