@@ -33,6 +33,13 @@ bp = Blueprint(
 bp.before_request(read_without_transaction)
 
 
+@bp.record_once
+def _tidy_templates(state) -> None:  # type: ignore[no-untyped-def]
+    """Block tags leave no blank lines behind (the pages are the app's only templates)."""
+    state.app.jinja_env.trim_blocks = True
+    state.app.jinja_env.lstrip_blocks = True
+
+
 def _digest_of_files(*folders: Path) -> str:
     """A digest of the templates and assets: a new release of them changes every ETag (the
     same on every replica, as it depends on their content only)."""
