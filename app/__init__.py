@@ -111,6 +111,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.health import bp as health_bp
     from app.links.routes import bp as links_bp
     from app.oai.routes import bp as oai_bp
+    from app.pages.routes import bp as pages_bp
     from app.public.routes import bp as public_bp
     from app.stats.routes import bp as stats_bp
     from app.tus.routes import bp as tus_bp
@@ -127,6 +128,7 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(audit_bp)
     app.register_blueprint(links_bp)
     app.register_blueprint(stats_bp)
+    app.register_blueprint(pages_bp)
 
 
 def _add_response_rules(app: Flask) -> None:

@@ -1,4 +1,5 @@
-"""One JSON error shape for everything: `{"message": ...}`, plus `errors` on 422."""
+"""One JSON error shape for everything: `{"message": ...}`, plus `errors` on 422; the pages
+(app/pages) answer an HTML page with the same status instead."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from werkzeug.exceptions import HTTPException
 from app.access_log import SHARE_LINK_ENVIRON, redacted_path
 from app.exceptions import DomainError
 from app.extensions import db
+from app.pages.errors import error_page, is_page
 from app.storage import ObjectNotFound, StorageUnavailable
 
 log = logging.getLogger(__name__)
@@ -31,6 +33,8 @@ MESSAGES = {
 
 
 def error_response(status: int, message: str, **extra: object) -> Response:
+    if is_page(request.path):
+        return error_page(status)
     response = jsonify({"message": message, **extra})
     response.status_code = status
     return response
@@ -51,6 +55,8 @@ def _http_error(exc: HTTPException) -> Response:
 
 
 def _domain_error(exc: DomainError) -> Response:
+    if is_page(request.path):
+        return error_page(exc.status)
     response = jsonify(exc.body())
     response.status_code = exc.status
     response.headers.update(exc.headers)

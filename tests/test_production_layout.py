@@ -202,6 +202,11 @@ def test_the_wheel_serves_with_the_image_cmd_and_writes_only_its_volumes(layout:
         record_id = json.loads(body)["files"][0]["id"]
         status, body = request(port, "GET", f"/api/files/{record_id}/download", headers=auth)
         assert status == 200 and body == content
+        # The landing pages' templates and style sheet are in the wheel.
+        status, body = request(port, "GET", f"/records/{record_id}")
+        assert status == 200 and b"<h1>notes.txt</h1>" in body, body[:300]
+        status, body = request(port, "GET", "/static/pages/pages.css")
+        assert status == 200 and b"font-family" in body
     finally:
         process.terminate()
         process.wait(timeout=15)

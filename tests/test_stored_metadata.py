@@ -12,6 +12,7 @@ import zipfile
 from collections.abc import Callable
 from typing import Any
 
+import html5lib
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -62,6 +63,14 @@ def zip_manifest(response: Any) -> None:
         json.loads(archive.read("manifest.json"))
 
 
+def html_page(response: Any) -> None:
+    """Parsed without a single HTML parse error, and its JSON-LD is the one script, as JSON."""
+    document = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(response.data)
+    (script,) = document.iter("script")
+    assert script.get("type") == "application/ld+json"
+    json.loads(script.text)
+
+
 def oai_identifier(record: dict) -> str:
     return f"oai:file-repository.local:{record['id']}"
 
@@ -94,6 +103,7 @@ OUTPUTS: list[tuple[str, Callable[[Api, Account, dict], Any], Callable[[Any], No
     ("list", lambda api, user, r: api.get("/api/files", user), json_body),
     ("public read", lambda api, user, r: api.client.get(f"/api/public/files/{r['id']}"), json_body),
     ("public list", lambda api, user, r: api.client.get("/api/public/files"), json_body),
+    ("record page", lambda api, user, r: api.client.get(f"/records/{r['id']}"), html_page),
     (
         "folder zip",
         lambda api, user, r: api.get("/api/files.zip", user, query_string={"path": r["path"]}),

@@ -1,0 +1,268 @@
+"""What a record's landing page shows, computed from the record as the public API reads it.
+
+The machine-readable parts (Highwire `citation_*`, OpenGraph, schema.org JSON-LD) are built
+here from plain values and dicts, never by string templates, so the template only prints them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date
+from typing import Any
+
+from markupsafe import Markup
+
+from app.files.access import RecordLike, embargo_active
+
+#: Types whose content is data: schema.org `Dataset` with a `DataDownload` distribution.
+DATASET_TYPES = frozenset(
+    {
+        "text/csv",
+        "application/json",
+        "application/ld+json",
+        "application/rdf+xml",
+        "text/turtle",
+        "application/zip",
+        "application/vnd.ms-excel",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "application/vnd.oasis.opendocument.spreadsheet",
+    }
+)
+MEDIA_OBJECTS = {"audio": "AudioObject", "video": "VideoObject", "image": "ImageObject"}
+PDF = "application/pdf"
+#: What HTML calls a parse error in text: controls other than tab, newline and carriage return,
+#: and noncharacters (the API keeps some of them, e.g. U+007F and U+0085).
+_NOT_HTML = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef"
+    + "".join(chr(plane + 0xFFFE) + chr(plane + 0xFFFF) for plane in range(0, 0x110000, 0x10000))
+    + "]"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Urls:
+    """The absolute addresses a page links to."""
+
+    page: str
+    download: str
+    record_json: str
+    preview: str
+    oai_record: str
+    folder_feed: str
+
+
+@dataclass(slots=True)
+class RecordPage:
+    """Everything the record template prints, already cleaned and formatted."""
+
+    id: str
+    title: str
+    authors: list[str]
+    published: date
+    description: str
+    keywords: list[str]
+    themes: list[str]
+    breadcrumbs: list[str]
+    file_name: str
+    mime_type: str
+    size: int
+    size_text: str
+    sha256: str
+    kind: str
+    embargo_until: date | None
+    urls: Urls
+    repository: str
+    meta: list[tuple[str, str]] = field(default_factory=list)
+    properties: list[tuple[str, str]] = field(default_factory=list)
+    json_ld: Markup = Markup("")
+    table: list[list[str]] = field(default_factory=list)
+
+    @property
+    def downloadable(self) -> bool:
+        return self.embargo_until is None
+
+
+def clean_text(value: str | None) -> str:
+    """`value` without the characters an HTML page cannot carry (they are dropped)."""
+    return _NOT_HTML.sub("", value or "").strip()
+
+
+def title_of(record: RecordLike) -> str:
+    """The first of `titel` and `original_name` that keeps text once cleaned, else the id."""
+    for candidate in (record.titel, record.original_name):
+        if text := clean_text(candidate):
+            return text
+    return str(record.id)
+
+
+def split_list(value: str | None, separators: str = ";,") -> list[str]:
+    """A free-text list field as its items: split at any of `separators`, blanks dropped."""
+    text = clean_text(value)
+    for separator in separators[1:]:
+        text = text.replace(separator, separators[0])
+    return [item.strip() for item in text.split(separators[0]) if item.strip()]
+
+
+def kind_of(mime_type: str) -> str:
+    """How the page previews the content: `audio`, `video`, `image`, `pdf`, `csv` or `none`."""
+    major = mime_type.partition("/")[0]
+    if major in MEDIA_OBJECTS:
+        return major
+    return {PDF: "pdf", "text/csv": "csv"}.get(mime_type, "none")
+
+
+def size_text(size: int) -> str:
+    """A size as a German reader writes it: `1,5 MB` (powers of 1000, as file managers do)."""
+    value, unit = float(size), "Byte"
+    for next_unit in ("kB", "MB", "GB", "TB"):
+        if value < 1000:
+            break
+        value, unit = value / 1000, next_unit
+    if unit == "Byte":
+        return f"{size} Byte"
+    return f"{value:.1f} {unit}".replace(".", ",")
+
+
+def json_ld_markup(data: dict[str, Any]) -> Markup:
+    """JSON for a `<script>` element: `<`, `>` and `&` as JSON escapes, so no value can end
+    the element or open a comment in it, and the JSON stays the same JSON."""
+    text = json.dumps(data, ensure_ascii=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
+
+
+def record_page(record: RecordLike, today: date, urls: Urls, repository: str) -> RecordPage:
+    """The page of one record the public may see; under embargo it offers no content."""
+    page = RecordPage(
+        id=str(record.id),
+        title=title_of(record),
+        authors=split_list(record.autoren, ";"),
+        published=record.created_at.astimezone(UTC).date(),
+        description=clean_text(record.beschreibung),
+        keywords=split_list(record.sachschlagwoerter),
+        themes=split_list(record.org_themen),
+        breadcrumbs=[part for part in clean_text(record.path).split("/") if part],
+        file_name=clean_text(record.original_name),
+        mime_type=record.mime_type,
+        size=record.size,
+        size_text=size_text(record.size),
+        sha256=record.checksum_sha256,
+        kind=kind_of(record.mime_type),
+        embargo_until=record.sperrfrist if embargo_active(record, today) else None,
+        urls=urls,
+        repository=repository,
+    )
+    page.meta = highwire_tags(page)
+    page.properties = open_graph_tags(page)
+    page.json_ld = json_ld_markup(schema_org(page))
+    return page
+
+
+def signposting(page: RecordPage) -> list[tuple[str, str, str | None]]:
+    """FAIR Signposting (`Link` header): (address, relation, media type); the content's
+    address (`item`) only while it can be downloaded."""
+    links: list[tuple[str, str, str | None]] = [
+        (page.urls.page, "cite-as", None),
+        (page.urls.record_json, "describedby", "application/json"),
+        (page.urls.oai_record, "describedby", "text/xml"),
+        (f"https://schema.org/{schema_type(page.mime_type)}", "type", None),
+        ("https://schema.org/AboutPage", "type", None),
+    ]
+    if page.downloadable:
+        links.append((page.urls.download, "item", page.mime_type))
+    return links
+
+
+def link_header(links: list[tuple[str, str, str | None]]) -> str:
+    """The `Link` header value of `links` (RFC 8288)."""
+    return ", ".join(
+        f'<{url}>; rel="{rel}"' + (f'; type="{media_type}"' if media_type else "")
+        for url, rel, media_type in links
+    )
+
+
+def highwire_tags(page: RecordPage) -> list[tuple[str, str]]:
+    """Google Scholar's `citation_*` tags; the PDF's address only while it can be downloaded."""
+    tags = [("citation_title", page.title)]
+    tags += [("citation_author", author) for author in page.authors]
+    tags.append(("citation_publication_date", page.published.strftime("%Y/%m/%d")))
+    if page.keywords:
+        tags.append(("citation_keywords", "; ".join(page.keywords)))
+    tags.append(("citation_publisher", page.repository))
+    if page.kind == "pdf" and page.downloadable:
+        tags.append(("citation_pdf_url", page.urls.download))
+    tags.append(("twitter:card", "summary_large_image" if page.kind == "image" else "summary"))
+    tags.append(("twitter:title", page.title))
+    if page.description:
+        tags.append(("twitter:description", _summary(page.description)))
+    return tags
+
+
+def _summary(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def open_graph_tags(page: RecordPage) -> list[tuple[str, str]]:
+    """OpenGraph, for link previews; the content itself only while it can be downloaded."""
+    tags = [
+        ("og:type", "article"),
+        ("og:title", page.title),
+        ("og:url", page.urls.page),
+        ("og:site_name", page.repository),
+        ("og:locale", "de_DE"),
+    ]
+    if page.description:
+        tags.append(("og:description", _summary(page.description)))
+    if page.kind in MEDIA_OBJECTS and page.downloadable:
+        tags.append((f"og:{page.kind}", page.urls.download))
+        tags.append((f"og:{page.kind}:type", page.mime_type))
+    return tags
+
+
+def schema_type(mime_type: str) -> str:
+    """The schema.org type of a record, from its content type."""
+    if mime_type in DATASET_TYPES:
+        return "Dataset"
+    kind = kind_of(mime_type)
+    if kind in MEDIA_OBJECTS:
+        return MEDIA_OBJECTS[kind]
+    return "Report" if kind == "pdf" else "CreativeWork"
+
+
+def schema_org(page: RecordPage) -> dict[str, Any]:
+    """The schema.org description of the record (Google Dataset Search reads `Dataset`)."""
+    data: dict[str, Any] = {
+        "@context": "https://schema.org",
+        "@type": schema_type(page.mime_type),
+        "@id": page.urls.page,
+        "url": page.urls.page,
+        "name": page.title,
+        "datePublished": page.published.isoformat(),
+        "publisher": {"@type": "Organization", "name": page.repository},
+        "inLanguage": "de",
+    }
+    if page.description:
+        data["description"] = page.description
+    if page.authors:
+        data["author"] = [{"@type": "Person", "name": author} for author in page.authors]
+    if page.keywords:
+        data["keywords"] = page.keywords
+    if page.themes:
+        data["about"] = [{"@type": "Thing", "name": theme} for theme in page.themes]
+    content: dict[str, Any] = {
+        "name": page.file_name,
+        "encodingFormat": page.mime_type,
+        "contentSize": str(page.size),
+        "sha256": page.sha256,
+    }
+    if page.downloadable:
+        content["contentUrl"] = page.urls.download
+    if data["@type"] == "Dataset":
+        data["distribution"] = [{"@type": "DataDownload", **content}]
+    elif data["@type"] in MEDIA_OBJECTS.values():
+        data.update({key: value for key, value in content.items() if key != "name"})
+    else:
+        data["encoding"] = {"@type": "MediaObject", **content}
+    return data
