@@ -43,11 +43,11 @@ class RedisClicks:
     def __init__(self, url: str, prefix: str) -> None:
         import redis
 
-        self.client: Any = redis.Redis.from_url(url)
+        self.redis: Any = redis.Redis.from_url(url)
         self.prefix = f"{prefix}:stats:click"
 
     def previous(self, keys: list[tuple[Key, float]]) -> list[float | None]:
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.redis.pipeline(transaction=False)
         for (visitor, record_id), at in keys:
             pipe.set(f"{self.prefix}:{visitor}:{record_id}", repr(at), px=REDIS_TTL_MS, get=True)
         return [None if old is None else float(old) for old in pipe.execute()]
