@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -288,6 +289,19 @@ def bob(api: Api) -> Account:
 @pytest.fixture
 def admin(api: Api) -> Account:
     return api.account("admin@example.org", admin=True)
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """Redis on 127.0.0.1:6379 (for several processes' rate limits and statistics)."""
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=1).close()
+    except OSError:
+        reason = "Redis is not reachable at 127.0.0.1:6379"
+        if os.environ.get("REQUIRE_REDIS") == "1":
+            pytest.fail(f"REQUIRE_REDIS=1 but {reason}", pytrace=False)
+        pytest.skip(reason)
+    return "redis://127.0.0.1:6379/0"
 
 
 @pytest.fixture

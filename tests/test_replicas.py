@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,18 +14,6 @@ from tests.support.api import encode_multipart
 from tests.support.server import clean_env, flask, request, running_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3server]
-
-
-@pytest.fixture
-def redis_url() -> str:
-    try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=1).close()
-    except OSError:
-        reason = "Redis is not reachable at 127.0.0.1:6379"
-        if os.environ.get("REQUIRE_REDIS") == "1":
-            pytest.fail(f"REQUIRE_REDIS=1 but {reason}", pytrace=False)
-        pytest.skip(reason)
-    return "redis://127.0.0.1:6379/0"
 
 
 def login(port: int, email: str, password: str) -> tuple[int, dict[str, Any]]:

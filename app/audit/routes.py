@@ -8,7 +8,7 @@ import uuid
 from flask import current_app, request
 
 from app.audit import services
-from app.audit.schemas import AuditEntrySchema, AuditPageSchema, AuditQuerySchema, HistorySchema
+from app.audit.schemas import AuditPageSchema, AuditQuerySchema, HistorySchema
 from app.auth.guard import current_user
 from app.database import read_without_transaction
 from app.docs.openapi import ID_PARAMETER, SERVER, Blueprint
@@ -22,7 +22,6 @@ bp = Blueprint("audit", __name__, tag="Audit", errors=("Unauthenticated", *SERVE
 bp.before_request(read_without_transaction)
 
 query_schema = AuditQuerySchema()
-entry_schema = AuditEntrySchema()
 
 
 @bp.get("/api/audit")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -44,16 +42,3 @@ def app(stack_config: dict[str, Any], clock: Clock) -> Iterator[Flask]:
     yield app
     with app.app_context():
         db.engine.dispose()
-
-
-@pytest.fixture
-def redis_url() -> str:
-    """Redis on 127.0.0.1:6379, as tests/test_replicas.py finds it (`REQUIRE_REDIS=1`)."""
-    try:
-        socket.create_connection(("127.0.0.1", 6379), timeout=1).close()
-    except OSError:
-        reason = "Redis is not reachable at 127.0.0.1:6379"
-        if os.environ.get("REQUIRE_REDIS") == "1":
-            pytest.fail(f"REQUIRE_REDIS=1 but {reason}", pytrace=False)
-        pytest.skip(reason)
-    return "redis://127.0.0.1:6379/0"
