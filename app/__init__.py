@@ -72,12 +72,14 @@ def _init_extensions(app: Flask) -> None:
     )
     from app.database import ping_idle_connections, sqlite_pragmas
     from app.extensions import db, limiter, migrate
+    from app.pages import i18n
 
     db.init_app(app)
     search.init_app()
     oai.init_app()
     audit.init_app()
     stats.init_app(app)
+    i18n.init_app(app)
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):
             ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE_SECONDS"])

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date
 from typing import Any
 
+from flask_babel import format_decimal
 from markupsafe import Markup
 
 from app.files.access import RecordLike, embargo_active
@@ -114,7 +115,8 @@ def kind_of(mime_type: str) -> str:
 
 
 def size_text(size: int) -> str:
-    """A size as a German reader writes it: `1,5 MB` (powers of 1000, as file managers do)."""
+    """A size as the reader writes it: `1,5 MB` in German, `1.5 MB` in English (powers of
+    1000, as file managers do)."""
     value, unit = float(size), "Byte"
     for next_unit in ("kB", "MB", "GB", "TB"):
         if value < 1000:
@@ -122,7 +124,7 @@ def size_text(size: int) -> str:
         value, unit = value / 1000, next_unit
     if unit == "Byte":
         return f"{size} Byte"
-    return f"{value:.1f} {unit}".replace(".", ",")
+    return f"{format_decimal(value, format='0.0')} {unit}"
 
 
 def json_ld_markup(data: dict[str, Any]) -> Markup:

@@ -14,6 +14,7 @@ from app.files import access
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import external_url
 from app.oai.routes import identifier_of
+from app.pages import i18n
 from app.pages.errors import is_page
 from app.pages.previews import csv_rows
 from app.pages.records import Urls, kind_of, link_header, record_page, signposting
@@ -53,7 +54,7 @@ def _digest_of_files(*folders: Path) -> str:
 
 
 HERE = Path(__file__).parent
-LAYOUT_DIGEST = _digest_of_files(HERE / "templates", HERE / "static")
+LAYOUT_DIGEST = _digest_of_files(HERE / "templates", HERE / "static", i18n.CATALOGUES)
 
 
 @bp.after_app_request
@@ -65,6 +66,7 @@ def page_headers(response: Response) -> Response:
         response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "strict-origin-when-cross-origin"
+        response.vary.add("Accept-Language")
     return response
 
 
@@ -97,6 +99,7 @@ def record(record_id: uuid.UUID) -> Response:
         urls.page,
         urls.oai_record,
         repository,
+        i18n.page_language(),
     )
     page = record_page(row, today, urls, repository)
     if request.if_none_match.contains(etag):
@@ -126,5 +129,6 @@ def preview(record_id: uuid.UUID) -> Response:
 
 
 def _etag(*parts: str) -> str:
-    """The page's version: the record's, whether its embargo is over, and the layout's."""
+    """The page's version: the record's, whether its embargo is over, the language, and the
+    layout's (templates, assets and translations)."""
     return hashlib.sha256("\0".join((*parts, LAYOUT_DIGEST)).encode()).hexdigest()[:32]

@@ -1,0 +1,115 @@
+"""The pages speak German unless the reader asks for English, by header or by the switch; the
+dates follow the language, and a shared cache keeps the two apart."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+from babel.messages.extract import extract_from_dir
+from babel.messages.pofile import read_po
+from lxml import html
+
+from app.pages import i18n
+from tests.support.api import Account, Api
+
+
+def tree(response: Any) -> Any:
+    return html.fromstring(response.get_data())
+
+
+def embargoed_record(api: Api, alice: Account) -> dict[str, Any]:
+    until = datetime.now(UTC).date() + timedelta(days=40)
+    return api.create(alice, "bericht.pdf", sperrfrist=until.isoformat(), titel="Bericht")
+
+
+def long_date(day: date, language: str) -> str:
+    months = {
+        "de": "Januar Februar März April Mai Juni Juli August September Oktober November Dezember",
+        "en": "January February March April May June July August September October November "
+        "December",
+    }[language].split()
+    if language == "de":
+        return f"{day.day}. {months[day.month - 1]} {day.year}"
+    return f"{months[day.month - 1]} {day.day}, {day.year}"
+
+
+def test_german_is_the_default_with_german_dates(api: Api, alice: Account):
+    record = embargoed_record(api, alice)
+    response = api.client.get(f"/records/{record['id']}")
+    document = tree(response)
+    assert document.get("lang") == "de"
+    until = date.fromisoformat(record["sperrfrist"])
+    embargo = document.xpath("string(//p[@class='embargo'])")
+    assert embargo.startswith(f"Sperrfrist bis {long_date(until, 'de')}: die Datei")
+    assert "Accept-Language" in response.headers["Vary"]
+
+
+@pytest.mark.parametrize(
+    "ask",
+    [
+        {"headers": {"Accept-Language": "en-GB,en;q=0.9,de;q=0.5"}},
+        {"query_string": {"lang": "en"}},
+    ],
+    ids=["accept-language", "switch"],
+)
+def test_english_by_header_or_switch(api: Api, alice: Account, ask: dict[str, Any]):
+    record = embargoed_record(api, alice)
+    response = api.client.get(f"/records/{record['id']}", **ask)
+    document = tree(response)
+    assert document.get("lang") == "en"
+    until = date.fromisoformat(record["sperrfrist"])
+    embargo = document.xpath("string(//p[@class='embargo'])")
+    assert embargo.startswith(f"Embargoed until {long_date(until, 'en')}: the file")
+    details = document.xpath("//dt/text()")
+    assert details[:2] == ["File name", "Type"]
+    missing = api.client.get(f"/records/{'0' * 8}-0000-4000-8000-{'0' * 12}", **ask)
+    assert missing.status_code == 404
+    assert tree(missing).xpath("string(//h1)") == "Not found"
+
+
+def test_the_switch_links_to_the_other_language_of_the_same_page(api: Api, alice: Account):
+    record = embargoed_record(api, alice)
+    document = tree(api.client.get(f"/records/{record['id']}"))
+    (switch,) = document.xpath("//nav[@class='languages']")
+    assert switch.xpath("a/@href") == ["?lang=en"]
+    assert switch.xpath("span[@aria-current='true']/text()") == ["DE"]
+    english = tree(api.client.get(f"/records/{record['id']}?lang=en"))
+    assert english.xpath("//nav[@class='languages']/a/@href") == ["?lang=de"]
+
+
+def test_each_language_has_its_own_etag(api: Api, alice: Account):
+    record = embargoed_record(api, alice)
+    german = api.client.get(f"/records/{record['id']}")
+    english = api.client.get(f"/records/{record['id']}", headers={"Accept-Language": "en"})
+    assert german.headers["ETag"] != english.headers["ETag"]
+    again = api.client.get(
+        f"/records/{record['id']}",
+        headers={"Accept-Language": "en", "If-None-Match": german.headers["ETag"]},
+    )
+    assert again.status_code == 200 and tree(again).get("lang") == "en"
+
+
+def test_every_source_string_has_its_english_translation():
+    for language in i18n.LANGUAGES:
+        if language == i18n.DEFAULT:
+            continue
+        path = i18n.CATALOGUES / language / "LC_MESSAGES" / "messages.po"
+        with path.open("rb") as po:
+            catalogue = read_po(po, locale=language)
+        untranslated = [message.id for message in catalogue if message.id and not message.string]
+        assert untranslated == []
+        assert not [message.id for message in catalogue if message.fuzzy and message.id]
+
+
+def test_the_catalogue_holds_every_string_the_pages_use():
+    """A string added to a template or a page module without `pybabel update` fails here."""
+    root = i18n.CATALOGUES.parent.parent
+    method_map = [("app/pages/**.py", "python"), ("app/pages/templates/**.html", "jinja2")]
+    used = {message for _, _, message, *_ in extract_from_dir(root, method_map)}
+    used = {message if isinstance(message, str) else message[0] for message in used}
+    path = i18n.CATALOGUES / "en" / "LC_MESSAGES" / "messages.po"
+    with path.open("rb") as po:
+        known = {message.id for message in read_po(po, locale="en") if message.id}
+    assert used - known == set()
