@@ -79,6 +79,8 @@ class RecordPage:
     properties: list[tuple[str, str]] = field(default_factory=list)
     json_ld: Markup = Markup("")
     table: list[list[str]] = field(default_factory=list)
+    #: Downloads and page views by people, where the statistics are public (app/stats).
+    reach: tuple[int, int] | None = None
 
     @property
     def downloadable(self) -> bool:

@@ -18,6 +18,8 @@ from app.pages import i18n
 from app.pages.errors import is_page
 from app.pages.previews import csv_rows
 from app.pages.records import Urls, kind_of, link_header, record_page, signposting
+from app.stats import count_view
+from app.stats.queries import record_totals
 
 #: The public API's caching: shared caches may keep a page but must ask again before reuse.
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
@@ -92,8 +94,10 @@ def record(record_id: uuid.UUID) -> Response:
             "/api/public/feed.atom", [("path", row.path)] if row.path else None
         ),
     )
+    reach = _reach(row.id)
     etag = _etag(
         str(row.id),
+        repr(reach),
         row.updated_at.isoformat(),
         str(access.embargo_active(row, today)),
         urls.page,
@@ -102,6 +106,7 @@ def record(record_id: uuid.UUID) -> Response:
         i18n.page_language(),
     )
     page = record_page(row, today, urls, repository)
+    page.reach = reach
     if request.if_none_match.contains(etag):
         response = Response(status=304)
     else:
@@ -110,7 +115,17 @@ def record(record_id: uuid.UUID) -> Response:
         response = Response(render_template("pages/record.html", page=page))
     response.set_etag(etag)
     response.headers["Link"] = link_header(signposting(page))
+    count_view(row.id, response.status_code)
     return response
+
+
+def _reach(record_id: uuid.UUID) -> tuple[int, int] | None:
+    """Downloads and page views by people so far, where statistics are kept and public."""
+    config = current_app.config
+    if config["STATS"] != "on" or config["STATS_PUBLIC"] != "on":
+        return None
+    totals = record_totals(record_id)
+    return totals["total"], totals["views"]
 
 
 @bp.get("/records/<uuid:record_id>/preview")

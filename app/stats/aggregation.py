@@ -7,6 +7,8 @@
 - Unique: one per visitor per record per day, across replicas, through `stats_visitors`.
 - A visitor is the account behind a token, else an HMAC of address and User-Agent under the
   day's salt. At the day's roll-over yesterday's salts and visitor rows are deleted.
+- Page views (door `page`) are counted by the same rules with the visitor keyed apart: a view
+  never hides a download within 30 s nor takes its `unique`, and the other way round.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from app.extensions import db
 from app.models import StatsDaily, StatsSalt, StatsVisitor
-from app.stats.events import DOUBLE_CLICK_SECONDS, Download
+from app.stats.events import DOUBLE_CLICK_SECONDS, PAGE, Download
 
 #: Events written per transaction.
 BATCH = 5000
@@ -129,12 +131,14 @@ def _machine_or_robot(user_agent: str) -> bool | None:
 
 
 def _visitor(collector: Any, event: Download, day: date, new_salts: dict[date, bytes]) -> str:
+    """Who asked, as the double-click and unique rules key it; a page view is keyed apart."""
+    kind = "view:" if event.door == PAGE else ""
     if event.user_id is not None:
-        return f"account:{event.user_id}"
+        return f"{kind}account:{event.user_id}"
     salt = collector.salts.get(day) or new_salts.get(day)
     if salt is None:
         salt = new_salts[day] = _salt_of(day)
-    message = f"{event.address}\n{event.user_agent}".encode()
+    message = f"{kind}{event.address}\n{event.user_agent}".encode()
     return hmac.new(salt, message, hashlib.sha256).hexdigest()
 
 

@@ -26,8 +26,9 @@ def _month(ctx: click.Context, param: click.Parameter, value: str) -> date:
 @click.option("--month", required=True, callback=_month, help="The month, e.g. 2026-11.")
 @click.option("-o", "--output", type=click.File("w"), default="-", help="File (default stdout).")
 def export_command(month: date, output) -> None:
-    """COUNTER-style item report of one month as CSV: Total_Item_Requests and
-    Unique_Item_Requests of every record with downloads."""
+    """COUNTER-style item report of one month as CSV: Total_Item_Investigations (downloads
+    and landing-page views), Total_Item_Requests and Unique_Item_Requests of every record
+    that people downloaded or viewed."""
     writer = csv.writer(output or sys.stdout, lineterminator="\n")
     writer.writerow(["Item", "Title", "Metric_Type", "Month", "Count"])
     writer.writerows(queries.item_report(month))

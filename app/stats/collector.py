@@ -18,7 +18,7 @@ from flask import Flask, current_app, request
 
 from app.stats.aggregation import flush_events
 from app.stats.clicks import MemoryClicks, RedisClicks
-from app.stats.events import COUNTED_STATUSES, DOORS, DOUBLE_CLICK_SECONDS, Download
+from app.stats.events import COUNTED_STATUSES, DOORS, DOUBLE_CLICK_SECONDS, PAGE, Download
 
 #: Events kept while the database cannot take them; beyond it the oldest are dropped, so a
 #: long database outage costs counts, never the process's memory.
@@ -122,6 +122,16 @@ def count_download(door: str, record_id: uuid.UUID, status: int, user_id: int | 
     token's account, else None (the visitor is then the client's address and User-Agent)."""
     if door not in DOORS:
         raise ValueError(f"unknown door {door!r}")
+    _count(door, record_id, status, user_id)
+
+
+def count_view(record_id: uuid.UUID, status: int) -> None:
+    """A view of a record's landing page (200, or 304 from a reader's cache), counted by the
+    same rules as a download, apart from the downloads."""
+    _count(PAGE, record_id, status, None)
+
+
+def _count(door: str, record_id: uuid.UUID, status: int, user_id: int | None) -> None:
     collector: Collector | None = current_app.extensions.get("stats")
     # A HEAD request asks about the content without receiving it: not a download.
     if collector is None or status not in COUNTED_STATUSES or request.method != "GET":

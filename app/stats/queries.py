@@ -1,5 +1,6 @@
 """Reading the per-day counts: one record by day or month, records ranked, the monthly
-COUNTER item report. `total` and `unique` are human requests; `machine` is counted apart."""
+COUNTER item report. `total` and `unique` are human requests (downloads); `machine` is counted
+apart; `views` and `unique_views` are human views of the landing page."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from datetime import date, timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import Select, case, func, select
+from sqlalchemy import Select, and_, case, func, select
 
 from app.extensions import db
 from app.models import FileRecord, StatsDaily
 from app.stats.aggregation import day_of
-from app.stats.events import DOORS
+from app.stats.events import DOORS, PAGE
 
 
 def today() -> date:
@@ -33,9 +34,16 @@ class Counts:
     total: int = 0
     unique: int = 0
     machine: int = 0
+    views: int = 0
+    unique_views: int = 0
     doors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DOORS, 0))
 
     def add(self, door: str, machine: bool, total: int, unique: int) -> None:
+        if door == PAGE:
+            if not machine:  # machines reading pages are crawlers' kin: not reported
+                self.views += total
+                self.unique_views += unique
+            return
         if machine:
             self.machine += total
             return
@@ -48,6 +56,8 @@ class Counts:
             "total": self.total,
             "unique": self.unique,
             "machine": self.machine,
+            "views": self.views,
+            "unique_views": self.unique_views,
             "doors": self.doors,
         }
 
@@ -107,18 +117,24 @@ def record_totals(record_id: uuid.UUID) -> dict[str, Any]:
     return {"id": record_id, **totals.as_dict()}
 
 
-def _human(column: Any) -> Any:
-    return func.coalesce(func.sum(case((StatsDaily.machine.is_(False), column), else_=0)), 0)
+def _human(column: Any, *, views: bool = False) -> Any:
+    door = StatsDaily.door == PAGE if views else StatsDaily.door != PAGE
+    human = and_(StatsDaily.machine.is_(False), door)
+    return func.coalesce(func.sum(case((human, column), else_=0)), 0)
 
 
 def _ranked(start: date, end: date, path: str | None) -> Select[Any]:
     total = _human(StatsDaily.total).label("total")
     unique = _human(StatsDaily.unique_visitors).label("unique")
     machine = func.coalesce(
-        func.sum(case((StatsDaily.machine.is_(True), StatsDaily.total), else_=0)), 0
+        func.sum(
+            case((and_(StatsDaily.machine.is_(True), StatsDaily.door != PAGE), StatsDaily.total), else_=0)
+        ),
+        0,
     ).label("machine")
+    views = _human(StatsDaily.total, views=True).label("views")
     query = (
-        select(FileRecord.id, FileRecord.titel, FileRecord.path, total, unique, machine)
+        select(FileRecord.id, FileRecord.titel, FileRecord.path, total, unique, machine, views)
         .join(StatsDaily, StatsDaily.record_id == FileRecord.id)
         .where(StatsDaily.day.between(start, end))
         .group_by(FileRecord.id, FileRecord.titel, FileRecord.path)
@@ -145,13 +161,17 @@ def ranked_records(
 
 
 def item_report(month: date) -> Iterator[tuple[str, str, str, str, int]]:
-    """COUNTER-style item report rows of one month: human requests of existing records."""
+    """COUNTER-style item report rows of one month, for existing records: human requests
+    (downloads) and investigations (requests plus landing-page views). COUNTER's
+    Unique_Item_Investigations is not given: a visitor who both viewed and downloaded is kept
+    apart in each, so the two uniques cannot be merged without keeping more per visitor."""
     end = (month.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
     query = _ranked(month, end, None).order_by(FileRecord.id)
     label = month.isoformat()[:7]
     for row in db.session.execute(query.execution_options(yield_per=1000)):
-        if row.total == 0:
+        if row.total == 0 and row.views == 0:
             continue
         title = row.titel or ""
+        yield str(row.id), title, "Total_Item_Investigations", label, int(row.total + row.views)
         yield str(row.id), title, "Total_Item_Requests", label, int(row.total)
         yield str(row.id), title, "Unique_Item_Requests", label, int(row.unique)

@@ -87,6 +87,13 @@ class CountsSchema(Schema):
     machine = fields.Integer(
         required=True, metadata={"description": "Requests by scripts and tools, apart."}
     )
+    views = fields.Integer(
+        required=True,
+        metadata={"description": "Views of the record's landing page by people (same rules)."},
+    )
+    unique_views = fields.Integer(
+        required=True, metadata={"description": "Visitors who viewed the landing page, per day."}
+    )
     doors = fields.Nested(DoorsSchema, required=True, metadata={"description": "`total` by door."})
 
 
@@ -113,6 +120,7 @@ class RankedRecordSchema(Schema):
     total = fields.Integer(required=True)
     unique = fields.Integer(required=True)
     machine = fields.Integer(required=True)
+    views = fields.Integer(required=True)
 
 
 class RankedPageSchema(Schema):

@@ -60,7 +60,7 @@ def test_the_double_click_rule(app: Flask, api: Api, alice: Account, clock: Cloc
     assert answer["doors"] == {"public": 2, "account": 0, "link": 0}
     assert answer["periods"][-1] == {
         "period": "2026-11-26",
-        **{k: answer[k] for k in ("total", "unique", "machine", "doors")},
+        **{k: answer[k] for k in ("total", "unique", "machine", "views", "unique_views", "doors")},
     }
 
 

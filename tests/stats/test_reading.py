@@ -127,6 +127,7 @@ def test_the_monthly_item_report(
     rows = list(csv.reader(io.StringIO(result.output)))
     assert rows == [
         ["Item", "Title", "Metric_Type", "Month", "Count"],
+        [record["id"], "Bericht, 2026", "Total_Item_Investigations", "2026-11", "3"],
         [record["id"], "Bericht, 2026", "Total_Item_Requests", "2026-11", "3"],
         [record["id"], "Bericht, 2026", "Unique_Item_Requests", "2026-11", "2"],
     ]
