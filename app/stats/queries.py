@@ -126,11 +126,9 @@ def _human(column: Any, *, views: bool = False) -> Any:
 def _ranked(start: date, end: date, path: str | None) -> Select[Any]:
     total = _human(StatsDaily.total).label("total")
     unique = _human(StatsDaily.unique_visitors).label("unique")
+    machine_download = and_(StatsDaily.machine.is_(True), StatsDaily.door != PAGE)
     machine = func.coalesce(
-        func.sum(
-            case((and_(StatsDaily.machine.is_(True), StatsDaily.door != PAGE), StatsDaily.total), else_=0)
-        ),
-        0,
+        func.sum(case((machine_download, StatsDaily.total), else_=0)), 0
     ).label("machine")
     views = _human(StatsDaily.total, views=True).label("views")
     query = (
