@@ -127,9 +127,9 @@ def _ranked(start: date, end: date, path: str | None) -> Select[Any]:
     total = _human(StatsDaily.total).label("total")
     unique = _human(StatsDaily.unique_visitors).label("unique")
     machine_download = and_(StatsDaily.machine.is_(True), StatsDaily.door != PAGE)
-    machine = func.coalesce(
-        func.sum(case((machine_download, StatsDaily.total), else_=0)), 0
-    ).label("machine")
+    machine = func.coalesce(func.sum(case((machine_download, StatsDaily.total), else_=0)), 0).label(
+        "machine"
+    )
     views = _human(StatsDaily.total, views=True).label("views")
     query = (
         select(FileRecord.id, FileRecord.titel, FileRecord.path, total, unique, machine, views)
