@@ -102,10 +102,9 @@ _VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 class Blueprint(flask_smorest.Blueprint):
     """flask-smorest's blueprint with this service's conventions: operations carry the tag
     `tag` and the error answers `errors` (by name, written out with `error_headers` if any); a
-    view's docstring says why for readers and stays out of the document; `doc(method=...)`
-    declares one method of a view that answers several."""
-
-    DOCSTRING_INFO_DELIMITER = ""
+    view's docstring is its summary, a blank line, and its description (one paragraph; its
+    line breaks are spaces); `doc(method=...)` declares one method of a view that answers
+    several."""
 
     def __init__(
         self, *args: Any, tag: str, errors: tuple = (), error_headers: Any = None, **kw: Any
@@ -146,6 +145,7 @@ class Blueprint(flask_smorest.Blueprint):
         super()._store_endpoint_docs(endpoint, *args, **kw)
         for method, doc in self._docs[endpoint].items():
             if method != "parameters":
+                doc["docstring"] = {k: " ".join(v.split("\n")) for k, v in doc["docstring"].items()}
                 manual = doc.setdefault("manual_doc", {})
                 deepupdate(manual, manual.pop("per_method", {}).get(method, {}))
 

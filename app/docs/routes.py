@@ -85,12 +85,13 @@ def _document_json(app: Flask) -> bytes:
 
 
 @bp.get("/api/openapi.json")
-@bp.doc(operationId="getOpenApiDocument", summary="This OpenAPI document", security=NO_TOKEN)
+@bp.doc(operationId="getOpenApiDocument", security=NO_TOKEN)
 @bp.alt_response(
     200, schema={"type": "object"}, description="The document (OpenAPI 3.1).", headers=ETAGGED
 )
 @bp.alt_response(304, description=NOT_MODIFIED)
 def openapi_json() -> Response:
+    """This OpenAPI document"""
     response = Response(_document_json(current_app), mimetype="application/json")
     response.cache_control.no_cache = True
     response.add_etag()
@@ -103,14 +104,13 @@ def _asset_url(name: str) -> str:
 
 
 @bp.get("/api/docs")
-@bp.doc(
-    operationId="getDocsPage",
-    summary="Interactive documentation (Swagger UI)",
-    description="Works offline: every asset is served by the service itself.",
-    security=NO_TOKEN,
-)
+@bp.doc(operationId="getDocsPage", security=NO_TOKEN)
 @bp.alt_response(200, schema={"type": "string"}, content_type="text/html", description="The page.")
 def docs_page() -> Response:
+    """Interactive documentation (Swagger UI)
+
+    Works offline: every asset is served by the service itself.
+    """
     html = PAGE.format(
         css=escape(_asset_url("swagger-ui.css")),
         icon32=escape(_asset_url("favicon-32x32.png")),
@@ -138,7 +138,6 @@ def _asset_bytes(name: str) -> bytes:
 @bp.get("/api/docs/assets/<name>", parameters=[ASSET_NAME])
 @bp.doc(
     operationId="getDocsAsset",
-    summary="A script, style sheet or icon of the documentation page",
     security=NO_TOKEN,
     responses={
         "200": {
@@ -151,7 +150,7 @@ def _asset_bytes(name: str) -> bytes:
 @bp.alt_response(304, description=NOT_MODIFIED)
 @bp.alt_response(404, schema=ref("Error"), description="No such asset.")
 def docs_asset(name: str) -> Response:
-    """Cacheable for a day, revalidated by ETag; the page's links change with each version."""
+    """A script, style sheet or icon of the documentation page"""
     mimetype = ASSET_TYPES.get(name)
     if mimetype is None:
         raise NotFound()
