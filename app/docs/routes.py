@@ -16,13 +16,7 @@ from app.docs.assets import (
     SWAGGER_UI_DIST,
     SWAGGER_UI_VERSION,
 )
-from app.docs.openapi import (
-    NO_TOKEN,
-    REVALIDATION_ETAG,
-    Blueprint,
-    openapi_document,
-    ref,
-)
+from app.docs.openapi import NO_TOKEN, REVALIDATION_ETAG, Blueprint, openapi_document, ref
 
 bp = Blueprint("docs", __name__, tag="Documentation")
 
@@ -31,27 +25,15 @@ ASSET_MAX_AGE = 24 * 60 * 60
 INITIALIZER_VERSION = hashlib.sha256(INITIALIZER_JS.encode()).hexdigest()[:12]
 NOT_MODIFIED = "The cached copy is current."
 ETAGGED = {"ETag": REVALIDATION_ETAG}
-ASSET_NAME = {
-    "name": "name",
-    "in": "path",
-    "required": True,
-    "schema": {"type": "string", "enum": sorted(ASSET_TYPES)},
-}
+NAMES = {"type": "string", "enum": sorted(ASSET_TYPES)}
+ASSET_NAME = {"name": "name", "in": "path", "required": True, "schema": NAMES}
 
 # Scripts and style sheets from this service only; the document is fetched from it too.
 # Swagger UI sets inline styles and uses data: images in its style sheet.
-CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'none'",
-        "script-src 'self'",
-        "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data: blob:",
-        "font-src 'self' data:",
-        "connect-src 'self'",
-        "base-uri 'none'",
-        "form-action 'none'",
-        "frame-ancestors 'none'",
-    ]
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
 )
 
 
@@ -131,7 +113,7 @@ def docs_page() -> Response:
 def _asset_bytes(name: str) -> bytes:
     """The page's few assets (about 1.5 MB in all), read once and kept."""
     if name == INITIALIZER:
-        return INITIALIZER_JS.encode() if isinstance(INITIALIZER_JS, str) else INITIALIZER_JS
+        return INITIALIZER_JS.encode()
     return (SWAGGER_UI_DIST / name).read_bytes()
 
 

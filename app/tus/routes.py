@@ -222,8 +222,7 @@ def discover():
             "description": "Created; `Location` is the upload's URL (relative).",
             "headers": {**STATE, "Location": header("The upload, `/api/uploads/{id}`.")},
         },
-        **errors(400, 401, 409, 413, 415, 422, 429, 460, 500, 503),
-        **errors(412),
+        **errors(400, 401, 409, 412, 413, 415, 422, 429, 460, 500, 503),
     },
 )
 def create_upload():
