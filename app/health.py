@@ -27,23 +27,15 @@ CHECKS = _object(database=CHECK, storage=CHECK)
 
 
 @bp.get("/healthz")
-@bp.doc(
-    operationId="getHealth",
-    summary="Liveness: the process answers (dependencies are not checked)",
-    security=NO_TOKEN,
-)
+@bp.doc(operationId="getHealth", security=NO_TOKEN)
 @bp.alt_response(200, schema=_object(status={"const": "ok"}), description="Alive.")
 def healthz():
-    """The process answers; says nothing about its dependencies."""
+    """Liveness: the process answers (dependencies are not checked)"""
     return {"status": "ok"}, 200, NO_STORE
 
 
 @bp.get("/readyz")
-@bp.doc(
-    operationId="getReadiness",
-    summary="Readiness: the database and the bucket answer",
-    security=NO_TOKEN,
-)
+@bp.doc(operationId="getReadiness", security=NO_TOKEN)
 @bp.alt_response(200, schema=_object(status={"const": "ok"}, checks=CHECKS), description="Ready.")
 @bp.alt_response(
     503,
@@ -51,7 +43,7 @@ def healthz():
     description="A dependency does not answer; `checks` says which.",
 )
 def readyz():
-    """Ready when the database and the bucket both answer; 503 names what does not."""
+    """Readiness: the database and the bucket answer"""
     checks = {"database": _check_database(), "storage": _check_storage()}
     failed = [name for name, result in checks.items() if result != "ok"]
     if failed:

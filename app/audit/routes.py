@@ -25,16 +25,15 @@ query_schema = AuditQuerySchema()
 
 
 @bp.get("/api/audit")
-@bp.doc(
-    operationId="listAuditEntries",
-    summary="The audit trail",
-    description="Every change, newest first, 100 a page (`cursor=`, then each `next_cursor`); "
-    "administrators only. Deleted records' histories stay here (`record_id`).",
-    parameters=[{"in": "query", "schema": query_schema}],
-)
+@bp.doc(operationId="listAuditEntries", parameters=[{"in": "query", "schema": query_schema}])
 @bp.alt_response(200, schema=AuditPageSchema, description="One page, newest first.")
 @bp.errors("AdministratorsOnly", "ValidationFailed")
 def list_entries():
+    """The audit trail
+
+    Every change, newest first, 100 a page (`cursor=`, then each `next_cursor`); administrators
+    only. Deleted records' histories stay here (`record_id`).
+    """
     if not current_user().is_admin:
         raise AdministratorsOnly("Only administrators may read the audit trail.")
     params = load(query_schema, request.args.to_dict())
@@ -54,14 +53,14 @@ def list_entries():
 
 
 @bp.get("/api/files/<uuid:record_id>/history", parameters=[ID_PARAMETER])
-@bp.doc(
-    operationId="getFileHistory",
-    summary="A record's history",
-    description="The audit entries of one record, oldest first, for its owner and "
-    "administrators (others: 404, as for the record).",
-)
+@bp.doc(operationId="getFileHistory")
 @bp.alt_response(200, schema=HistorySchema, description="The record's entries.")
 @bp.errors("NotFound")
 def record_history(record_id: uuid.UUID):
+    """A record's history
+
+    The audit entries of one record, oldest first, for its owner and administrators (others: 404, as
+    for the record).
+    """
     access.find_record(current_user(), record_id)
     return {"data": [services.as_dict(e) for e in services.history(db.session, record_id)]}

@@ -27,28 +27,30 @@ def _login_rate_key() -> str:
 @limiter.limit(lambda: current_app.config["RATELIMIT_TOKENS"], key_func=_login_rate_key)
 @bp.doc(
     operationId="createToken",
-    summary="Create a personal access token",
-    description="Wrong email or password answer the same 422 (`errors.email`). Rate limited "
-    "per client address and email.",
     security=NO_TOKEN,
     requestBody=json_body_doc(TokenRequestSchema, form=True),
 )
 @bp.alt_response(201, schema=TokenSchema, description="The new token.", headers=RATE_LIMIT_HEADERS)
 @bp.errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def create_token():
+    """Create a personal access token
+
+    Wrong email or password answer the same 422 (`errors.email`). Rate limited per client address
+    and email.
+    """
     data = load(token_request_schema, json_body())
     user = authenticate(data["email"], data["password"])
     return {"token": issue_token(user, data["token_name"].strip())}, 201
 
 
 @bp.delete("/api/tokens/current")
-@bp.doc(
-    operationId="revokeCurrentToken",
-    summary="Revoke the token of this request",
-    description="The revoked token answers 401 from then on.",
-)
+@bp.doc(operationId="revokeCurrentToken")
 @bp.alt_response(204, description="Revoked; no body.")
 @bp.errors("Unauthenticated")
 def delete_current_token():
+    """Revoke the token of this request
+
+    The revoked token answers 401 from then on.
+    """
     revoke_token(current_user().token_id)
     return "", 204

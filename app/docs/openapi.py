@@ -102,10 +102,9 @@ _VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 class Blueprint(flask_smorest.Blueprint):
     """flask-smorest's blueprint with this service's conventions: operations carry the tag
     `tag` and the error answers `errors` (by name, written out with `error_headers` if any); a
-    view's docstring says why for readers and stays out of the document; `doc(method=...)`
-    declares one method of a view that answers several."""
-
-    DOCSTRING_INFO_DELIMITER = ""
+    view's docstring is its summary, a blank line, and its description (one paragraph; its
+    line breaks are spaces); `doc(method=...)` declares one method of a view that answers
+    several."""
 
     def __init__(
         self, *args: Any, tag: str, errors: tuple = (), error_headers: Any = None, **kw: Any
@@ -146,6 +145,7 @@ class Blueprint(flask_smorest.Blueprint):
         super()._store_endpoint_docs(endpoint, *args, **kw)
         for method, doc in self._docs[endpoint].items():
             if method != "parameters":
+                doc["docstring"] = {k: " ".join(v.split("\n")) for k, v in doc["docstring"].items()}
                 manual = doc.setdefault("manual_doc", {})
                 deepupdate(manual, manual.pop("per_method", {}).get(method, {}))
 
@@ -275,14 +275,16 @@ def form_body(schema: str) -> dict[str, Any]:
 
 def json_body_doc(schema: Any, *, form: bool = False) -> dict[str, Any]:
     """A required JSON request body (`form`: a form-encoded one is accepted too)."""
-    content = json_content(schema)
-    if form:
-        content["application/x-www-form-urlencoded"] = {"schema": schema}
-    return {"required": True, "content": content}
+    form_content = {"application/x-www-form-urlencoded": {"schema": schema}} if form else {}
+    return {"required": True, "content": json_content(schema) | form_content}
 
 
 def header(description: str, schema: Any = None, required: bool = True) -> dict[str, Any]:
     return {"description": description, "required": required, "schema": schema or STRING}
+
+
+def header_parameter(name: str, description: str, schema: Any = None, required: bool = False):
+    return {"name": name, "in": "header", **header(description, schema, required)}
 
 
 def const(value: Any) -> dict[str, Any]:
@@ -300,9 +302,8 @@ def private_cache(value: str) -> dict[str, Any]:
 
 
 def error(description: str, **headers: Any) -> dict[str, Any]:
-    return {"description": description, "content": json_content(ref("Error"))} | (
-        {"headers": headers} if headers else {}
-    )
+    headers = {"headers": headers} if headers else {}
+    return {"description": description, "content": json_content(ref("Error"))} | headers
 
 
 STRING = {"type": "string"}
@@ -314,6 +315,14 @@ RATE_LIMIT_HEADERS = {
     "X-RateLimit-Remaining": header("Requests left in the current window.", INTEGER, False),
     "X-RateLimit-Reset": header("When the window resets (Unix time).", INTEGER, False),
 }
+UNAUTHENTICATED = "No valid bearer token: missing, malformed, unknown, expired or revoked."
+FORBIDDEN = (
+    "The record is visible but its content is blocked for this caller: it is not released "
+    "(freigabe false) or under embargo (sperrfrist in the future). Administrators may always "
+    "download."
+)
+NOT_FOUND = "No such record for this caller: unknown, another user's, or an id that is not a UUID."
+WAIT = header("Seconds to wait before trying again.", INTEGER | {"minimum": 0})
 ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     "BadRequest": (
         400,
@@ -322,25 +331,13 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     "Unauthenticated": (
         401,
         error(
-            "No valid bearer token: missing, malformed, unknown, expired or revoked.",
+            UNAUTHENTICATED,
             **{"WWW-Authenticate": header("The authentication scheme to use.", const("Bearer"))},
         ),
     ),
-    "Forbidden": (
-        403,
-        error(
-            "The record is visible but its content is blocked for this caller: it is not "
-            "released (freigabe false) or under embargo (sperrfrist in the future). "
-            "Administrators may always download."
-        ),
-    ),
+    "Forbidden": (403, error(FORBIDDEN)),
     "AdministratorsOnly": (403, error("Only administrators may do this.")),
-    "NotFound": (
-        404,
-        error(
-            "No such record for this caller: unknown, another user's, or an id that is not a UUID."
-        ),
-    ),
+    "NotFound": (404, error(NOT_FOUND)),
     "MethodNotAllowed": (
         405,
         error("The path does not offer this method.", Allow=header("The methods the path offers.")),
@@ -355,15 +352,7 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     ),
     "TooManyRequests": (
         429,
-        error(
-            "Rate limit exceeded.",
-            **{
-                "Retry-After": header(
-                    "Seconds to wait before trying again.", INTEGER | {"minimum": 0}
-                )
-            },
-            **RATE_LIMIT_HEADERS,
-        ),
+        error("Rate limit exceeded.", **{"Retry-After": WAIT}, **RATE_LIMIT_HEADERS),
     ),
     "ServerError": (500, error("Unexpected server error; no details are disclosed.")),
     "ServiceUnavailable": (503, error("The database or the file storage cannot be reached.")),
@@ -371,24 +360,22 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
 ID_PARAMETER = {
     "name": "id",
     "in": "path",
-    "required": True,
-    "description": "Record identifier. A value that is not a UUID answers 404.",
-    "schema": {"type": "string", "format": "uuid"},
+    **header(
+        "Record identifier. A value that is not a UUID answers 404.",
+        {"type": "string", "format": "uuid"},
+    ),
 }
+DISPOSITION = {"type": "string", "pattern": '^attachment; filename="[^"]*"; filename\\*=UTF-8\'\''}
 
 
 def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
     """200/206/304/416 of a download; the body is the stored content, streamed. `cache`: the
     Cache-Control header (`public_cache` or `private_cache`)."""
-    disposition = {
-        "type": "string",
-        "pattern": '^attachment; filename="[^"]*"; filename\\*=UTF-8\'\'',
-    }
     common = {
         "Content-Disposition": header(
             "`attachment` with an ASCII fallback name and the exact original name in RFC 8187 "
             "form (`filename*=UTF-8''...`).",
-            disposition,
+            DISPOSITION,
         ),
         "ETag": ETAG,
         "Accept-Ranges": header("Single byte ranges are served.", const("bytes")),
@@ -398,48 +385,31 @@ def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
     }
     content = {mime: {} for mime in sorted(ALLOWED_MIME_TYPES)}
     served = {"type": "string", "pattern": r"^bytes [0-9]+-[0-9]+/[0-9]+$"}
-    size = {"type": "string", "pattern": r"^bytes \*/[0-9]+$"}
+    full_size = header("The full size.", {"type": "string", "pattern": r"^bytes \*/[0-9]+$"})
+    revalidation = {"ETag": ETAG, "Cache-Control": cache}
+    whole = (
+        "The whole content, with the stored (detected) type as Content-Type. Several ranges, "
+        "other range units, or an If-Range that does not name the current ETag also get the "
+        "whole content."
+    )
+    part = "The single byte range asked for with `Range: bytes=...`."
     return {
-        "200": {
-            "description": (
-                "The whole content, with the stored (detected) type as Content-Type. Several "
-                "ranges, other range units, or an If-Range that does not name the current ETag "
-                "also get the whole content."
-            ),
-            "headers": common,
-            "content": content,
-        },
+        "200": {"description": whole, "headers": common, "content": content},
         "206": {
-            "description": "The single byte range asked for with `Range: bytes=...`.",
-            "headers": {
-                **common,
-                "Content-Range": header("The range served and the full size.", served),
-            },
+            "description": part,
+            "headers": common
+            | {"Content-Range": header("The range served and the full size.", served)},
             "content": content,
         },
         "304": {
             "description": "`If-None-Match` names the current ETag; no body.",
-            "headers": {"ETag": ETAG, "Cache-Control": cache},
+            "headers": revalidation,
         },
         "416": {
             "description": "The range cannot be satisfied.",
-            "headers": {
-                "Content-Range": header("The full size.", size),
-                "ETag": ETAG,
-                "Cache-Control": cache,
-            },
+            "headers": {"Content-Range": full_size, **revalidation},
             "content": json_content(ref("Error")),
         },
-    }
-
-
-def header_parameter(name: str, description: str, schema: Any = None, required: bool = False):
-    return {
-        "name": name,
-        "in": "header",
-        "required": required,
-        "description": description,
-        "schema": schema or STRING,
     }
 
 

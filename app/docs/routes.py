@@ -16,13 +16,7 @@ from app.docs.assets import (
     SWAGGER_UI_DIST,
     SWAGGER_UI_VERSION,
 )
-from app.docs.openapi import (
-    NO_TOKEN,
-    REVALIDATION_ETAG,
-    Blueprint,
-    openapi_document,
-    ref,
-)
+from app.docs.openapi import NO_TOKEN, REVALIDATION_ETAG, Blueprint, openapi_document, ref
 
 bp = Blueprint("docs", __name__, tag="Documentation")
 
@@ -31,27 +25,15 @@ ASSET_MAX_AGE = 24 * 60 * 60
 INITIALIZER_VERSION = hashlib.sha256(INITIALIZER_JS.encode()).hexdigest()[:12]
 NOT_MODIFIED = "The cached copy is current."
 ETAGGED = {"ETag": REVALIDATION_ETAG}
-ASSET_NAME = {
-    "name": "name",
-    "in": "path",
-    "required": True,
-    "schema": {"type": "string", "enum": sorted(ASSET_TYPES)},
-}
+NAMES = {"type": "string", "enum": sorted(ASSET_TYPES)}
+ASSET_NAME = {"name": "name", "in": "path", "required": True, "schema": NAMES}
 
 # Scripts and style sheets from this service only; the document is fetched from it too.
 # Swagger UI sets inline styles and uses data: images in its style sheet.
-CONTENT_SECURITY_POLICY = "; ".join(
-    [
-        "default-src 'none'",
-        "script-src 'self'",
-        "style-src 'self' 'unsafe-inline'",
-        "img-src 'self' data: blob:",
-        "font-src 'self' data:",
-        "connect-src 'self'",
-        "base-uri 'none'",
-        "form-action 'none'",
-        "frame-ancestors 'none'",
-    ]
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
 )
 
 
@@ -85,12 +67,13 @@ def _document_json(app: Flask) -> bytes:
 
 
 @bp.get("/api/openapi.json")
-@bp.doc(operationId="getOpenApiDocument", summary="This OpenAPI document", security=NO_TOKEN)
+@bp.doc(operationId="getOpenApiDocument", security=NO_TOKEN)
 @bp.alt_response(
     200, schema={"type": "object"}, description="The document (OpenAPI 3.1).", headers=ETAGGED
 )
 @bp.alt_response(304, description=NOT_MODIFIED)
 def openapi_json() -> Response:
+    """This OpenAPI document"""
     response = Response(_document_json(current_app), mimetype="application/json")
     response.cache_control.no_cache = True
     response.add_etag()
@@ -103,14 +86,13 @@ def _asset_url(name: str) -> str:
 
 
 @bp.get("/api/docs")
-@bp.doc(
-    operationId="getDocsPage",
-    summary="Interactive documentation (Swagger UI)",
-    description="Works offline: every asset is served by the service itself.",
-    security=NO_TOKEN,
-)
+@bp.doc(operationId="getDocsPage", security=NO_TOKEN)
 @bp.alt_response(200, schema={"type": "string"}, content_type="text/html", description="The page.")
 def docs_page() -> Response:
+    """Interactive documentation (Swagger UI)
+
+    Works offline: every asset is served by the service itself.
+    """
     html = PAGE.format(
         css=escape(_asset_url("swagger-ui.css")),
         icon32=escape(_asset_url("favicon-32x32.png")),
@@ -131,14 +113,13 @@ def docs_page() -> Response:
 def _asset_bytes(name: str) -> bytes:
     """The page's few assets (about 1.5 MB in all), read once and kept."""
     if name == INITIALIZER:
-        return INITIALIZER_JS.encode() if isinstance(INITIALIZER_JS, str) else INITIALIZER_JS
+        return INITIALIZER_JS.encode()
     return (SWAGGER_UI_DIST / name).read_bytes()
 
 
 @bp.get("/api/docs/assets/<name>", parameters=[ASSET_NAME])
 @bp.doc(
     operationId="getDocsAsset",
-    summary="A script, style sheet or icon of the documentation page",
     security=NO_TOKEN,
     responses={
         "200": {
@@ -151,7 +132,7 @@ def _asset_bytes(name: str) -> bytes:
 @bp.alt_response(304, description=NOT_MODIFIED)
 @bp.alt_response(404, schema=ref("Error"), description="No such asset.")
 def docs_asset(name: str) -> Response:
-    """Cacheable for a day, revalidated by ETag; the page's links change with each version."""
+    """A script, style sheet or icon of the documentation page"""
     mimetype = ASSET_TYPES.get(name)
     if mimetype is None:
         raise NotFound()

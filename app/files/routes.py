@@ -100,13 +100,7 @@ def _receive(
 
 @bp.post("")
 @limiter.limit(_upload_rate, key_func=user_rate_key)
-@bp.doc(
-    operationId="createFiles",
-    summary="Upload files with metadata",
-    description="Stores every file or none: one invalid file rejects the whole request (422 on "
-    "`files.N`). Rate limited per user.",
-    requestBody=form_body("FileUploadForm"),
-)
+@bp.doc(operationId="createFiles", requestBody=form_body("FileUploadForm"))
 @bp.alt_response(
     201,
     schema=CreatedFilesSchema,
@@ -115,6 +109,11 @@ def _receive(
 )
 @bp.errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def create_files():
+    """Upload files with metadata
+
+    Stores every file or none: one invalid file rejects the whole request (422 on `files.N`). Rate
+    limited per user.
+    """
     # Read before the body streams: afterwards nothing may need the database until the
     # records are inserted, or a failure there could leave the stored objects behind.
     owner_id = current_user().id
@@ -144,38 +143,40 @@ def create_files():
 
 
 @bp.get("")
-@bp.doc(
-    operationId="listFiles",
-    summary="List records",
-    description="Your own records (administrators: all), newest first. Filters combine; an empty "
-    "value switches a filter off and unknown parameters are ignored.",
-    parameters=[{"in": "query", "schema": list_query_schema}],
-)
+@bp.doc(operationId="listFiles", parameters=[{"in": "query", "schema": list_query_schema}])
 @bp.alt_response(200, schema=ref("FileRecordPage"), description="One page.")
 @bp.errors("ValidationFailed")
 def list_files():
+    """List records
+
+    Your own records (administrators: all), newest first. Filters combine; an empty value switches a
+    filter off and unknown parameters are ignored.
+    """
     params = load(list_query_schema, request.args.to_dict())
     return list_response(Listing.of(current_user(), params), params, record_rows)
 
 
 @bp.get("/<uuid:record_id>", parameters=[ID_PARAMETER])
-@bp.doc(operationId="readFile", summary="Read one record")
+@bp.doc(operationId="readFile")
 @bp.alt_response(200, schema=record_schema, description="The record.")
 @bp.errors("NotFound")
 def read_file(record_id: uuid.UUID):
+    """Read one record"""
     return record_rows.dump(access.read_record(current_user(), record_id))
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[ID_PARAMETER])
 @bp.doc(
     operationId="downloadFile",
-    summary="Download the content",
-    description="Non-administrators get 403 while the record is unreleased or under embargo.",
     parameters=DOWNLOAD_REQUEST_HEADERS,
     responses=download_responses(private_cache(PRIVATE_CACHE)),
 )
 @bp.errors("Forbidden", "NotFound")
 def download_file(record_id: uuid.UUID):
+    """Download the content
+
+    Non-administrators get 403 while the record is unreleased or under embargo.
+    """
     caller = current_user()
     response = download_response(request, caller, record_id, _storage(), PRIVATE_CACHE)
     count_download("account", record_id, response.status_code, caller.id)
@@ -184,12 +185,7 @@ def download_file(record_id: uuid.UUID):
 
 @bp.patch("/<uuid:record_id>", parameters=[ID_PARAMETER])
 @limiter.limit(_write_rate, key_func=user_rate_key)
-@bp.doc(
-    operationId="updateFile",
-    summary="Update metadata",
-    description="Owner or administrator; only the fields sent change. Rate limited per user.",
-    requestBody=json_body_doc(ref("FileUpdate")),
-)
+@bp.doc(operationId="updateFile", requestBody=json_body_doc(ref("FileUpdate")))
 @bp.alt_response(
     200,
     schema=ref("FileUpdateResult"),
@@ -198,6 +194,10 @@ def download_file(record_id: uuid.UUID):
 )
 @bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def update_file(record_id: uuid.UUID):
+    """Update metadata
+
+    Owner or administrator; only the fields sent change. Rate limited per user.
+    """
     body = json_body()
     changes = load(update_schema, body)
     record = writes.update_metadata(current_user(), record_id, changes)
@@ -207,19 +207,17 @@ def update_file(record_id: uuid.UUID):
 
 @bp.post("/<uuid:record_id>/content", parameters=[ID_PARAMETER])
 @limiter.limit(_upload_rate, key_func=user_rate_key)
-@bp.doc(
-    operationId="replaceFileContent",
-    summary="Replace the content",
-    description="Same id, owner, created_at and business metadata; original_name, mime_type, "
-    "size and updated_at change. The old content is deleted after success. Rate limited per "
-    "user (with uploads).",
-    requestBody=form_body("ContentReplaceForm"),
-)
+@bp.doc(operationId="replaceFileContent", requestBody=form_body("ContentReplaceForm"))
 @bp.alt_response(
     200, schema=record_schema, description="The full record.", headers=RATE_LIMIT_HEADERS
 )
 @bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def replace_file_content(record_id: uuid.UUID):
+    """Replace the content
+
+    Same id, owner, created_at and business metadata; original_name, mime_type, size and updated_at
+    change. The old content is deleted after success. Rate limited per user (with uploads).
+    """
     caller = current_user()
     access.find_record(caller, record_id)  # a 404 before the body is read
     upload = _receive(
@@ -239,9 +237,10 @@ def replace_file_content(record_id: uuid.UUID):
 
 
 @bp.delete("/<uuid:record_id>", parameters=[ID_PARAMETER])
-@bp.doc(operationId="deleteFile", summary="Delete record and content")
+@bp.doc(operationId="deleteFile")
 @bp.alt_response(204, description="Deleted; no body.")
 @bp.errors("NotFound")
 def delete_file(record_id: uuid.UUID):
+    """Delete record and content"""
     writes.delete_record(current_user(), record_id, _storage())
     return "", 204

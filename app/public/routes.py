@@ -47,42 +47,45 @@ RECORD_ID = {**ID_PARAMETER, "description": "Unreleased, unknown and malformed i
 @bp.get("")
 @bp.doc(
     operationId="listReleasedFiles",
-    summary="List released records",
-    description="Released records only, newest first; a `freigabe` parameter is ignored.",
     security=NO_TOKEN,
     parameters=[{"in": "query", "schema": list_query_schema}],
 )
 @bp.alt_response(200, schema=ref("PublicFileRecordPage"), description="One page.", headers=CACHED)
 @bp.errors("ValidationFailed")
 def list_released():
+    """List released records
+
+    Released records only, newest first; a `freigabe` parameter is ignored.
+    """
     params = load(list_query_schema, request.args.to_dict())
     return list_response(Listing.of(None, params), params, public_record_rows)
 
 
 @bp.get("/<uuid:record_id>", parameters=[RECORD_ID])
-@bp.doc(
-    operationId="readReleasedFile",
-    summary="Read one released record",
-    description="An embargo does not hide the metadata.",
-    security=NO_TOKEN,
-)
+@bp.doc(operationId="readReleasedFile", security=NO_TOKEN)
 @bp.alt_response(200, schema=public_record_schema, description="The record.", headers=CACHED)
 @bp.errors("NotFound")
 def read_released(record_id: uuid.UUID):
+    """Read one released record
+
+    An embargo does not hide the metadata.
+    """
     return public_record_rows.dump(access.read_record(None, record_id))
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[RECORD_ID])
 @bp.doc(
     operationId="downloadReleasedFile",
-    summary="Download released content",
-    description="403 while the record is under embargo.",
     security=NO_TOKEN,
     parameters=DOWNLOAD_REQUEST_HEADERS,
     responses=download_responses(CACHED["Cache-Control"]),
 )
 @bp.errors("Forbidden", "NotFound")
 def download_released(record_id: uuid.UUID):
+    """Download released content
+
+    403 while the record is under embargo.
+    """
     storage = current_app.extensions["storage"]
     response = download_response(request, None, record_id, storage, PUBLIC_CACHE)
     count_download("public", record_id, response.status_code, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.docs.openapi import ERROR_RESPONSES, const, error, header, header_parameter
+from app.docs.openapi import ERROR_RESPONSES, SERVER, const, error, header, header_parameter
 from app.tus import services
 
 VERSION = const(services.TUS_VERSION)
@@ -37,40 +37,30 @@ STATE = {
 }
 
 
-def _tus_error(status_description: str) -> dict[str, Any]:
-    response = error(status_description)
-    response["headers"] = dict(ALWAYS)
-    return response
-
-
 def _with_always(response: dict[str, Any]) -> dict[str, Any]:
-    response = {**response}
-    response["headers"] = {**response.get("headers", {}), **ALWAYS}
-    return response
+    return response | {"headers": response.get("headers", {}) | ALWAYS}
 
 
 ERRORS = {
-    400: _tus_error(
-        "A header is missing or malformed (`Upload-Length`, `Upload-Offset`, "
-        "`Upload-Metadata`, `Upload-Checksum`), or `Upload-Defer-Length` was sent."
-    ),
-    401: _with_always(ERROR_RESPONSES["Unauthenticated"][1]),
-    404: _tus_error("No such upload of yours (other users' uploads are 404 too)."),
-    409: _tus_error("`Upload-Offset` is not the upload's offset (ask with HEAD)."),
-    410: _tus_error("The upload has expired."),
-    412: error(
-        "`Tus-Resumable` is missing or not 1.0.0.", **{"Tus-Version": header("Versions spoken.")}
-    ),
-    413: _tus_error(
-        "`Upload-Length` is over `Tus-Max-Size`, or the body goes beyond `Upload-Length`."
-    ),
-    415: _tus_error("The body is not `application/offset+octet-stream`."),
-    422: _with_always(ERROR_RESPONSES["ValidationFailed"][1]),
-    429: _with_always(ERROR_RESPONSES["TooManyRequests"][1]),
-    460: _tus_error("`Upload-Checksum` does not match the body; nothing was kept."),
-    500: _with_always(ERROR_RESPONSES["ServerError"][1]),
-    503: _with_always(ERROR_RESPONSES["ServiceUnavailable"][1]),
+    status: _with_always(error(text))
+    for status, text in {
+        400: "A header is missing or malformed (`Upload-Length`, `Upload-Offset`, "
+        "`Upload-Metadata`, `Upload-Checksum`), or `Upload-Defer-Length` was sent.",
+        404: "No such upload of yours (other users' uploads are 404 too).",
+        409: "`Upload-Offset` is not the upload's offset (ask with HEAD).",
+        410: "The upload has expired.",
+        413: "`Upload-Length` is over `Tus-Max-Size`, or the body goes beyond `Upload-Length`.",
+        415: "The body is not `application/offset+octet-stream`.",
+        460: "`Upload-Checksum` does not match the body; nothing was kept.",
+    }.items()
+} | {
+    status: _with_always(response)
+    for name in ("Unauthenticated", "ValidationFailed", "TooManyRequests", *SERVER)
+    for status, response in [ERROR_RESPONSES[name]]
 }
+ERRORS[412] = error(
+    "`Tus-Resumable` is missing or not 1.0.0.", **{"Tus-Version": header("Versions spoken.")}
+)
 
 
 def errors(*statuses: int) -> dict[str, Any]:

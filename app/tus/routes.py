@@ -162,7 +162,6 @@ def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
 @bp.route("", methods=["OPTIONS"], provide_automatic_options=False)
 @bp.doc(
     operationId="discoverUploads",
-    summary="What this tus server speaks",
     security=NO_TOKEN,
     responses={
         "204": {
@@ -184,6 +183,7 @@ def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
     },
 )
 def discover():
+    """What this tus server speaks"""
     return _without_body(
         204,
         {
@@ -222,8 +222,7 @@ def discover():
             "description": "Created; `Location` is the upload's URL (relative).",
             "headers": {**STATE, "Location": header("The upload, `/api/uploads/{id}`.")},
         },
-        **errors(400, 401, 409, 413, 415, 422, 429, 460, 500, 503),
-        **errors(412),
+        **errors(400, 401, 409, 412, 413, 415, 422, 429, 460, 500, 503),
     },
 )
 def create_upload():
@@ -256,7 +255,6 @@ def create_upload():
 )
 @bp.doc(
     operationId="readUpload",
-    summary="How far an upload got",
     parameters=[TUS_RESUMABLE],
     responses={
         "200": {
@@ -271,6 +269,7 @@ def create_upload():
     },
 )
 def upload_state(upload_id: uuid.UUID):
+    """How far an upload got"""
     upload = services.find_upload(current_user(), upload_id)
     headers = _state_headers(upload)
     headers["Upload-Length"] = str(upload.length)
@@ -320,8 +319,6 @@ def append_to_upload(upload_id: uuid.UUID):
 )
 @bp.doc(
     operationId="terminateUpload",
-    summary="Abandon an upload (tus termination)",
-    description="Its pieces are removed; the record of a finished upload stays.",
     parameters=[TUS_RESUMABLE],
     responses={
         "204": {"description": "Removed.", "headers": ALWAYS},
@@ -329,5 +326,9 @@ def append_to_upload(upload_id: uuid.UUID):
     },
 )
 def terminate_upload(upload_id: uuid.UUID):
+    """Abandon an upload (tus termination)
+
+    Its pieces are removed; the record of a finished upload stays.
+    """
     services.terminate(current_user(), upload_id, _storage())
     return _without_body(204)

@@ -458,6 +458,29 @@ def test_an_endpoint_is_documented_by_its_view_alone(make_sqlite_app):
         openapi_document(app)
 
 
+def test_a_view_docstring_is_its_summary_and_description(make_sqlite_app):
+    """flask-smorest reads the docstring: the first line is the summary, the paragraph after
+    the blank line the description, its wrapped lines joined by spaces."""
+    extra = Blueprint("extra_docstring", __name__, tag="Files")
+
+    @extra.get("/api/extra-docstring")
+    @extra.doc(operationId="readExtraDocstring")
+    @extra.alt_response(200, description="Fine.")
+    def read_extra_docstring():
+        """An extra view
+
+        Its description runs over
+        two lines.
+        """
+        return {}
+
+    app = make_sqlite_app()
+    app.register_blueprint(extra)
+    operation = openapi_document(app)["paths"]["/api/extra-docstring"]["get"]
+    assert operation["summary"] == "An extra view"
+    assert operation["description"] == "Its description runs over two lines."
+
+
 def test_public_errors_carry_the_public_cache_header(document: dict[str, Any]):
     for path, item in document["paths"].items():
         if path.startswith("/api/public/"):
