@@ -78,7 +78,6 @@ def csl_item(page: RecordPage) -> dict[str, Any]:
         "issued": {"date-parts": [[published.year, published.month, published.day]]},
         "publisher": page.repository,
         "URL": page.urls.page,
-        "medium": page.mime_type,
     }
     if authors:
         item["author"] = authors

@@ -110,6 +110,7 @@ def test_the_pdf_preview_is_the_public_download_shown_inline(api: Api, alice: Ac
     assert preview.mimetype == "application/pdf"
     assert preview.headers["Content-Disposition"].startswith('inline; filename="bericht.pdf"')
     assert preview.headers["X-Content-Type-Options"] == "nosniff"
+    assert preview.headers["Content-Security-Policy"] == "sandbox"
     assert preview.headers["Cache-Control"] == PUBLIC_CACHE
     ranged = api.client.get(f"/records/{report['id']}/preview", headers={"Range": "bytes=0-3"})
     assert ranged.status_code == 206 and ranged.get_data() == b"%PDF"
@@ -390,7 +391,10 @@ def test_any_metadata_shows_as_text_and_cannot_break_out(api: Api, alice: Accoun
     document = tree(response)
     assert document.xpath("string(//h1)") == HOSTILE_TITLE
     assert document.xpath("string(//div[@class='description'])").strip() == HOSTILE_TEXT
-    assert not document.xpath("//b | //i | //body//script")
+    assert not document.xpath("//b | //i[not(parent::p[@class='citation'])] | //body//script")
+    (citation,) = document.xpath("//section[@class='cite']/p[@class='citation']")
+    assert HOSTILE_TITLE in citation.text_content() and "alert(2)" in citation.text_content()
+    assert [element.tag for element in citation.iter()] == ["p", "i"]  # the style's italics
     (script,) = document.xpath("//script")
     assert script.get("type") == "application/ld+json"
     item = json.loads(script.text)
