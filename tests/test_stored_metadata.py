@@ -10,10 +10,16 @@ import io
 import json
 import zipfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import bibtexparser
+import citeproc
 import html5lib
 import pytest
+import rispy
+from citeproc import Citation, CitationItem, CitationStylesBibliography, CitationStylesStyle
+from citeproc.source.json import CiteProcJSON
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
@@ -71,6 +77,30 @@ def html_page(response: Any) -> None:
     json.loads(script.text)
 
 
+def bibtex(response: Any) -> None:
+    library = bibtexparser.parse_string(response.get_data(as_text=True))
+    assert not library.failed_blocks and len(library.entries) == 1
+
+
+def ris(response: Any) -> None:
+    assert len(rispy.loads(response.get_data(as_text=True))) == 1
+
+
+def csl_json(response: Any) -> None:
+    """Read by citeproc-py as a CSL-JSON source, and rendered."""
+    items = json.loads(response.data)
+    style = CitationStylesStyle(
+        str(Path(citeproc.STYLES_PATH) / "harvard-cite-them-right.csl"), validate=False
+    )
+    bibliography = CitationStylesBibliography(style, CiteProcJSON(items), citeproc.formatter.plain)
+    bibliography.register(Citation([CitationItem(items[0]["id"])]))
+    assert str(bibliography.bibliography()[0])
+
+
+def _export_of(name: str) -> Callable[[Api, Account, dict], Any]:
+    return lambda api, user, r: api.client.get(f"/records/{r['id']}/export/{name}")
+
+
 def oai_identifier(record: dict) -> str:
     return f"oai:file-repository.local:{record['id']}"
 
@@ -104,6 +134,16 @@ OUTPUTS: list[tuple[str, Callable[[Api, Account, dict], Any], Callable[[Any], No
     ("public read", lambda api, user, r: api.client.get(f"/api/public/files/{r['id']}"), json_body),
     ("public list", lambda api, user, r: api.client.get("/api/public/files"), json_body),
     ("record page", lambda api, user, r: api.client.get(f"/records/{r['id']}"), html_page),
+    *(
+        (f"record export {name}", _export_of(name), check)
+        for name, check in (
+            ("bibtex", bibtex),
+            ("ris", ris),
+            ("csl-json", csl_json),
+            ("datacite", xml),
+            ("dc", xml),
+        )
+    ),
     (
         "folder zip",
         lambda api, user, r: api.get("/api/files.zip", user, query_string={"path": r["path"]}),

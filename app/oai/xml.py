@@ -104,11 +104,17 @@ def _split(value: str | None) -> list[str]:
 
 
 def oai_dc(parent: Any, record: Any, urls: dict[str, str], today: date) -> None:
-    """A record as Dublin Core; the mapping is written down in the README."""
+    """A record as Dublin Core in an OAI-PMH answer; the mapping is written down in the README."""
     metadata = sub(parent, f"{{{OAI}}}metadata")
-    dc = etree.SubElement(
-        metadata, f"{{{OAI_DC}}}dc", nsmap={"oai_dc": OAI_DC, "dc": DC, "xsi": XSI}
-    )
+    metadata.append(dublin_core(record, urls, today))
+
+
+def dublin_core(
+    record: Any, urls: dict[str, str], today: date, publisher: str | None = None
+) -> Any:
+    """The `oai_dc:dc` element of a record (also the landing pages' Dublin Core export, which
+    names the `publisher`); an empty URL in `urls` is left out."""
+    dc = etree.Element(f"{{{OAI_DC}}}dc", nsmap={"oai_dc": OAI_DC, "dc": DC, "xsi": XSI})
     dc.set(f"{{{XSI}}}schemaLocation", f"{OAI_DC} {OAI_DC_SCHEMA}")
 
     def put(name: str, value: str | None) -> None:
@@ -121,6 +127,7 @@ def oai_dc(parent: Any, record: Any, urls: dict[str, str], today: date) -> None:
     for subject in _split(record.sachschlagwoerter) + _split(record.org_themen):
         put("subject", subject)
     put("description", record.beschreibung)
+    put("publisher", publisher)
     put("date", record.created_at.astimezone(UTC).date().isoformat())
     put("type", _dcmi_type(record.mime_type))
     put("type", record.reprotyp)
@@ -130,3 +137,4 @@ def oai_dc(parent: Any, record: Any, urls: dict[str, str], today: date) -> None:
     put("identifier", record.aktiv_id)
     if embargo_active(record, today):
         put("rights", f"Embargoed until {record.sperrfrist.isoformat()}.")
+    return dc

@@ -52,6 +52,7 @@ class Urls:
     preview: str
     oai_record: str
     folder_feed: str
+    podcast_feed: str
 
 
 @dataclass(slots=True)
@@ -79,8 +80,11 @@ class RecordPage:
     properties: list[tuple[str, str]] = field(default_factory=list)
     json_ld: Markup = Markup("")
     table: list[list[str]] = field(default_factory=list)
+    citation: Markup = Markup("")
     #: Downloads and page views by people, where the statistics are public (app/stats).
     reach: tuple[int, int] | None = None
+    #: (label, address, media type) of each export.
+    exports: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def downloadable(self) -> bool:
@@ -171,7 +175,8 @@ def signposting(page: RecordPage) -> list[tuple[str, str, str | None]]:
         (page.urls.page, "cite-as", None),
         (page.urls.record_json, "describedby", "application/json"),
         (page.urls.oai_record, "describedby", "text/xml"),
-        (f"https://schema.org/{schema_type(page.mime_type)}", "type", None),
+        *((url, "describedby", media_type) for _, url, media_type in page.exports),
+        (f"https://schema.org/{page_type(page)}", "type", None),
         ("https://schema.org/AboutPage", "type", None),
     ]
     if page.downloadable:
@@ -235,11 +240,22 @@ def schema_type(mime_type: str) -> str:
     return "Report" if kind == "pdf" else "CreativeWork"
 
 
+def is_podcast_episode(page: RecordPage) -> bool:
+    """Whether the podcast feed may list the record: audio the public may download now (the
+    feed shows the newest of these)."""
+    return page.kind == "audio" and page.downloadable
+
+
+def page_type(page: RecordPage) -> str:
+    """The schema.org type of the page's subject: a podcast episode, or its content's type."""
+    return "PodcastEpisode" if is_podcast_episode(page) else schema_type(page.mime_type)
+
+
 def schema_org(page: RecordPage) -> dict[str, Any]:
     """The schema.org description of the record (Google Dataset Search reads `Dataset`)."""
     data: dict[str, Any] = {
         "@context": "https://schema.org",
-        "@type": schema_type(page.mime_type),
+        "@type": page_type(page),
         "@id": page.urls.page,
         "url": page.urls.page,
         "name": page.title,
@@ -263,7 +279,15 @@ def schema_org(page: RecordPage) -> dict[str, Any]:
     }
     if page.downloadable:
         content["contentUrl"] = page.urls.download
-    if data["@type"] == "Dataset":
+    if data["@type"] == "PodcastEpisode":
+        data["associatedMedia"] = {"@type": "AudioObject", **content}
+        data["partOfSeries"] = {
+            "@type": "PodcastSeries",
+            "name": page.repository,
+            "url": page.urls.podcast_feed,
+            "webFeed": page.urls.podcast_feed,
+        }
+    elif data["@type"] == "Dataset":
         data["distribution"] = [{"@type": "DataDownload", **content}]
     elif data["@type"] in MEDIA_OBJECTS.values():
         data.update({key: value for key, value in content.items() if key != "name"})

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
+from typing import Any
 
 from flask import Blueprint, Response, current_app, render_template, request
+from flask_babel import gettext as _
+from werkzeug.exceptions import NotFound
 
 from app.database import read_without_transaction
 from app.exceptions import RecordNotFound
@@ -14,10 +19,18 @@ from app.files import access
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import external_url
 from app.oai.routes import identifier_of
-from app.pages import i18n
+from app.pages import exports, i18n
+from app.pages.citation import formatted_citation
 from app.pages.errors import is_page
 from app.pages.previews import csv_rows
-from app.pages.records import Urls, kind_of, link_header, record_page, signposting
+from app.pages.records import (
+    RecordPage,
+    Urls,
+    kind_of,
+    link_header,
+    record_page,
+    signposting,
+)
 from app.stats import count_view
 from app.stats.queries import record_totals
 
@@ -25,6 +38,8 @@ from app.stats.queries import record_totals
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 #: Only the app's own assets; the JSON-LD (`application/ld+json`) is data, never executed.
 CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-action 'self'"
+#: The PDF preview: a unique origin without scripts, forms or plug-ins, even opened directly.
+PREVIEW_POLICY = "sandbox"
 
 bp = Blueprint(
     "pages",
@@ -65,15 +80,24 @@ def page_headers(response: Response) -> Response:
     by the policy and never sniffed."""
     if is_page(request.path):
         response.headers["Cache-Control"] = PUBLIC_CACHE
-        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "strict-origin-when-cross-origin"
         response.vary.add("Accept-Language")
     return response
 
 
-@bp.get("/records/<uuid:record_id>")
-def record(record_id: uuid.UUID) -> Response:
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A record as the public reads it, the page computed from it, and the parts of its ETag."""
+
+    row: Any
+    today: date
+    page: RecordPage
+    version: tuple[str, ...]
+
+
+def _read(record_id: uuid.UUID) -> Read:
     row = access.read_record(None, record_id)
     today = access.today()
     repository = current_app.config["REPOSITORY_NAME"]
@@ -93,29 +117,56 @@ def record(record_id: uuid.UUID) -> Response:
         folder_feed=external_url(
             "/api/public/feed.atom", [("path", row.path)] if row.path else None
         ),
+        podcast_feed=external_url("/api/public/podcast.rss"),
     )
-    reach = _reach(row.id)
-    etag = _etag(
+    version = (
         str(row.id),
-        repr(reach),
         row.updated_at.isoformat(),
         str(access.embargo_active(row, today)),
         urls.page,
         urls.oai_record,
         repository,
-        i18n.page_language(),
     )
     page = record_page(row, today, urls, repository)
-    page.reach = reach
+    page.exports = [
+        (export.label, f"{urls.page}/export/{export.name}", export.media_type)
+        for export in exports.EXPORTS.values()
+    ]
+    return Read(row, today, page, version)
+
+
+@bp.get("/records/<uuid:record_id>")
+def record(record_id: uuid.UUID) -> Response:
+    """The page, or by content negotiation (`Accept`) one of the exports."""
+    read = _read(record_id)
+    wanted = (
+        request.accept_mimetypes.best_match(exports.OFFERS) if request.accept_mimetypes else None
+    )
+    if request.accept_mimetypes and wanted is None:
+        response = not_acceptable()
+    elif wanted in exports.BY_MEDIA_TYPE:
+        response = _export(read, exports.BY_MEDIA_TYPE[wanted])
+    else:
+        response = _page(read)
+    response.vary.add("Accept")
+    return response
+
+
+def _page(read: Read) -> Response:
+    page = read.page
+    page.reach = _reach(read.row.id)
+    etag = _etag(*read.version, repr(page.reach), i18n.page_language())
     if request.if_none_match.contains(etag):
         response = Response(status=304)
     else:
         if page.kind == "csv" and page.downloadable:
-            page.table = csv_rows(current_app.extensions["storage"], row.stored_path, row.size)
+            storage = current_app.extensions["storage"]
+            page.table = csv_rows(storage, read.row.stored_path, read.row.size)
+        page.citation = formatted_citation(exports.csl_item(page), i18n.page_language())
         response = Response(render_template("pages/record.html", page=page))
     response.set_etag(etag)
     response.headers["Link"] = link_header(signposting(page))
-    count_view(row.id, response.status_code)
+    count_view(read.row.id, response.status_code)
     return response
 
 
@@ -126,6 +177,34 @@ def _reach(record_id: uuid.UUID) -> tuple[int, int] | None:
         return None
     totals = record_totals(record_id)
     return totals["total"], totals["views"]
+
+
+@bp.get("/records/<uuid:record_id>/export/<name>")
+def export(record_id: uuid.UUID, name: str) -> Response:
+    """One export as a download (`/records/{id}/export/bibtex`, ...)."""
+    read = _read(record_id)
+    if name not in exports.EXPORTS:
+        raise NotFound()
+    return _export(read, exports.EXPORTS[name])
+
+
+def _export(read: Read, chosen: exports.Export) -> Response:
+    etag = _etag(*read.version, chosen.name)
+    if request.if_none_match.contains(etag):
+        response = Response(status=304)
+    else:
+        body = chosen.write(read.page, read.row, read.today)
+        response = Response(body, content_type=f"{chosen.media_type}; charset=utf-8")
+        filename = f"record-{read.page.id}.{chosen.extension}"
+        response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response.set_etag(etag)
+    return response
+
+
+def not_acceptable() -> Response:
+    """406 with the list of what `/records/{id}` can answer."""
+    lines = [_("Diese Seite gibt es in diesen Formaten (Accept):"), *exports.OFFERS]
+    return Response("\n".join(lines) + "\n", status=406, content_type="text/plain; charset=utf-8")
 
 
 @bp.get("/records/<uuid:record_id>/preview")
@@ -140,6 +219,8 @@ def preview(record_id: uuid.UUID) -> Response:
         if name in response.headers:
             disposition = response.headers[name].removeprefix("attachment")
             response.headers[name] = "inline" + disposition
+    # Opened directly, not in the page's sandboxed frame, the PDF still gets no origin.
+    response.headers["Content-Security-Policy"] = PREVIEW_POLICY
     return response
 
 

@@ -16,6 +16,13 @@ from tests.support import samples
 from tests.support.api import Account, Api
 
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
+EXPORT_TYPES = {
+    "bibtex": "application/x-bibtex",
+    "ris": "application/x-research-info-systems",
+    "csl-json": "application/vnd.citationstyles.csl+json",
+    "datacite": "application/vnd.datacite.datacite+xml",
+    "dc": "application/x-dc+xml",
+}
 BASE = "http://localhost"
 
 
@@ -103,6 +110,7 @@ def test_the_pdf_preview_is_the_public_download_shown_inline(api: Api, alice: Ac
     assert preview.mimetype == "application/pdf"
     assert preview.headers["Content-Disposition"].startswith('inline; filename="bericht.pdf"')
     assert preview.headers["X-Content-Type-Options"] == "nosniff"
+    assert preview.headers["Content-Security-Policy"] == "sandbox"
     assert preview.headers["Cache-Control"] == PUBLIC_CACHE
     ranged = api.client.get(f"/records/{report['id']}/preview", headers={"Range": "bytes=0-3"})
     assert ranged.status_code == 206 and ranged.get_data() == b"%PDF"
@@ -233,6 +241,10 @@ def test_signposting_and_alternates_point_to_the_other_descriptions(api: Api, al
         f"&identifier=oai%3Afile-repository.local%3A{record_id}"
     )
     download = f"{BASE}/api/public/files/{record_id}/download"
+    exports = [
+        (media_type, f"{BASE}/records/{record_id}/export/{name}")
+        for name, media_type in EXPORT_TYPES.items()
+    ]
     response = page(api, record_id)
     links = parse_header_links(response.headers["Link"])
     assert links == [
@@ -243,16 +255,20 @@ def test_signposting_and_alternates_point_to_the_other_descriptions(api: Api, al
             "type": "application/json",
         },
         {"url": oai, "rel": "describedby", "type": "text/xml"},
+        *({"url": url, "rel": "describedby", "type": media_type} for media_type, url in exports),
         {"url": "https://schema.org/Report", "rel": "type"},
         {"url": "https://schema.org/AboutPage", "rel": "type"},
         {"url": download, "rel": "item", "type": "application/pdf"},
     ]
-    for link in links[1:3] + links[5:]:
-        assert api.client.get(link["url"].removeprefix(BASE)).status_code == 200
+    for link in links[1:8] + links[10:]:
+        answer = api.client.get(link["url"].removeprefix(BASE))
+        assert answer.status_code == 200
+        assert answer.mimetype == link.get("type", answer.mimetype)
     alternates = tree(response).xpath("//link[@rel='alternate']")
     assert [(a.get("type"), a.get("href")) for a in alternates] == [
         ("application/json", f"{BASE}/api/public/files/{record_id}"),
         ("text/xml", oai),
+        *exports,
         ("application/atom+xml", f"{BASE}/api/public/feed.atom?path=berichte%2F2026%2Fq1"),
     ]
     feed = api.client.get("/api/public/feed.atom?path=berichte%2F2026%2Fq1")
@@ -315,13 +331,13 @@ def test_json_ld_of_a_report_states_every_value_of_the_record(api: Api, app, rep
         ("daten.json", samples.json_bytes(), "Dataset"),
         ("daten.zip", samples.zip_bytes(), "Dataset"),
         ("notiz.docx", samples.docx_bytes(), "CreativeWork"),
-        ("folge.mp3", samples.mp3_bytes(), "AudioObject"),
+        ("folge.mp3", samples.mp3_bytes(), "PodcastEpisode"),
         ("film.mp4", samples.mp4_bytes(), "VideoObject"),
         ("bild.png", samples.png_bytes(), "ImageObject"),
     ],
 )
 def test_json_ld_has_the_type_that_fits_the_content(
-    api: Api, alice: Account, name: str, data: bytes, schema_type: str
+    api: Api, app, alice: Account, name: str, data: bytes, schema_type: str
 ):
     record = api.create(alice, name, data, titel="Inhalt")
     row = api.row(record["id"])
@@ -338,6 +354,16 @@ def test_json_ld_has_the_type_that_fits_the_content(
         assert item["distribution"] == [{"@type": "DataDownload", "name": name, **content}]
     elif schema_type == "CreativeWork":
         assert item["encoding"] == {"@type": "MediaObject", "name": name, **content}
+    elif schema_type == "PodcastEpisode":
+        assert item["associatedMedia"] == {"@type": "AudioObject", "name": name, **content}
+        assert item["partOfSeries"] == {
+            "@type": "PodcastSeries",
+            "name": app.config["REPOSITORY_NAME"],
+            "url": f"{BASE}/api/public/podcast.rss",
+            "webFeed": f"{BASE}/api/public/podcast.rss",
+        }
+        podcast = api.client.get("/api/public/podcast.rss").get_data(as_text=True)
+        assert content["contentUrl"] in podcast  # the episode the feed lists
     else:
         assert {key: item[key] for key in content} == content
         kind = schema_type.removesuffix("Object").lower()
@@ -365,7 +391,10 @@ def test_any_metadata_shows_as_text_and_cannot_break_out(api: Api, alice: Accoun
     document = tree(response)
     assert document.xpath("string(//h1)") == HOSTILE_TITLE
     assert document.xpath("string(//div[@class='description'])").strip() == HOSTILE_TEXT
-    assert not document.xpath("//b | //i | //body//script")
+    assert not document.xpath("//b | //i[not(parent::p[@class='citation'])] | //body//script")
+    (citation,) = document.xpath("//section[@class='cite']/p[@class='citation']")
+    assert HOSTILE_TITLE in citation.text_content() and "alert(2)" in citation.text_content()
+    assert [element.tag for element in citation.iter()] == ["p", "i"]  # the style's italics
     (script,) = document.xpath("//script")
     assert script.get("type") == "application/ld+json"
     item = json.loads(script.text)

@@ -1,0 +1,275 @@
+"""A record's metadata in the citation and metadata formats of other systems.
+
+Each export is built from the same values the page shows (`RecordPage`), with a library where a
+maintained writer exists: rispy for RIS, the `datacite` package for DataCite XML (its dict
+checked against the JSON schema the package ships before it is written), the OAI-PMH `oai_dc`
+writer for Dublin Core, `json` for CSL-JSON. BibTeX is written here: bibtexparser writes values
+as given, so the escaping of LaTeX's special characters is ours. Under embargo an export carries
+the metadata but no address of the content, like the page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import bibtexparser
+import rispy
+from datacite import schema45
+from lxml import etree
+from lxml.builder import E
+
+from app.files.access import RecordLike
+from app.oai import xml as oai_xml
+from app.pages.records import RecordPage, schema_type
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    """One format: its path segment, media type, file extension and writer (of the page's
+    values, the record as read, and the day that decides its embargo)."""
+
+    name: str
+    label: str
+    media_type: str
+    extension: str
+    write: Callable[[RecordPage, RecordLike, date], str | bytes]
+
+
+def one_line(text: str) -> str:
+    """`text` with every run of white space (newlines too) as one space."""
+    return " ".join(text.split())
+
+
+def _name_parts(author: str) -> tuple[str, str] | None:
+    """(family, given) of an author written "Last, First"; None for any other form."""
+    family, comma, given = author.partition(",")
+    if comma and family.strip() and given.strip():
+        return family.strip(), given.strip()
+    return None
+
+
+def csl_type(page: RecordPage) -> str:
+    kind = schema_type(page.mime_type)
+    return {
+        "Dataset": "dataset",
+        "Report": "report",
+        "AudioObject": "song",
+        "VideoObject": "motion_picture",
+        "ImageObject": "graphic",
+    }.get(kind, "report")
+
+
+def csl_item(page: RecordPage) -> dict[str, Any]:
+    """The record as a CSL-JSON item (what citeproc-py renders and reference managers read)."""
+    authors = []
+    for author in page.authors:
+        parts = _name_parts(author)
+        authors.append({"family": parts[0], "given": parts[1]} if parts else {"literal": author})
+    published = page.published
+    item: dict[str, Any] = {
+        "id": page.id,
+        "type": csl_type(page),
+        "title": page.title,
+        "issued": {"date-parts": [[published.year, published.month, published.day]]},
+        "publisher": page.repository,
+        "URL": page.urls.page,
+    }
+    if authors:
+        item["author"] = authors
+    if page.description:
+        item["abstract"] = page.description
+    if page.keywords or page.themes:
+        item["keyword"] = ", ".join(page.keywords + page.themes)
+    return item
+
+
+def csl_json(page: RecordPage, record: RecordLike, today: date) -> str:
+    return json.dumps([csl_item(page)], ensure_ascii=False, indent=2)
+
+
+#: LaTeX's special characters in a BibTeX value, as the commands that print them.
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "%": r"\%",
+    "&": r"\&",
+    "#": r"\#",
+    "$": r"\$",
+    "_": r"\_",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    '"': '{"}',
+}
+_LATEX_SPECIAL = re.compile("|".join(re.escape(character) for character in _LATEX))
+
+
+def latex(text: str) -> str:
+    """`text` as a braced BibTeX value prints it: special characters escaped, on one line."""
+    return _LATEX_SPECIAL.sub(lambda match: _LATEX[match.group()], one_line(text))
+
+
+def _bibtex_name(author: str) -> str:
+    """A name BibTeX splits as meant: "Last, First" as it is, any other form (an organisation,
+    a name containing "and") kept whole in braces."""
+    parts = _name_parts(author)
+    if parts and " and " not in f" {author.lower()} ":
+        return f"{latex(parts[0])}, {latex(parts[1])}"
+    return "{" + latex(author) + "}"
+
+
+def bibtex(page: RecordPage, record: RecordLike, today: date) -> str:
+    published = page.published
+    fields = [("title", latex(page.title))]
+    if page.authors:
+        fields.append(("author", " and ".join(_bibtex_name(author) for author in page.authors)))
+    fields += [("year", str(published.year)), ("date", published.isoformat())]
+    report = csl_type(page) == "report" and page.kind == "pdf"
+    fields.append(("institution" if report else "publisher", latex(page.repository)))
+    if page.description:
+        fields.append(("abstract", latex(page.description)))
+    if page.keywords or page.themes:
+        fields.append(("keywords", latex(", ".join(page.keywords + page.themes))))
+    fields.append(("url", page.urls.page))  # built here: no character to escape
+    entry = bibtexparser.model.Entry(
+        "techreport" if report else "misc",
+        f"record-{page.id}",
+        [bibtexparser.model.Field(key, value) for key, value in fields],
+    )
+    return bibtexparser.write_string(bibtexparser.Library([entry]))
+
+
+RIS_TYPES = {
+    "dataset": "DATA",
+    "report": "RPRT",
+    "song": "SOUND",
+    "motion_picture": "VIDEO",
+    "graphic": "FIGURE",
+}
+
+
+def ris(page: RecordPage, record: RecordLike, today: date) -> str:
+    published = page.published
+    entry: dict[str, Any] = {
+        "type_of_reference": RIS_TYPES[csl_type(page)],
+        "title": one_line(page.title),
+        "year": str(published.year),
+        "date": published.strftime("%Y/%m/%d"),
+        "publisher": one_line(page.repository),
+        "urls": [page.urls.page],
+        "type_of_work": page.mime_type,
+        "language": "de",
+    }
+    if page.authors:
+        entry["authors"] = [one_line(author) for author in page.authors]
+    if page.description:
+        entry["abstract"] = one_line(page.description)
+    if page.keywords or page.themes:
+        entry["keywords"] = [one_line(word) for word in page.keywords + page.themes]
+    if page.downloadable:
+        entry["file_attachments1"] = page.urls.download
+    return rispy.dumps([entry])
+
+
+def resource_type_general(page: RecordPage) -> str:
+    kind = schema_type(page.mime_type)
+    if kind == "Dataset":
+        return "Dataset"
+    return {"audio": "Sound", "video": "Audiovisual", "image": "Image"}.get(page.kind, "Text")
+
+
+def _xml_safe(value: Any) -> Any:
+    if isinstance(value, str):
+        return oai_xml.xml_text(value)
+    if isinstance(value, list):
+        return [_xml_safe(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _xml_safe(item) for key, item in value.items()}
+    return value
+
+
+def datacite_metadata(page: RecordPage) -> dict[str, Any]:
+    """The record in DataCite's JSON form (schema 4.5). A record has no DOI: the page's address
+    is its identifier; an unnamed author is DataCite's standard value `:unav`."""
+    creators = []
+    for author in page.authors or [":unav"]:
+        parts = _name_parts(author)
+        if parts:
+            creators.append(
+                {
+                    "name": f"{parts[0]}, {parts[1]}",
+                    "nameType": "Personal",
+                    "familyName": parts[0],
+                    "givenName": parts[1],
+                }
+            )
+        else:
+            creators.append({"name": author})
+    dates = [{"date": page.published.isoformat(), "dateType": "Issued"}]
+    if page.embargo_until:
+        dates.append({"date": page.embargo_until.isoformat(), "dateType": "Available"})
+    data: dict[str, Any] = {
+        "url": page.urls.page,
+        "creators": creators,
+        "titles": [{"title": page.title}],
+        "publisher": {"name": page.repository},
+        "publicationYear": str(page.published.year),
+        "types": {
+            "resourceTypeGeneral": resource_type_general(page),
+            "resourceType": schema_type(page.mime_type),
+        },
+        "dates": dates,
+        "language": "de",
+        "alternateIdentifiers": [
+            {"alternateIdentifier": page.id, "alternateIdentifierType": "UUID"}
+        ],
+        "sizes": [f"{page.size} bytes"],
+        "formats": [page.mime_type],
+        "schemaVersion": "http://datacite.org/schema/kernel-4",
+    }
+    subjects = [{"subject": word} for word in page.keywords + page.themes]
+    if subjects:
+        data["subjects"] = subjects
+    if page.description:
+        data["descriptions"] = [{"description": page.description, "descriptionType": "Abstract"}]
+    return _xml_safe(data)
+
+
+def datacite_xml(page: RecordPage, record: RecordLike, today: date) -> bytes:
+    data = datacite_metadata(page)
+    schema45.validator.validate(data)  # raises on a mapping error: a bug here, never input
+    root = schema45.dump_etree(data)
+    # The schema requires an identifier; the package writes one only from a DOI.
+    identifier = E.identifier(oai_xml.xml_text(page.urls.page), identifierType="URL")
+    identifier.tag = f"{{{root.nsmap[None]}}}identifier"
+    root.insert(0, identifier)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+
+
+def dublin_core(page: RecordPage, record: RecordLike, today: date) -> bytes:
+    urls = {"record": page.urls.page, "download": page.urls.download if page.downloadable else ""}
+    element = oai_xml.dublin_core(record, urls, today, publisher=page.repository)
+    return etree.tostring(element, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+
+
+EXPORTS = {
+    export.name: export
+    for export in (
+        Export("bibtex", "BibTeX", "application/x-bibtex", "bib", bibtex),
+        Export("ris", "RIS", "application/x-research-info-systems", "ris", ris),
+        Export("csl-json", "CSL-JSON", "application/vnd.citationstyles.csl+json", "json", csl_json),
+        Export(
+            "datacite", "DataCite XML", "application/vnd.datacite.datacite+xml", "xml", datacite_xml
+        ),
+        Export("dc", "Dublin Core XML", "application/x-dc+xml", "xml", dublin_core),
+    )
+}
+#: What `/records/{id}` answers by content negotiation: the page first, so `*/*` gets it.
+HTML = "text/html"
+OFFERS = [HTML, *(export.media_type for export in EXPORTS.values())]
+BY_MEDIA_TYPE = {export.media_type: export for export in EXPORTS.values()}
