@@ -191,6 +191,9 @@ def _walk(base: str, ids: dict[str, str]) -> dict[str, Visit]:
                 if name in MEDIA:
                     visit.media = _media_state(page, MEDIA[name][0])
                 visit.frames = [frame.url for frame in page.frames]
+                if any(url.endswith("/preview") for url in visit.frames):
+                    # For the picture only: the PDF viewer paints after the load event.
+                    page.wait_for_timeout(1500)
                 visit.screenshot = ARTIFACTS / f"{name}.png"
                 page.screenshot(path=str(visit.screenshot), full_page=True)
                 visit.axe = _axe(page, axe_source)
