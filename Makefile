@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 FLASK  := $(BIN)/flask --app wsgi
 
-.PHONY: run test install install-test browser unpackers nginx migrate lint format bench mutate clean
+.PHONY: run test install install-test browser unpackers nginx migrate lint format bench mutate screenshots clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -85,6 +85,11 @@ bench: install-test
 mutate: install-test
 	$(BIN)/pip install --quiet -e '.[test,mutate]'
 	$(BIN)/python -m tests.support.mutation
+
+# The README's two pictures of the pages, fresh from the browser test's screenshots.
+screenshots: install-test
+	REQUIRE_BROWSER=1 $(BIN)/pytest -q tests/pages/test_pages_in_browser.py
+	$(BIN)/python -m tests.support.screenshots
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache mutants

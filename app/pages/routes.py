@@ -38,8 +38,10 @@ from app.stats.queries import record_totals
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 #: Only the app's own assets; the JSON-LD (`application/ld+json`) is data, never executed.
 CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-action 'self'"
-#: The PDF preview: a unique origin without scripts, forms or plug-ins, even opened directly.
-PREVIEW_POLICY = "sandbox"
+#: The PDF preview is sandboxed by its own answer (no scripts, a unique origin): Chromium
+#: refuses to show a PDF at all in a frame sandboxed by the embedding page's `sandbox`
+#: attribute, but shows it under this header.
+PREVIEW_POLICY = f"{CONTENT_SECURITY_POLICY}; sandbox"
 
 bp = Blueprint(
     "pages",
@@ -77,7 +79,7 @@ LAYOUT_DIGEST = _digest_of_files(HERE / "templates", HERE / "static", i18n.CATAL
 @bp.after_app_request
 def page_headers(response: Response) -> Response:
     """Every answer under a page path (errors and unmatched ids too) is cacheable, confined
-    by the policy and never sniffed."""
+    by the policy (a view may make it stricter) and never sniffed."""
     if is_page(request.path):
         response.headers["Cache-Control"] = PUBLIC_CACHE
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
@@ -219,7 +221,6 @@ def preview(record_id: uuid.UUID) -> Response:
         if name in response.headers:
             disposition = response.headers[name].removeprefix("attachment")
             response.headers[name] = "inline" + disposition
-    # Opened directly, not in the page's sandboxed frame, the PDF still gets no origin.
     response.headers["Content-Security-Policy"] = PREVIEW_POLICY
     return response
 

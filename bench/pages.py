@@ -1,0 +1,178 @@
+"""A record's landing page against the public JSON record at scale (issue 25, item 9).
+
+One PostgreSQL database seeded by bench/seed.py (COPY; 1,000,000 records by default, about a
+minute), local storage, one ``flask serve``. Random released records are asked for in the same
+rounds, alternating which goes first: ``GET /records/{id}`` (the page) and
+``GET /api/public/files/{id}`` (the JSON record, the baseline); server time from the app's
+access log (by request id). The seeded rows have no stored content, so a CSV's page finds no
+object for its table and goes without it (one failed local open per CSV page).
+
+Targets: p95 of the page <= 1.5 x p95 of the JSON record; the page answers with an ETag and
+``Cache-Control: public``, and a conditional GET with that ETag gets 304 with no body.
+
+    .venv/bin/python -m bench.pages                      # 1,000,000 records
+    .venv/bin/python -m bench.pages --records 20000      # a quick trial
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import random
+import uuid
+from typing import Any
+
+from bench.common import (
+    Postgres,
+    Report,
+    Server,
+    app_env,
+    app_server,
+    log,
+    median,
+    prepare_database,
+    print_table,
+    workspace,
+)
+from bench.search import p95
+from bench.seed import Seeder
+
+RATIO_TARGET = 1.5
+
+
+class Client:
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+
+    def get(self, url: str, **headers: str) -> tuple[str, int, Any, bytes]:
+        request_id = f"bench-{uuid.uuid4().hex}"
+        self.conn.request("GET", url, headers={"X-Request-ID": request_id, **headers})
+        response = self.conn.getresponse()
+        body = response.read()
+        return request_id, response.status, response.headers, body
+
+
+def sample_ids(database_url: str, count: int, seed: int) -> list[str]:
+    """`count` released records spread over the table (under embargo too: both answer)."""
+    import psycopg
+
+    rnd = random.Random(seed)
+    ids: list[str] = []
+    with psycopg.connect(database_url) as conn:
+        while len(ids) < count:
+            row = conn.execute(
+                "SELECT id FROM file_records WHERE freigabe AND id > %s ORDER BY id LIMIT 1",
+                [uuid.UUID(int=rnd.getrandbits(128))],
+            ).fetchone()
+            if row:
+                ids.append(str(row[0]))
+    return ids
+
+
+def measure(client: Client, ids: list[str], warmup: int) -> dict[str, Any]:
+    kinds = {"page": "/records/{}", "json": "/api/public/files/{}"}
+    request_ids: dict[str, list[str]] = {kind: [] for kind in kinds}
+    for index, record_id in enumerate(ids):
+        order = list(kinds) if index % 2 == 0 else list(reversed(kinds))
+        for kind in order:
+            rid, status, _headers, body = client.get(kinds[kind].format(record_id))
+            if status != 200:
+                raise RuntimeError(f"{kind} of {record_id} answered {status}: {body[:300]!r}")
+            if index >= warmup:
+                request_ids[kind].append(rid)
+    times = client.server.server_times(rid for rids in request_ids.values() for rid in rids)
+    results: dict[str, Any] = {}
+    for kind, rids in request_ids.items():
+        server_ms = [times[rid] for rid in rids]
+        results[kind] = {
+            "requests": len(server_ms),
+            "median_ms": median(server_ms),
+            "p95_ms": p95(server_ms),
+        }
+    return results
+
+
+def caching(client: Client, ids: list[str]) -> dict[str, Any]:
+    """Every page carries an ETag and the public Cache-Control; the ETag gets a 304."""
+    checked = {"pages": 0, "with_etag": 0, "public": 0, "not_modified": 0, "empty_304": 0}
+    revalidations: list[str] = []
+    cache_control = ""
+    for record_id in ids:
+        _rid, _status, headers, _body = client.get(f"/records/{record_id}")
+        checked["pages"] += 1
+        etag = headers.get("ETag")
+        cache_control = headers.get("Cache-Control", "")
+        checked["public"] += "public" in cache_control.split(", ")
+        if not etag:
+            continue
+        checked["with_etag"] += 1
+        rid, status, _headers, body = client.get(f"/records/{record_id}", **{"If-None-Match": etag})
+        checked["not_modified"] += status == 304
+        checked["empty_304"] += status == 304 and body == b""
+        revalidations.append(rid)
+    times = client.server.server_times(revalidations)
+    checked["cache_control"] = cache_control
+    checked["revalidation_p95_ms"] = p95(list(times.values())) if times else None
+    return checked
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Record pages against the JSON record.")
+    parser.add_argument("--records", type=int, default=1_000_000, help="records [1,000,000]")
+    parser.add_argument("--requests", type=int, default=400, help="timed ids [400]")
+    parser.add_argument("--warmup", type=int, default=40, help="unrecorded ids first [40]")
+    parser.add_argument("--keep", action="store_true", help="keep the database and work folder")
+    args = parser.parse_args()
+    report = Report("pages", vars(args).copy())
+    with contextlib.ExitStack() as stack:
+        workdir = stack.enter_context(workspace("pages", keep=args.keep))
+        postgres = Postgres()
+        if not args.keep:
+            stack.callback(postgres.drop_all)
+        database_url = postgres.create("bench_pages")
+        env = app_env(
+            database_url,
+            {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")},
+            workdir / "app-tmp",
+        )
+        prepare_database(env)
+        seeder = Seeder(database_url)
+        seeder.create_users()
+        log(f"seeding {args.records:,} records")
+        report.data["seed_seconds"] = seeder.grow_to(args.records)
+        ids = sample_ids(database_url, args.warmup + args.requests, seed=25)
+        server = app_server("app", env, workdir)
+        try:
+            client = Client(server)
+            log(f"  {args.requests} random ids, page and JSON record interleaved")
+            timed = measure(client, ids, args.warmup)
+            log("  ETag, Cache-Control and 304")
+            cached = caching(client, ids[: min(100, len(ids))])
+            client.conn.close()
+        finally:
+            server.stop()
+    ratio = timed["page"]["p95_ms"] / timed["json"]["p95_ms"]
+    report.data.update({"records": args.records, "timed": timed, "caching": cached})
+    print_table(
+        ["GET", "requests", "median ms", "p95 ms"],
+        [[kind, r["requests"], r["median_ms"], r["p95_ms"]] for kind, r in timed.items()],
+    )
+    print(f"caching: {cached}")
+    report.check(f"page p95 / JSON record p95 at {args.records:,}", ratio, RATIO_TARGET, False)
+    pages = cached["pages"]
+    report.check(
+        "pages with an ETag and public Cache-Control",
+        min(cached["with_etag"], cached["public"]) / pages,
+        1.0,
+        True,
+    )
+    report.check(
+        "conditional GETs answered 304 without a body", cached["empty_304"] / pages, 1.0, True
+    )
+    report.save()
+
+
+if __name__ == "__main__":
+    main()
