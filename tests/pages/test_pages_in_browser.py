@@ -122,6 +122,8 @@ class Visit:
     axe: list[dict[str, Any]] = field(default_factory=list)
     media: dict[str, Any] = field(default_factory=dict)
     ranges: list[tuple[str, int, str | None]] = field(default_factory=list)
+    #: Downloads the page asked for before the reader pressed play.
+    loaded_before_play: list[str] = field(default_factory=list)
     frames: list[str] = field(default_factory=list)
 
 
@@ -189,6 +191,7 @@ def _walk(base: str, ids: dict[str, str]) -> dict[str, Visit]:
                 visit.html_file = ARTIFACTS / f"{name}.html"
                 visit.html_file.write_bytes(response.body())
                 if name in MEDIA:
+                    visit.loaded_before_play = [url for url, _, _ in visit.ranges]
                     visit.media = _media_state(page, MEDIA[name][0])
                 visit.frames = [frame.url for frame in page.frames]
                 if any(url.endswith("/preview") for url in visit.frames):
@@ -247,6 +250,10 @@ def _media_state(page: Any, element: str, timeout: float = 20) -> dict[str, Any]
     player = page.query_selector(f"main {element}")
     if player is None:
         return {"present": False}
+    # The reader presses play (Playwright evaluates as a user gesture), then pause.
+    player.evaluate(
+        "el => { el.muted = true; return el.play().then(() => el.pause(), () => null); }"
+    )
     deadline = time.monotonic() + timeout
     while True:
         state = player.evaluate(
@@ -300,7 +307,7 @@ def test_the_page_loads_in_chromium_accessible_and_self_contained(
 
 
 @pytest.mark.parametrize("name", list(MEDIA))
-def test_players_load_the_media_metadata_through_range_requests(
+def test_players_load_nothing_before_play_then_the_media_through_range_requests(
     visits: dict[str, Visit], name: str
 ):
     visit = visits[name]
@@ -308,6 +315,8 @@ def test_players_load_the_media_metadata_through_range_requests(
     assert visit.media["error"] is None, visit.media
     assert visit.media["readyState"] >= 1 and visit.media["duration"] > 0, visit.media
     assert visit.media["src"].endswith("/download")
+    # Nothing is fetched before play (`preload="none"`): a page view is not a download.
+    assert visit.loaded_before_play == []
     # The browser asks for a range of the public download and gets one.
     assert any(status == 206 and rng for _url, status, rng in visit.ranges), visit.ranges
 
