@@ -54,10 +54,12 @@ def _batches(start: uuid.UUID | None, limit: int) -> Iterator[list[Any]]:
             page = page.where(FileRecord.id > after)
         elif start is not None:
             page = page.where(FileRecord.id >= start)
-        rows = list(db.session.execute(page.order_by(FileRecord.id).limit(min(BATCH, left))))
-        if not rows:
+        asked = min(BATCH, left)
+        rows = list(db.session.execute(page.order_by(FileRecord.id).limit(asked)))
+        if rows:
+            yield rows
+        if len(rows) < asked:
             return
-        yield rows
         left -= len(rows)
         after = rows[-1].id
 
@@ -149,10 +151,11 @@ def robots() -> Response:
     name (Google Scholar fetches `citation_pdf_url`); not the search result pages."""
     lines = [
         "User-agent: *",
-        "Allow: /",
+        # Most specific first: first-match readers and longest-match ones (Google) agree.
         "Allow: /api/public/",
         "Disallow: /api/",
         "Disallow: /search",
+        "Allow: /",
         "",
         f"Sitemap: {external_url(f'{request.script_root}/sitemap.xml')}",
         "",
