@@ -15,12 +15,15 @@ from typing import Any
 
 from flask import Response, render_template, request
 from flask_babel import format_datetime
+from sqlalchemy import select
 
+from app.extensions import db
 from app.files import access
 from app.files.listing import Listing, keyset_page
 from app.http import external_url
 from app.links import services
 from app.links.routes import _failures_limited, _open
+from app.models import FileRecord
 from app.pages.paging import cursor_arg, page_url
 from app.pages.records import clean_text, size_text, title_of
 from app.pages.routes import bp
@@ -50,11 +53,24 @@ class HolderPage:
     zip_url: str
     records: list[SharedRecord] = field(default_factory=list)
     more: str | None = None
+    #: The embargo dates still running of everything the link opens (not only this page's).
+    embargoes: list[date] = field(default_factory=list)
 
-    @property
-    def embargoes(self) -> list[date]:
-        """The distinct embargo dates still running, latest first."""
-        return sorted({r.embargo_until for r in self.records if r.embargo_until}, reverse=True)
+
+#: The most embargo dates a kit's page states at its top.
+MAX_EMBARGO_DATES = 10
+
+
+def running_embargoes(holder: access.LinkHolder, today: date) -> list[date]:
+    """The distinct embargo dates after `today` of the records `holder` may see, latest first."""
+    query = (
+        select(FileRecord.sperrfrist)
+        .where(access.visible(holder), FileRecord.sperrfrist > today)
+        .distinct()
+        .order_by(FileRecord.sperrfrist.desc())
+        .limit(MAX_EMBARGO_DATES)
+    )
+    return list(db.session.scalars(query))
 
 
 def shared_record(row: Any, base: str, today: date) -> SharedRecord:
@@ -84,14 +100,15 @@ def holder(secret: str) -> Response:
     page = HolderPage(expires_at=link.expires_at, folder=holder.path, zip_url=f"{base}/files.zip")
     today = access.today()
     if holder.record_id is not None:
-        page.records.append(
-            shared_record(access.read_record(holder, holder.record_id), base, today)
-        )
+        row = access.read_record(holder, holder.record_id)
+        page.records.append(shared_record(row, base, today))
+        page.embargoes = [row.sperrfrist] if access.embargo_active(row, today) else []
     else:
         found = keyset_page(Listing(holder, {}), cursor_arg("cursor"), KIT_PAGE_SIZE)
         page.records = [shared_record(row, base, today) for row in found.items]
         if found.next_position is not None:
             page.more = page_url(request.path, cursor=encode_cursor(found.next_position))
+        page.embargoes = running_embargoes(holder, today)
     services.note_use(link.id, download=False)
     return Response(render_template("pages/holder.html", page=page))
 

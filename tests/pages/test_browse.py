@@ -163,7 +163,7 @@ def test_search_finds_what_the_public_search_finds_in_the_same_order(
     document = tree(response)
     assert titles(document) == expected
     assert document.xpath("//input[@id='q-main']/@value") == ["arbeitsmarkt"]
-    assert "3 Treffer" in document.xpath("string(//p[@class='count'])")
+    assert "Treffer: 3" in document.xpath("string(//p[@class='count'])")
 
 
 def test_search_pages(api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch):

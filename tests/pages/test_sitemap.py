@@ -52,9 +52,9 @@ def records(api: Api, alice: Account, bob: Account) -> list[dict[str, Any]]:
 
 def expected(records: list[dict[str, Any]], api: Api) -> dict[str, str]:
     return {
-        f"{BASE}/records/{r['id']}": api.row(r["id"]).updated_at.astimezone(UTC).isoformat(
-            timespec="seconds"
-        )
+        f"{BASE}/records/{r['id']}": api.row(r["id"])
+        .updated_at.astimezone(UTC)
+        .isoformat(timespec="seconds")
         for r in records
     }
 
