@@ -25,7 +25,8 @@ REQUEST_ID_ENVIRON = "app.request_id"
 USER_ID_ENVIRON = "app.user_id"
 #: The id of the share link a request presented (app/links), logged in place of its secret.
 SHARE_LINK_ENVIRON = "app.share_link_id"
-_SHARED_SECRET = re.compile(r"^/api/shared/[^/]*")
+#: The addresses that carry a share link's secret: the API's and the holder's page (app/pages).
+_SHARED_SECRET = re.compile(r"^(/api/shared|/s)/[^/]*")
 _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -65,7 +66,9 @@ def configure_logging(level: int = logging.INFO) -> None:
 def redacted_path(path: str, link_id: str | None = None) -> str:
     """`path` without a share link's secret: the link's id when the request found the link,
     else a fixed placeholder (a secret that found nothing is still a secret, or a typo of one)."""
-    return _SHARED_SECRET.sub(f"/api/shared/link:{link_id or 'unknown'}", path, count=1)
+    return _SHARED_SECRET.sub(
+        lambda found: f"{found[1]}/link:{link_id or 'unknown'}", path, count=1
+    )
 
 
 class RequestLogMiddleware:

@@ -54,6 +54,8 @@ HOLDER_HEADERS = {
     "X-Robots-Tag": "noindex",
 }
 SHARED_PREFIX = "/api/shared/"
+#: The holder's HTML page (app/pages/holder.py), which a link's `url` names.
+HOLDER_PAGE_PREFIX = "/s/"
 
 record_input = RecordLinkInputSchema()
 kit_input = KitInputSchema()
@@ -119,7 +121,7 @@ def _dump(row: Any, **extra: Any) -> dict[str, Any]:
 
 
 def _created(link: Any, secret: str) -> tuple[dict[str, Any], int]:
-    url = f"{base_url()}{request.script_root}{SHARED_PREFIX}{secret}"
+    url = f"{base_url()}{request.script_root}{HOLDER_PAGE_PREFIX}{secret}"
     return _dump((link, current_user().email), url=url), 201
 
 

@@ -92,7 +92,8 @@ class LinkSchema(Schema):
 class CreatedLinkSchema(LinkSchema):
     url = fields.String(
         metadata={
-            "description": "The holder's address, with the secret; shown in this answer only."
+            "description": "The holder's page, `/s/<secret>` (HTML; its downloads and the "
+            "JSON are under `/api/shared/<secret>`), with the secret; shown in this answer only."
         }
     )
 

@@ -44,6 +44,7 @@ class LinkExpired(DomainError):
     status = 410
 
     def __init__(self, expired_at: datetime) -> None:
+        self.expired_at = expired_at
         super().__init__(f"This link expired at {audit_time(expired_at)}.")
 
 

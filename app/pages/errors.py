@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 from flask import Response, render_template
 from flask_babel import lazy_gettext as _
 
 #: First path segments served by this package; an error under them is an HTML page.
-PAGE_ROOTS = frozenset({"records"})
+PAGE_ROOTS = frozenset({"records", "browse", "search", "s", "robots.txt"})
+#: The sitemap and its parts (`/sitemap.xml`, `/sitemap-2.xml`).
+SITEMAPS = re.compile(r"sitemap(-[^/]*)?\.xml")
 
 #: What a reader is told (German source strings; app/translations has the English).
 TITLES = {
     403: _("Nicht freigegeben"),
     404: _("Nicht gefunden"),
+    400: _("Ungültige Anfrage"),
     405: _("Methode nicht erlaubt"),
     429: _("Zu viele Anfragen"),
     500: _("Serverfehler"),
@@ -20,8 +25,15 @@ TITLES = {
 
 
 def is_page(path: str) -> bool:
-    """Whether `path` belongs to the pages (`/records/...`), also when no route matched it."""
-    return path.split("/", 2)[1] in PAGE_ROOTS
+    """Whether `path` belongs to the pages (`/records/...`, `/s/...`), also when no route
+    matched it."""
+    root = path.split("/", 2)[1]
+    return root in PAGE_ROOTS or SITEMAPS.fullmatch(root) is not None
+
+
+def is_holder_page(path: str) -> bool:
+    """A share link's page: its address carries the secret (app/pages/holder.py)."""
+    return path.startswith("/s/")
 
 
 def error_page(status: int) -> Response:

@@ -18,10 +18,11 @@ from app.exceptions import RecordNotFound
 from app.files import access
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import external_url
+from app.links.routes import HOLDER_HEADERS
 from app.oai.routes import identifier_of
 from app.pages import exports, i18n
 from app.pages.citation import formatted_citation
-from app.pages.errors import is_page
+from app.pages.errors import is_holder_page, is_page
 from app.pages.previews import csv_rows
 from app.pages.records import (
     RecordPage,
@@ -86,6 +87,8 @@ def page_headers(response: Response) -> Response:
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "strict-origin-when-cross-origin"
         response.vary.add("Accept-Language")
+        if is_holder_page(request.path):
+            response.headers.update(HOLDER_HEADERS)
     return response
 
 
@@ -229,3 +232,7 @@ def _etag(*parts: str) -> str:
     """The page's version: the record's, whether its embargo is over, the language, and the
     layout's (templates, assets and translations)."""
     return hashlib.sha256("\0".join((*parts, LAYOUT_DIGEST)).encode()).hexdigest()[:32]
+
+
+# The other pages join this blueprint (their modules import `bp`).
+from app.pages import browse, holder, sitemap  # noqa: E402, F401

@@ -69,7 +69,7 @@ def test_a_record_link_opens_the_embargoed_record_and_its_content(api: Api, alic
     response = record_link(api, alice, record["id"], description="Redaktion Wirtschaft")
     assert response.status_code == 201
     link = response.get_json()
-    assert link["url"].startswith("http://localhost/api/shared/")
+    assert link["url"].startswith("http://localhost/s/")
     assert len(secret_of(link)) >= 43  # 256 bits, URL-safe
     assert link["state"] == "active" and link["downloads"] == 0
     assert link["description"] == "Redaktion Wirtschaft"
