@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
+from tests.links.test_links import TOMORROW
 from tests.support import samples
 from tests.support.api import Account, Api
 
@@ -75,6 +76,21 @@ def html_page(response: Any) -> None:
     (script,) = document.iter("script")
     assert script.get("type") == "application/ld+json"
     json.loads(script.text)
+
+
+def html_without_script(response: Any) -> None:
+    """A page with no JSON-LD: parsed without a single HTML parse error, and no script."""
+    document = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(response.data)
+    assert not list(document.iter("script"))
+
+
+def holder_page(api: Api, user: Account, record: dict) -> Any:
+    """The holder's page of a fresh share link to the record."""
+    created = api.client.post(
+        f"/api/files/{record['id']}/links", json={"expires_at": TOMORROW}, headers=user.auth
+    )
+    assert created.status_code == 201, created.get_json()
+    return api.client.get(created.get_json()["url"])
 
 
 def bibtex(response: Any) -> None:
@@ -134,6 +150,19 @@ OUTPUTS: list[tuple[str, Callable[[Api, Account, dict], Any], Callable[[Any], No
     ("public read", lambda api, user, r: api.client.get(f"/api/public/files/{r['id']}"), json_body),
     ("public list", lambda api, user, r: api.client.get("/api/public/files"), json_body),
     ("record page", lambda api, user, r: api.client.get(f"/records/{r['id']}"), html_page),
+    (
+        "record page en",
+        lambda api, user, r: api.client.get(f"/records/{r['id']}?lang=en"),
+        html_page,
+    ),
+    (
+        "folder page",
+        lambda api, user, r: api.client.get(f"/browse/{r['folder']}"),
+        html_without_script,
+    ),
+    ("root folder page", lambda api, user, r: api.client.get("/browse/"), html_without_script),
+    ("holder page", holder_page, html_without_script),
+    ("sitemap", lambda api, user, r: api.client.get("/sitemap.xml"), xml),
     *(
         (f"record export {name}", _export_of(name), check)
         for name, check in (
@@ -186,10 +215,11 @@ def test_no_accepted_text_breaks_an_output(
         record = api.get(f"/api/files/{record['id']}", alice).get_json()
         for field, value in values.items():
             assert record[field] == (value.strip() or None), field
+        record["folder"] = record["path"] or ""  # the root folder's page is /browse/
         record["path"] = record["path"] or "folder"
         for label, ask, well_formed in OUTPUTS:
             response = ask(api, alice, record)
-            assert response.status_code == 200, (label, response.data[:300])
+            assert response.status_code == 200, (label, record["folder"], response.data[-300:])
             well_formed(response)
     finally:
         assert api.delete(record["id"], alice).status_code == 204

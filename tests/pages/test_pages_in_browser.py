@@ -35,6 +35,7 @@ from app import create_app
 from app.extensions import db
 from tests.conftest import base_config
 from tests.docs.test_docs_page import CHROMIUM, CHROMIUM_ARGS, LOOPBACK, _playwright_installed
+from tests.links.test_links import kit, record_link, secret_of
 from tests.support import samples
 from tests.support.api import Api
 
@@ -45,7 +46,6 @@ AXE = ROOT / "tests" / "js" / "node_modules" / "axe-core" / "axe.min.js"
 FAILING_IMPACTS = {"serious", "critical"}
 
 #: name -> (address with `{record}` placeholders filled from `_seed`, expected status).
-#: The other pages (folders, search, a holder's page of a share link) join with one line each.
 PAGES: dict[str, tuple[str, int]] = {
     "record-pdf": ("/records/{pdf}", 200),
     "record-csv": ("/records/{csv}", 200),
@@ -55,6 +55,12 @@ PAGES: dict[str, tuple[str, int]] = {
     "record-embargoed": ("/records/{embargoed}", 200),
     "record-pdf-en": ("/records/{pdf}?lang=en", 200),
     "error-404": ("/records/00000000-0000-4000-8000-000000000000", 404),
+    "browse-root": ("/browse/", 200),
+    "browse-folder": ("/browse/berichte/2026/q1", 200),
+    "search": ("/search?q=Arbeitsmarkt", 200),
+    "search-en": ("/search?q=Arbeitsmarkt&lang=en", 200),
+    "holder-record": ("/s/{record_link}", 200),
+    "holder-kit": ("/s/{kit_link}", 200),
 }
 #: Schemes of requests that leave the browser.
 NETWORK_SCHEMES = {"http", "https", "ws", "wss"}
@@ -95,10 +101,13 @@ def _seed(api: Api) -> dict[str, str]:
             {"titel": "Vorab: Prognose", "sperrfrist": tomorrow},
         ),
     }
-    return {
+    ids = {
         key: api.create(alice, name, data, **common, **metadata)["id"]
         for key, (name, data, metadata) in made.items()
     }
+    ids["record_link"] = secret_of(record_link(api, alice, ids["embargoed"]).get_json())
+    ids["kit_link"] = secret_of(kit(api, alice, "berichte/2026").get_json())
+    return ids
 
 
 def _skip_or_fail(reason: str) -> None:
