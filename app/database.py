@@ -1,5 +1,5 @@
-"""Database plumbing: the declarative base, the session class, and the connection listeners
-(autocommit reads, pings of idle connections, SQLite's pragmas)."""
+"""Database plumbing: the declarative base, the session class, the connection listeners
+(autocommit reads, pings of idle connections, SQLite's pragmas) and SQLite's write lock."""
 
 import time
 from typing import Any
@@ -8,6 +8,7 @@ from flask import has_request_context, request
 from flask_sqlalchemy.session import Session as FlaskSession
 from sqlalchemy import Engine, event, exc
 from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm import Session as OrmSession
 
 
 class Base(DeclarativeBase):
@@ -97,3 +98,16 @@ def sqlite_pragmas(connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA busy_timeout=15000")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.close()
+
+
+def lock_database_on_sqlite(session: OrmSession) -> None:
+    """SQLite ignores FOR UPDATE: take its write lock before the rows a change depends on
+    are read, so concurrent changes wait for each other as on PostgreSQL instead of acting
+    on what another request has just changed. (Python's sqlite3 begins transactions only at
+    the first write, so none is open yet after a request's reads.) Does nothing on other
+    databases, where the caller locks the rows it needs with FOR UPDATE."""
+    connection = session.connection()
+    if connection.dialect.name != "sqlite":
+        return
+    if not connection.connection.driver_connection.in_transaction:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -202,7 +202,7 @@ def s3_client():
 
 def test_botocore_client_endpoint_http_session_sends_a_prepared_request(s3_client):
     """`client._endpoint.http_session.send(request)`: the connection pool presigned reads
-    go through; without it they would quietly fall back to `get_object`."""
+    go through; without it they fall back to `get_object` (with a warning, once)."""
     session = s3_client._endpoint.http_session
     assert _parameters(session.send) == ["request"]
     prepared = AWSRequest(method="GET", url="http://127.0.0.1:9/b/k").prepare()

@@ -26,6 +26,7 @@ from sqlalchemy import ColumnElement, Row, Select, and_, bindparam, or_, select,
 
 from app.auth.services import Caller
 from app.cache import RECORDS, cache_for
+from app.database import lock_database_on_sqlite
 from app.exceptions import DownloadBlocked, RecordNotFound
 from app.extensions import db
 from app.models import FileRecord
@@ -156,25 +157,13 @@ def downloadable_record(
     return record
 
 
-def _lock_database_on_sqlite() -> None:
-    """SQLite ignores FOR UPDATE: take its write lock before the row is read, so concurrent
-    changes of one record wait for each other as on PostgreSQL instead of acting on a row
-    another request has just replaced or deleted. (Python's sqlite3 begins transactions
-    only at the first write, so none is open yet after the request's reads.)"""
-    connection = db.session.connection()
-    if connection.dialect.name != "sqlite":
-        return
-    if not connection.connection.driver_connection.in_transaction:
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-
 def find_record(caller: Caller, record_id: uuid.UUID, *, lock: bool = False) -> FileRecord:
     """The ORM record `caller` may see, for a change; `lock` holds it until the commit."""
     statement: Select[tuple[FileRecord]] = select(FileRecord).where(
         FileRecord.id == record_id, visible(caller)
     )
     if lock:
-        _lock_database_on_sqlite()
+        lock_database_on_sqlite(db.session)
         statement = statement.with_for_update()
     record = db.session.scalars(statement).first()
     if record is None:

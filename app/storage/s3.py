@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Container, Iterator
@@ -13,6 +14,7 @@ from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 import boto3
+import botocore
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.exceptions import (
@@ -66,6 +68,10 @@ MIN_PART_SIZE = 5 * MiB
 PRESIGNED_READ_SECONDS = 900
 PRESIGNED_REUSE_SECONDS = 300
 PRESIGNED_URLS_KEPT = 1024
+
+#: Taken (never given back) by the first read that finds botocore without the connection pool
+#: presigned reads go through, so that the warning is logged once per process.
+_WITHOUT_HTTP_SESSION_REPORTED = threading.Lock()
 
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NotFound", "404"})
 _RANGE_CODES = frozenset({"InvalidRange", "416"})
@@ -340,6 +346,19 @@ class S3ObjectWriter(ObjectWriter):
             log.warning("could not abort multipart upload of %r: %s", self.key, exc)
 
 
+def _report_without_http_session() -> None:
+    """Tell the operator, once per process, that reads lost their fast path: the botocore
+    installed has no ``client._endpoint.http_session`` (a private attribute), which happens
+    with a version outside the pin in pyproject.toml."""
+    if _WITHOUT_HTTP_SESSION_REPORTED.acquire(blocking=False):
+        log.warning(
+            "botocore %s has no client._endpoint.http_session: S3 reads go through "
+            "get_object instead of presigned GETs (they work, with more CPU per read); "
+            "install the botocore version pinned in pyproject.toml",
+            botocore.__version__,
+        )
+
+
 class S3Storage(Storage):
     """Objects in one private bucket, through one shared, thread-safe boto3 client."""
 
@@ -405,6 +424,7 @@ class S3Storage(Storage):
         translation."""
         send = getattr(getattr(self.client, "_endpoint", None), "http_session", None)
         if send is None:
+            _report_without_http_session()
             return None
         try:
             url = self._presigned_url(key)

@@ -30,13 +30,14 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.auth.services import Caller
+from app.database import lock_database_on_sqlite
 from app.detection.sample import HEAD_BYTES, TAIL_BYTES, Sample
 from app.exceptions import RecordNotFound
 from app.extensions import db
 from app.files import writes
 from app.files.uploads import StagedFile, check_file, discard
 from app.files.validation import validated
-from app.models import FileRecord, ResumableUpload, utcnow
+from app.models import FileRecord, ResumableUpload, User, utcnow
 from app.schemas.records import CreateMetadataSchema
 from app.storage import Storage, StorageError
 from app.storage.resumable import PREFIX as PIECES_PREFIX
@@ -86,7 +87,8 @@ def find_upload(user: Caller, upload_id: uuid.UUID) -> ResumableUpload:
 
 def _check_room_for_another(user: Caller, config: Any) -> None:
     """At most `UPLOAD_MAX_UNFINISHED` unfinished uploads per user, each holding up to the
-    file size limit in storage until it expires."""
+    file size limit in storage until it expires. Only a check: `_hold_room` makes it hold
+    until the commit."""
     now = utcnow()
     unfinished, first_expiry = db.session.execute(
         select(func.count(), func.min(ResumableUpload.expires_at)).where(
@@ -103,6 +105,18 @@ def _check_room_for_another(user: Caller, config: Any) -> None:
             "(DELETE) one of them before starting another.",
             headers={"Retry-After": str(wait)},
         )
+
+
+def _hold_room(user: Caller, config: Any) -> None:
+    """`_check_room_for_another` again, with the user's creations serialised until the
+    commit: PostgreSQL locks the user's row (FOR NO KEY UPDATE, which leaves inserts that
+    refer to it alone), SQLite takes its write lock. Two creations at once then count one
+    after the other, and the second sees the first's upload."""
+    lock_database_on_sqlite(db.session)
+    db.session.execute(
+        select(User.id).where(User.id == user.id).with_for_update(key_share=True)
+    ).first()
+    _check_room_for_another(user, config)
 
 
 def create_upload(
@@ -123,6 +137,7 @@ def create_upload(
         files=[StagedFile(0, FILE_FIELD, "", error=empty)] if length == 0 else None,
         file_field=FILE_FIELD,
     )
+    # Checked first too, so that a user at the limit costs the backend nothing.
     _check_room_for_another(user, config)
     now = utcnow()
     record_id, upload_id = uuid.uuid4(), uuid.uuid4()
@@ -144,6 +159,7 @@ def create_upload(
         expires_at=now + timedelta(hours=config["UPLOAD_EXPIRY_HOURS"]),
     )
     try:
+        _hold_room(user, config)
         db.session.add(upload)
         db.session.commit()
     except BaseException:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -305,3 +307,49 @@ def test_a_presigned_url_is_reused_until_a_read_with_it_fails(
     with s3_storage.open(KEY) as reader:
         assert reader.read_all() == b"0123456789"
     assert signed == [KEY, KEY]  # signed again after the refusal
+
+
+class WithoutHttpSession:
+    """The client of a botocore without ``client._endpoint.http_session`` (a private
+    attribute, gone perhaps in a version outside the pin): everything else is the real one."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_endpoint":
+            raise AttributeError(name)
+        return getattr(self._client, name)
+
+
+def test_reads_without_botocores_connection_pool_warn_once_and_serve_the_bytes(
+    s3_storage: S3Storage, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import botocore
+
+    from app.storage import s3
+
+    # Whatever an earlier test of this process reported, this one starts unreported.
+    monkeypatch.setattr(s3, "_WITHOUT_HTTP_SESSION_REPORTED", threading.Lock())
+    data = os.urandom(MiB + 7)
+    s3_storage.put(KEY, io.BytesIO(data))
+    fallback = S3Storage(WithoutHttpSession(s3_storage.client), BUCKET)
+    calls = count_get_object_calls(fallback)
+
+    with caplog.at_level(logging.WARNING, logger="app.storage.s3"):
+        with fallback.open(KEY) as reader:
+            assert reader.read_all() == data
+        with fallback.open(KEY, 10, 19) as reader:
+            assert reader.read_all() == data[10:20]
+        with fallback.open(KEY) as reader:
+            assert reader.read_all() == data
+
+    assert calls == ["", "bytes=10-19", ""]
+    [warning] = [r for r in caplog.records if r.name == "app.storage.s3"]
+    assert warning.levelno == logging.WARNING
+    assert warning.getMessage() == (
+        f"botocore {botocore.__version__} has no client._endpoint.http_session: S3 reads go "
+        "through get_object instead of presigned GETs (they work, with more CPU per read); "
+        "install the botocore version pinned in pyproject.toml"
+    )
+    fallback.close()

@@ -127,3 +127,59 @@ def test_fifty_patches_at_once_make_one_record_from_one_body(deployment: Deploym
         email=deployment.names["alice@example.org"],
     )
     assert [tuple(r) for r in uploads] == [(LENGTH, True, True)]
+
+
+#: Creations sent at once for a user one below the limit (the server's threads are 8).
+CREATORS = 8
+
+
+def test_creations_at_once_never_pass_the_limit_of_unfinished_uploads(deployment: Deployment):
+    auth = deployment.auth()
+    limit = 20  # UPLOAD_MAX_UNFINISHED's default, which the deployment keeps
+    pieces_before = leftovers(deployment)
+    headers = {
+        **TUS,
+        **auth,
+        "Upload-Length": "10",
+        "Upload-Metadata": f"filename {base64.b64encode(b'bericht.txt').decode()}",
+    }
+
+    def create() -> requests.Response:
+        return requests.post(deployment.endpoint, headers=headers, timeout=60)
+
+    locations = []
+    for _ in range(limit - 1):
+        created = create()
+        assert created.status_code == 201, created.text
+        locations.append(created.headers["Location"])
+    start = threading.Barrier(CREATORS)
+
+    def create_at_once(_: int) -> requests.Response:
+        start.wait()
+        return create()
+
+    with ThreadPoolExecutor(CREATORS) as pool:
+        answers = list(pool.map(create_at_once, range(CREATORS)))
+
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses == [201] + [429] * (CREATORS - 1), [(a.status_code, a.text) for a in answers]
+    for refused in (a for a in answers if a.status_code == 429):
+        assert refused.json()["message"] == (
+            f"You have {limit} unfinished uploads, the most allowed: finish or terminate "
+            "(DELETE) one of them before starting another."
+        )
+        assert int(refused.headers["Retry-After"]) > 0
+    locations += [a.headers["Location"] for a in answers if a.status_code == 201]
+    unfinished = rows(
+        deployment,
+        "SELECT count(*) FROM resumable_uploads r JOIN users u ON u.id = r.user_id "
+        "WHERE u.email = :email AND r.completed_at IS NULL",
+        email=deployment.names["alice@example.org"],
+    )
+    assert unfinished[0][0] == limit
+    # The refused creations left no pieces behind; the live ones go with their uploads.
+    assert len(set(leftovers(deployment)) - set(pieces_before)) == limit
+    for location in locations:
+        gone = requests.delete(deployment.base + location, headers={**TUS, **auth}, timeout=30)
+        assert gone.status_code == 204, gone.text
+    assert leftovers(deployment) == pieces_before
