@@ -10,6 +10,7 @@ import subprocess
 import tracemalloc
 import zipfile
 from datetime import UTC, datetime, timedelta
+from itertools import chain
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.archives import services as archives
+from app.archives import zipwriter
 from app.storage import ObjectReader
 from tests.support import samples
 from tests.support.api import PUBLIC_FIELDS, RECORD_FIELDS, Account, Api
@@ -180,7 +182,11 @@ def _unpacked(target: Path) -> list[str]:
 def test_a_record_changed_while_the_manifest_streams_cuts_the_archive(api: Api, alice):
     """The manifest's length was measured before the headers; a record that reads otherwise
     afterwards can only end the stream early (docs/security.md, "Folder archives")."""
-    records = [api.create(alice, f"f{n}.txt", _text(10), path="cut") for n in range(40)]
+    # A manifest of about 160 KB: more than the archive's first chunk.
+    records = [
+        api.create(alice, f"f{n}.txt", _text(10), path="cut", beschreibung="x" * 4000)
+        for n in range(40)
+    ]
     response = api.get("/api/files.zip?path=cut", alice, buffered=False)
     assert response.status_code == 200
     length = int(response.headers["Content-Length"])
@@ -270,9 +276,16 @@ class _Zeros:
 def test_zip64_archive_over_4_gib_is_read_by_every_unpacker(tmp_path):
     """An entry beyond 4 GiB of zero bytes, streamed into a sparse file (no 4 GiB on disk)."""
     size = 4 * 1024**3 + 12345
-    entry = archives.Entry("big.bin", "id", "files/x/y", size)
-    archive = archives.folder_archive([entry], [b"{}"], 2, _Zeros(size))
-    expected = len(archive)
+    manifest = [(archives.MANIFEST_NAME, 2), ("big.bin", size)]
+    expected = zipwriter.length((len(name), n) for name, n in manifest)
+    writer = zipwriter.ZipWriter()
+    content = _Zeros(size).open("files/x/y")
+    pieces = chain(
+        writer.member(archives.MANIFEST_NAME, 2, [b"{}"]),
+        writer.member("big.bin", size, content),
+        writer.finish(manifest),
+    )
+    archive = zipwriter.coalesced(pieces, archives.CHUNK_BYTES)
     path = tmp_path / "big.zip"
     written = 0
     with path.open("wb") as out:
