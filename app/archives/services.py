@@ -54,9 +54,11 @@ MANIFEST_BATCH = 8
 #: Records read again per round trip for the members' names and keys while the archive
 #: streams (a few KiB of names each).
 MEMBER_BATCH = 32
-#: Bytes of the archive's chunks: storage reads, and the small pieces (headers, small files,
-#: manifest records) joined up to it. The server reads one chunk ahead of a slow reader.
+#: Bytes of the archive's chunks: the small pieces (headers, small files, manifest records)
+#: are joined up to it. The server reads one chunk ahead of a slow reader.
 CHUNK_BYTES = 64 * 1024
+#: Bytes of each storage read of a member (the smallest the storage allows).
+READ_BYTES = 64 * 1024
 
 _PICKED_COLUMNS = (FileRecord.id, FileRecord.path, FileRecord.original_name, FileRecord.size)
 _MEMBER_COLUMNS = (*_PICKED_COLUMNS, FileRecord.stored_path)
@@ -378,15 +380,18 @@ class FolderArchive:
             yield batch
 
     def _content(self, key: str) -> Iterator[bytes]:
-        with self.storage.open(key, chunk_size=CHUNK_BYTES) as reader:
+        with self.storage.open(key, chunk_size=READ_BYTES) as reader:
             yield from reader
+
+    def _members(self, writer: zipwriter.ZipWriter) -> Iterator[bytes]:
+        for batch in self._batches():
+            for name, key, size in batch:
+                yield from writer.member(name, size, self._content(key))
 
     def _pieces(self) -> Iterator[bytes]:
         writer = zipwriter.ZipWriter()
         yield from writer.member(MANIFEST_NAME, self.manifest.size, self.manifest)
-        for batch in self._batches():
-            for name, key, size in batch:
-                yield from writer.member(name, size, self._content(key))
+        yield from self._members(writer)  # its last batch of names is gone when it ends
         names = chain(
             [(MANIFEST_NAME, self.manifest.size)],
             ((name, size) for batch in self._batches() for name, _, size in batch),
