@@ -236,17 +236,23 @@ class ZipWriter:
 
 def coalesced(pieces: Iterable[bytes], chunk: int) -> Iterator[bytes]:
     """`pieces` in chunks of up to `chunk` bytes: small pieces (headers, small files, manifest
-    records) joined, larger ones passed on as they are."""
+    records) joined, larger ones passed on as they are. When `pieces` fails, what came before
+    is still sent, so that an archive cut short ends where its failure is."""
     held: list[bytes] = []
     size = 0
-    for piece in pieces:
-        if size + len(piece) > chunk and held:
+    try:
+        for piece in pieces:
+            if size + len(piece) > chunk and held:
+                yield b"".join(held)
+                held, size = [], 0
+            if len(piece) >= chunk:
+                yield piece
+                continue
+            held.append(piece)
+            size += len(piece)
+    except Exception:
+        if held:
             yield b"".join(held)
-            held, size = [], 0
-        if len(piece) >= chunk:
-            yield piece
-            continue
-        held.append(piece)
-        size += len(piece)
+        raise
     if held:
         yield b"".join(held)
