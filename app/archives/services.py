@@ -48,9 +48,9 @@ from app.storage import Storage
 MANIFEST_NAME = "manifest.json"
 #: Rows read from the database per round trip while picking the records of an archive.
 BATCH = 500
-#: Full records read per round trip for the manifest: at most metadata length, a batch is a
-#: few hundred KiB, which is what one archive holds in memory while its manifest streams.
-MANIFEST_BATCH = 8
+#: Full records read per round trip for the manifest: at most metadata length, a batch is
+#: about 60 KiB, which is what one archive holds in memory while its manifest streams.
+MANIFEST_BATCH = 4
 #: Records read again per round trip for the members' names and keys while the archive
 #: streams (a few KiB of names each).
 MEMBER_BATCH = 32
@@ -288,16 +288,23 @@ class Manifest:
         self._digests = bytearray()
         self.size = 0
 
-    def _items(self, members: Members, start: int, stop: int) -> Iterator[tuple[Row | None, bytes]]:
+    def _read(self, members: Members, start: int, stop: int) -> list[tuple[Any, Any]]:
+        """(row, its dump) of members `start`..`stop`; (None, None) for one gone meanwhile."""
         rows = members.read(self._scope(), start, stop, FileRecord.__table__.columns)
         found = [row for row in rows if row is not None]
         dumped = iter(self._dump.dump(found, many=True) if found else [])
-        for index, row in enumerate(rows, start):
+        return [(None, None) if row is None else (row, next(dumped)) for row in rows]
+
+    def _items(
+        self, members: Members, start: int, read: list[tuple[Any, Any]]
+    ) -> Iterator[tuple[Row | None, bytes]]:
+        """Each record's bytes, made as they are asked for (one at a time in memory)."""
+        for index, (row, dumped) in enumerate(read, start):
             if row is None:
                 yield None, b""
                 continue
             name = entry_name(row.path, row.original_name, members.numbers[index])
-            yield row, _item(name, next(dumped), row.checksum_sha256)
+            yield row, _item(name, dumped, row.checksum_sha256)
 
     def measure(self) -> Members:
         """Read the records once (in the request's app context): the manifest's exact size,
@@ -306,7 +313,8 @@ class Manifest:
         size = len(_OPEN)
         for start in range(0, len(members), MANIFEST_BATCH):
             stop = min(start + MANIFEST_BATCH, len(members))
-            for index, (row, item) in enumerate(self._items(members, start, stop), start):
+            read = self._read(members, start, stop)
+            for index, (row, item) in enumerate(self._items(members, start, read), start):
                 if row is None:
                     continue  # deleted or hidden since it was picked
                 size += len(_SEPARATOR if len(kept) else b"\n") + len(item)
@@ -325,8 +333,8 @@ class Manifest:
         for start in range(0, len(members), MANIFEST_BATCH):
             stop = min(start + MANIFEST_BATCH, len(members))
             with self.app.app_context():
-                items = list(self._items(members, start, stop))
-            for n, (row, item) in enumerate(items, start):
+                read = self._read(members, start, stop)
+            for n, (row, item) in enumerate(self._items(members, start, read), start):
                 if row is None or _digest(item) != self._digests[16 * n : 16 * n + 16]:
                     raise ManifestChanged(
                         f"record {members.id(n)} changed while its archive streamed"
