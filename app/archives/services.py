@@ -35,6 +35,7 @@ from typing import Any
 from flask import Flask
 from sqlalchemy import Row, Select
 
+from app import streaming
 from app.archives import zipwriter
 from app.auth.services import Caller
 from app.exceptions import ValidationFailed
@@ -55,10 +56,11 @@ MANIFEST_BATCH = 4
 #: streams (a few KiB of names each).
 MEMBER_BATCH = 32
 #: Bytes of the archive's chunks: the small pieces (headers, small files, manifest records)
-#: are joined up to it. The server reads one chunk ahead of a slow reader.
+#: are joined up to it, and the server reads ahead of a slow reader only while it holds less.
 CHUNK_BYTES = 64 * 1024
-#: Bytes of each storage read of a member (the smallest the storage allows).
-READ_BYTES = 64 * 1024
+#: Bytes of each storage read of a member, as downloads read (smaller reads halve the speed
+#: of an archive of large files: more handovers between the pump and the event loop).
+READ_BYTES = streaming.READ_BYTES
 
 _PICKED_COLUMNS = (FileRecord.id, FileRecord.path, FileRecord.original_name, FileRecord.size)
 _MEMBER_COLUMNS = (*_PICKED_COLUMNS, FileRecord.stored_path)
