@@ -22,9 +22,9 @@ from app.files import access
 from app.files.listing import NEWEST_FIRST, Listing, Position, _before, paginate, position_of
 from app.http import external_url, load
 from app.models import FilePathCount, FileRecord
+from app.pages.blueprint import bp
 from app.pages.paging import BadPageRequest, cursor_arg, page_url
 from app.pages.records import clean_text, size_text, title_of
-from app.pages.routes import bp
 from app.public.routes import list_query_schema
 from app.schemas.cursor import encode_cursor
 from app.schemas.field_types import PATH_SEGMENT

@@ -24,9 +24,9 @@ from app.http import external_url
 from app.links import services
 from app.links.routes import _failures_limited, _open
 from app.models import FileRecord
+from app.pages.blueprint import bp
 from app.pages.paging import cursor_arg, page_url
 from app.pages.records import clean_text, size_text, title_of
-from app.pages.routes import bp
 from app.schemas.cursor import encode_cursor
 
 #: Records of a press kit shown at a time.

@@ -9,18 +9,18 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Response, current_app, render_template, request
+from flask import Response, current_app, render_template, request
 from flask_babel import gettext as _
 from werkzeug.exceptions import NotFound
 
-from app.database import read_without_transaction
 from app.exceptions import RecordNotFound
 from app.files import access
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import external_url
 from app.links.routes import HOLDER_HEADERS
 from app.oai.routes import identifier_of
-from app.pages import exports, i18n
+from app.pages import browse, exports, holder, i18n, sitemap  # noqa: F401 (their routes)
+from app.pages.blueprint import bp
 from app.pages.citation import formatted_citation
 from app.pages.errors import is_holder_page, is_page
 from app.pages.previews import csv_rows
@@ -43,22 +43,6 @@ CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-action 'sel
 #: refuses to show a PDF at all in a frame sandboxed by the embedding page's `sandbox`
 #: attribute, but shows it under this header.
 PREVIEW_POLICY = f"{CONTENT_SECURITY_POLICY}; sandbox"
-
-bp = Blueprint(
-    "pages",
-    __name__,
-    template_folder="templates",
-    static_folder="static",
-    static_url_path="/static/pages",
-)
-bp.before_request(read_without_transaction)
-
-
-@bp.record_once
-def _tidy_templates(state) -> None:  # type: ignore[no-untyped-def]
-    """Block tags leave no blank lines behind (the pages are the app's only templates)."""
-    state.app.jinja_env.trim_blocks = True
-    state.app.jinja_env.lstrip_blocks = True
 
 
 def _digest_of_files(*folders: Path) -> str:
@@ -235,4 +219,3 @@ def _etag(*parts: str) -> str:
 
 
 # The other pages join this blueprint (their modules import `bp`).
-from app.pages import browse, holder, sitemap  # noqa: E402, F401

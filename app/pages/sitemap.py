@@ -24,7 +24,7 @@ from app.extensions import db
 from app.files import access
 from app.http import external_url
 from app.models import FilePathCount, FileRecord
-from app.pages.routes import bp
+from app.pages.blueprint import bp
 
 NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
 #: The most URLs one sitemap file may hold (sitemaps.org); read at each request.

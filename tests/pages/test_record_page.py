@@ -113,7 +113,9 @@ def test_the_pdf_preview_is_the_public_download_shown_inline(api: Api, alice: Ac
     assert preview.mimetype == "application/pdf"
     assert preview.headers["Content-Disposition"].startswith('inline; filename="bericht.pdf"')
     assert preview.headers["X-Content-Type-Options"] == "nosniff"
-    assert preview.headers["Content-Security-Policy"] == "sandbox"
+    assert preview.headers["Content-Security-Policy"] == (
+        "default-src 'self'; base-uri 'none'; form-action 'self'; sandbox"
+    )
     assert preview.headers["Cache-Control"] == PUBLIC_CACHE
     ranged = api.client.get(f"/records/{report['id']}/preview", headers={"Range": "bytes=0-3"})
     assert ranged.status_code == 206 and ranged.get_data() == b"%PDF"
