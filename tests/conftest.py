@@ -7,6 +7,7 @@ real SeaweedFS S3 server started for the session (a fresh bucket per test).
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import socket
@@ -15,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import botocore.loaders
+import botocore.session
 import pytest
 import sqlalchemy as sa
 from flask import Flask
@@ -33,6 +36,12 @@ POSTGRES_URL = os.environ.get(
 )
 # Cheap hashing keeps the suite fast; production uses Werkzeug's scrypt defaults.
 FAST_HASH = "scrypt:1024:8:1"
+
+# Every boto3 Session parses botocore's S3 model and endpoint rules (megabytes of JSON) afresh,
+# and the app builds a Session per app: most of an S3 app's start-up, repeated in every
+# postgres-s3 test. One loader per test process parses them once; the parsed models are
+# read-only data, which botocore already shares between the clients of one Session.
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 
 
 def base_config(**overrides: Any) -> dict[str, Any]:
