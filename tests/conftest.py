@@ -216,33 +216,78 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         server.stop()
 
 
-@pytest.fixture
-def s3_bucket(seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    import boto3
+@pytest.fixture(scope="session")
+def s3_buckets(seaweedfs: Any) -> Iterator[Any]:
+    """Empty buckets to reuse (`s3_bucket`), and an admin client; removed at the end.
 
+    SeaweedFS gives every bucket a collection and grows it volumes on the first write, which
+    takes a fifth of a second; a bucket emptied after a test costs a few requests instead.
+    """
+    client = seaweedfs.client()
+    free: list[str] = []
+    yield client, free
+    for bucket in free:
+        client.delete_bucket(Bucket=bucket)
+    client.close()
+
+
+def _emptied_for_reuse(client: Any, bucket: str) -> bool:
+    """Removes what a test left in `bucket` (objects, unfinished multipart uploads); whether
+    it is now as a new bucket is. One the test removed or gave a policy is not reused."""
+    from botocore.exceptions import ClientError
+
+    try:
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            for item in page.get("Contents", []):
+                client.delete_object(Bucket=bucket, Key=item["Key"])
+        for page in client.get_paginator("list_multipart_uploads").paginate(Bucket=bucket):
+            for upload in page.get("Uploads", []):
+                client.abort_multipart_upload(
+                    Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                )
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "NoSuchBucket":
+            return False
+        raise
+    try:
+        client.get_bucket_policy(Bucket=bucket)
+        has_policy = True
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "NoSuchBucketPolicy":
+            raise
+        has_policy = False
+    left = client.list_objects_v2(Bucket=bucket, MaxKeys=1).get("KeyCount", 0)
+    unfinished = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    if has_policy or left or unfinished:
+        # Removing the bucket frees the volumes SeaweedFS gave its collection.
+        client.delete_bucket_policy(Bucket=bucket)
+        client.delete_bucket(Bucket=bucket)
+        return False
+    return True
+
+
+@pytest.fixture
+def s3_bucket(
+    seaweedfs: Any, s3_buckets: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[dict[str, Any]]:
+    """An empty bucket of the session's SeaweedFS (a new one, or one an earlier test used and
+    that was emptied: no objects, no unfinished uploads, no policy) and its settings."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", seaweedfs.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweedfs.secret_key)
-    bucket = f"test-{uuid.uuid4().hex[:16]}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=seaweedfs.endpoint_url,
-        region_name=seaweedfs.region,
-        aws_access_key_id=seaweedfs.access_key,
-        aws_secret_access_key=seaweedfs.secret_key,
-    )
-    client.create_bucket(Bucket=bucket)
+    client, free = s3_buckets
+    if free:
+        bucket = free.pop()
+    else:
+        bucket = f"test-{uuid.uuid4().hex[:16]}"
+        client.create_bucket(Bucket=bucket)
     yield {
         "STORAGE_BACKEND": "s3",
         "S3_BUCKET": bucket,
         "S3_ENDPOINT_URL": seaweedfs.endpoint_url,
         "S3_REGION": seaweedfs.region,
     }
-    # Removing the bucket frees the volumes SeaweedFS gave its collection.
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-        for item in page.get("Contents", []):
-            client.delete_object(Bucket=bucket, Key=item["Key"])
-    client.delete_bucket(Bucket=bucket)
-    client.close()
+    if _emptied_for_reuse(client, bucket):
+        free.append(bucket)
 
 
 @pytest.fixture
