@@ -2,7 +2,8 @@
 
 `sqlite-local`: a migrated SQLite file per test and a local storage folder.
 `postgres-s3`: a throwaway PostgreSQL database for the session (tables emptied per test) and a
-real SeaweedFS S3 server started for the session (a fresh bucket per test).
+real SeaweedFS S3 server started for the session (an empty bucket per test: new, or emptied after
+an earlier test).
 """
 
 from __future__ import annotations
