@@ -412,8 +412,7 @@ def replicas(make_postgres_database: Any, tmp_path: Path) -> Iterator[Replicas]:
     """Two apps on one fresh, migrated PostgreSQL database (two server processes)."""
     from tests.support.replicas import Replicas  # it imports this module
 
-    url = make_postgres_database()
-    migrate_database(url, tmp_path)
+    url = make_postgres_database(migrated=True)
     replicas = Replicas(url, tmp_path)
     yield replicas
     replicas.close()
