@@ -2,11 +2,13 @@
 
 `sqlite-local`: a migrated SQLite file per test and a local storage folder.
 `postgres-s3`: a throwaway PostgreSQL database for the session (tables emptied per test) and a
-real SeaweedFS S3 server started for the session (a fresh bucket per test).
+real SeaweedFS S3 server started for the session (an empty bucket per test: new, or emptied after
+an earlier test).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import socket
@@ -15,12 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import botocore.loaders
+import botocore.session
 import pytest
 import sqlalchemy as sa
 from flask import Flask
 from flask_migrate import upgrade
 
 from app import create_app
+from app.auth.services import create_user
 from app.extensions import db
 from tests.support.api import Account, Api
 from tests.support.openapi_client import OpenAPIValidatingClient
@@ -33,6 +38,12 @@ POSTGRES_URL = os.environ.get(
 )
 # Cheap hashing keeps the suite fast; production uses Werkzeug's scrypt defaults.
 FAST_HASH = "scrypt:1024:8:1"
+
+# Every boto3 Session parses botocore's S3 model and endpoint rules (megabytes of JSON) afresh,
+# and the app builds a Session per app: most of an S3 app's start-up, repeated in every
+# postgres-s3 test. One loader per test process parses them once; the parsed models are
+# read-only data, which botocore already shares between the clients of one Session.
+botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
 
 
 def base_config(**overrides: Any) -> dict[str, Any]:
@@ -57,6 +68,15 @@ def migrate_database(url: str, tmp: Path) -> None:
     )
     with app.app_context():
         upgrade()
+        db.engine.dispose()
+
+
+def create_account(url: str, tmp: Path, email: str, password: str) -> None:
+    """An account in the migrated database at `url`, as `flask create-user` makes one, without
+    starting a process for it."""
+    app = create_app(base_config(SQLALCHEMY_DATABASE_URI=url, STORAGE_LOCAL_ROOT=str(tmp)))
+    with app.app_context():
+        create_user(email, email.partition("@")[0], password)
         db.engine.dispose()
 
 
@@ -85,15 +105,27 @@ def postgres_admin_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def make_postgres_database(postgres_admin_url: str) -> Iterator[Any]:
-    """Creates throwaway databases on the local server; drops them at the end of the session."""
+def make_postgres_database(
+    postgres_admin_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """Creates throwaway databases on the local server; drops them at the end of the session.
+
+    `make()` gives an empty database; `make(migrated=True)` a copy of one migrated once for
+    the session (copying takes a fraction of the seconds migrating takes).
+    """
     admin = sa.create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
     created: list[str] = []
+    template: list[str] = []
 
-    def make() -> str:
+    def make(migrated: bool = False) -> str:
         name = f"filerepo_test_{uuid.uuid4().hex[:12]}"
+        if migrated and not template:
+            url = make()
+            migrate_database(url, Path(tmp_path_factory.mktemp("pg-template")))
+            template.append(sa.make_url(url).database)
+        copy = f' TEMPLATE "{template[0]}"' if migrated else ""
         with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"{copy}'))
         created.append(name)
         return sa.make_url(postgres_admin_url).set(database=name).render_as_string(False)
 
@@ -109,6 +141,45 @@ def postgres_url(make_postgres_database: Any, tmp_path_factory: pytest.TempPathF
     url = make_postgres_database()
     migrate_database(url, tmp_path_factory.mktemp("pg-migrate"))
     return url
+
+
+#: Rows a migration writes that the tests start from; every other table starts empty.
+POSTGRES_SEEDED = {"alembic_version", "audit_chain_heads"}
+
+
+@pytest.fixture(scope="session")
+def empty_postgres(postgres_url: str) -> Iterator[Any]:
+    """Empties the session's database as `TRUNCATE ... RESTART IDENTITY CASCADE` of every table
+    would (the audit chains back at their start), for every postgres-s3 test.
+
+    DELETE with triggers and foreign-key checks off instead: TRUNCATE gives every table and
+    index new files, about ten times slower on the few rows a test leaves. Like TRUNCATE, it
+    fires no row trigger (the count tables are emptied with the rest).
+    """
+    engine = sa.create_engine(postgres_url)
+    with engine.connect() as conn:
+        tables = conn.scalars(
+            sa.text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        ).all()
+        sequences = conn.scalars(
+            sa.text("SELECT sequencename FROM pg_sequences WHERE schemaname = 'public'")
+        ).all()
+
+    def empty() -> None:
+        with engine.begin() as conn:
+            conn.execute(sa.text("SET LOCAL session_replication_role = replica"))
+            for table in tables:
+                if table not in POSTGRES_SEEDED:
+                    conn.execute(sa.text(f'DELETE FROM "{table}"'))
+            for sequence in sequences:
+                conn.execute(sa.text(f'ALTER SEQUENCE "{sequence}" RESTART'))
+            conn.execute(
+                sa.text("UPDATE audit_chain_heads SET last_seq = 0, last_hash = :genesis"),
+                {"genesis": "0" * 64},
+            )
+
+    yield empty
+    engine.dispose()
 
 
 # --- SQLite -----------------------------------------------------------------------------
@@ -168,33 +239,78 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         server.stop()
 
 
-@pytest.fixture
-def s3_bucket(seaweedfs: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
-    import boto3
+@pytest.fixture(scope="session")
+def s3_buckets(seaweedfs: Any) -> Iterator[Any]:
+    """Empty buckets to reuse (`s3_bucket`), and an admin client; removed at the end.
 
+    SeaweedFS gives every bucket a collection and grows it volumes on the first write, which
+    takes a fifth of a second; a bucket emptied after a test costs a few requests instead.
+    """
+    client = seaweedfs.client()
+    free: list[str] = []
+    yield client, free
+    for bucket in free:
+        client.delete_bucket(Bucket=bucket)
+    client.close()
+
+
+def _emptied_for_reuse(client: Any, bucket: str) -> bool:
+    """Removes what a test left in `bucket` (objects, unfinished multipart uploads); whether
+    it is now as a new bucket is. One the test removed or gave a policy is not reused."""
+    from botocore.exceptions import ClientError
+
+    try:
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            for item in page.get("Contents", []):
+                client.delete_object(Bucket=bucket, Key=item["Key"])
+        for page in client.get_paginator("list_multipart_uploads").paginate(Bucket=bucket):
+            for upload in page.get("Uploads", []):
+                client.abort_multipart_upload(
+                    Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                )
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "NoSuchBucket":
+            return False
+        raise
+    try:
+        client.get_bucket_policy(Bucket=bucket)
+        has_policy = True
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "NoSuchBucketPolicy":
+            raise
+        has_policy = False
+    left = client.list_objects_v2(Bucket=bucket, MaxKeys=1).get("KeyCount", 0)
+    unfinished = client.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    if has_policy or left or unfinished:
+        # Removing the bucket frees the volumes SeaweedFS gave its collection.
+        client.delete_bucket_policy(Bucket=bucket)
+        client.delete_bucket(Bucket=bucket)
+        return False
+    return True
+
+
+@pytest.fixture
+def s3_bucket(
+    seaweedfs: Any, s3_buckets: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[dict[str, Any]]:
+    """An empty bucket of the session's SeaweedFS (a new one, or one an earlier test used and
+    that was emptied: no objects, no unfinished uploads, no policy) and its settings."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", seaweedfs.access_key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweedfs.secret_key)
-    bucket = f"test-{uuid.uuid4().hex[:16]}"
-    client = boto3.client(
-        "s3",
-        endpoint_url=seaweedfs.endpoint_url,
-        region_name=seaweedfs.region,
-        aws_access_key_id=seaweedfs.access_key,
-        aws_secret_access_key=seaweedfs.secret_key,
-    )
-    client.create_bucket(Bucket=bucket)
+    client, free = s3_buckets
+    if free:
+        bucket = free.pop()
+    else:
+        bucket = f"test-{uuid.uuid4().hex[:16]}"
+        client.create_bucket(Bucket=bucket)
     yield {
         "STORAGE_BACKEND": "s3",
         "S3_BUCKET": bucket,
         "S3_ENDPOINT_URL": seaweedfs.endpoint_url,
         "S3_REGION": seaweedfs.region,
     }
-    # Removing the bucket frees the volumes SeaweedFS gave its collection.
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-        for item in page.get("Contents", []):
-            client.delete_object(Bucket=bucket, Key=item["Key"])
-    client.delete_bucket(Bucket=bucket)
-    client.close()
+    if _emptied_for_reuse(client, bucket):
+        free.append(bucket)
 
 
 @pytest.fixture
@@ -231,20 +347,7 @@ def stack_config(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, An
             STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
         )
     url = request.getfixturevalue("postgres_url")
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(
-            sa.text(
-                "TRUNCATE file_records, api_tokens, users, pending_object_deletions, "
-                "oai_tombstones, audit_entries, stats_daily, stats_visitors, stats_salts "
-                "RESTART IDENTITY CASCADE"
-            )
-        )
-        conn.execute(
-            sa.text("UPDATE audit_chain_heads SET last_seq = 0, last_hash = :genesis"),
-            {"genesis": "0" * 64},
-        )
-    engine.dispose()
+    request.getfixturevalue("empty_postgres")()
     return base_config(SQLALCHEMY_DATABASE_URI=url, **request.getfixturevalue("s3_bucket"))
 
 
@@ -309,8 +412,7 @@ def replicas(make_postgres_database: Any, tmp_path: Path) -> Iterator[Replicas]:
     """Two apps on one fresh, migrated PostgreSQL database (two server processes)."""
     from tests.support.replicas import Replicas  # it imports this module
 
-    url = make_postgres_database()
-    migrate_database(url, tmp_path)
+    url = make_postgres_database(migrated=True)
     replicas = Replicas(url, tmp_path)
     yield replicas
     replicas.close()

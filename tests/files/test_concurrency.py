@@ -12,8 +12,9 @@ from typing import Any
 import boto3
 import pytest
 
+from tests.conftest import create_account
 from tests.support.api import encode_multipart
-from tests.support.server import clean_env, flask, request, running_server
+from tests.support.server import clean_env, request, running_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.s3server]
 
@@ -27,15 +28,18 @@ def version_bytes(n: int) -> bytes:
 
 
 @pytest.fixture
-def server(postgres_s3_env: dict, s3_bucket: dict, seaweedfs, tmp_path: Path):
+def server(
+    postgres_s3_env: dict, make_postgres_database, s3_bucket: dict, seaweedfs, tmp_path: Path
+):
+    # A migrated database copied and an account made in this process: the subject is the
+    # server's concurrency, not `flask db upgrade` or `flask create-user` (tested elsewhere).
+    url = make_postgres_database(migrated=True)
     env = clean_env(
-        **postgres_s3_env,
+        **{**postgres_s3_env, "DATABASE_URL": url},
         RATELIMIT_UPLOADS="10000 per minute",
         SERVER_THREADS="8",
     )
-    assert flask("db", "upgrade", env=env).returncode == 0
-    args = ("create-user", "--email", "c@example.org", "--name", "C", "--password", "pw")
-    assert flask(*args, env=env).returncode == 0
+    create_account(url, tmp_path / "unused", "c@example.org", "pw")
     bucket = boto3.client(
         "s3",
         endpoint_url=seaweedfs.endpoint_url,

@@ -5,6 +5,7 @@ objects left behind agree (no orphaned object, no owed deletion left)."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -15,9 +16,10 @@ import boto3
 import pytest
 import sqlalchemy as sa
 
+from tests.conftest import create_account
 from tests.support import server
 from tests.support.api import encode_multipart, parse_timestamp
-from tests.support.server import clean_env, flask, running_server
+from tests.support.server import clean_env, running_server
 
 WAYS = 50
 
@@ -98,18 +100,21 @@ def s3_objects(seaweedfs: Any, bucket: str) -> Callable[[], set[str]]:
     ]
 )
 def stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stack]:
+    # A migrated database copied and an account made in this process: the subject is the
+    # server's concurrency, not `flask db upgrade` or `flask create-user` (tested elsewhere).
     if request.param == "sqlite-local":
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), tmp_path / "db.sqlite3")
         url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
         settings = {"DATABASE_URL": url, "STORAGE_LOCAL_ROOT": str(tmp_path / "storage")}
         objects = local_objects(tmp_path / "storage")
     else:
         settings = request.getfixturevalue("postgres_s3_env")
-        url = settings["DATABASE_URL"]
+        url = settings["DATABASE_URL"] = request.getfixturevalue("make_postgres_database")(
+            migrated=True
+        )
         objects = s3_objects(request.getfixturevalue("seaweedfs"), settings["S3_BUCKET"])
     env = clean_env(**settings, RATELIMIT_UPLOADS="100000 per minute", SERVER_THREADS="8")
-    assert flask("db", "upgrade", env=env).returncode == 0
-    args = ("create-user", "--email", "c@example.org", "--name", "C", "--password", "pw")
-    assert flask(*args, env=env).returncode == 0
+    create_account(url, tmp_path / "unused", "c@example.org", "pw")
     engine = sa.create_engine(url)
     with running_server(env, tmp_path / "server.log") as port:
         login = {"email": "c@example.org", "password": "pw", "token_name": "c"}
