@@ -152,6 +152,10 @@ DEFAULTS: dict[str, Any] = {
     "STATS_CLOCK": None,
     # Off in tests, which flush by hand: no thread then writes behind a test's back.
     "STATS_BACKGROUND_FLUSH": True,
+    # The pages' language (app/pages/i18n.py): German unless the reader asks for English;
+    # None: the catalogues compiled at start-up from app/translations.
+    "BABEL_DEFAULT_LOCALE": "de",
+    "BABEL_TRANSLATION_DIRECTORIES": None,
 }
 
 

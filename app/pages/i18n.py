@@ -62,8 +62,8 @@ def catalogue_digest() -> str:
 
 
 def init_app(app: Flask) -> None:
-    app.config["BABEL_DEFAULT_LOCALE"] = DEFAULT
-    app.config["BABEL_TRANSLATION_DIRECTORIES"] = compiled_catalogues()
+    if not app.config.get("BABEL_TRANSLATION_DIRECTORIES"):
+        app.config["BABEL_TRANSLATION_DIRECTORIES"] = compiled_catalogues()
     Babel(app, locale_selector=chosen_language)
     app.jinja_env.globals["page_language"] = page_language
     app.jinja_env.globals["LANGUAGES"] = LANGUAGES
