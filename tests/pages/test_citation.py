@@ -72,3 +72,14 @@ def test_every_record_is_cited_as_the_harvard_style_cites_it(monkeypatch):
         citation._style.cache_clear()
     assert "<i>Arbeitsmarkt 2026</i>" in ours[(2, "report", TITLES[0], "de")]
     assert ours[(4, "report", TITLES[0], "en")].startswith("Autor0, E. <i>et al.</i> (2026)")
+
+
+def test_a_new_style_changes_every_page_etag(tmp_path):
+    # The pages' ETags end in the layout's digest, which takes in the style file.
+    from app.pages import routes
+
+    style = tmp_path / "citation.csl"
+    style.write_bytes(citation.STYLE.read_bytes())
+    before = routes._digest_of_files(routes.HERE / "templates", style)
+    style.write_bytes(citation.STYLE.read_bytes().replace(b'prefix="("', b'prefix="["'))
+    assert routes._digest_of_files(routes.HERE / "templates", style) != before
