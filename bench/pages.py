@@ -11,16 +11,15 @@ Targets: p95 of the page <= 1.5 x p95 of the JSON record; the page answers with 
 ``Cache-Control: public``, and a conditional GET with that ETag gets 304 with no body.
 
 Every id is asked for once per server: the pages measured are cold (no cache in front, and
-none in the app for pages). ``--without NAME`` adds a second server on the same database
-without one mechanism of the page (``bench/ablation_shim``: ``citation-style``, the Harvard
-style citeproc-py ships instead of the project's compact one; ``gettext-cache``, Flask-Babel's
-per-string translation lookup), asked for the same ids in the same rounds (servers and
-page/JSON alternating): its page and ratio beside the app's, to keep a mechanism only if it
-pays. The target is the app's.
+none in the app for pages). ``--without NAME`` adds a server on the same database without one
+mechanism of the page (``bench/ablation_shim``; ``citation-style``: the Harvard style
+citeproc-py ships instead of the project's compact one), asked for the same ids in the same
+rounds (servers and page/JSON alternating): its page and ratio beside the app's, to keep a
+mechanism only if it pays. The target is the app's.
 
     .venv/bin/python -m bench.pages                      # 1,000,000 records
     .venv/bin/python -m bench.pages --records 20000      # a quick trial
-    .venv/bin/python -m bench.pages --without citation-style --without gettext-cache
+    .venv/bin/python -m bench.pages --without citation-style
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ from bench.seed import Seeder
 
 RATIO_TARGET = 1.5
 SHIM = Path(__file__).resolve().parent / "ablation_shim"
-ABLATIONS = ("citation-style", "gettext-cache")
+ABLATIONS = ("citation-style",)
 
 
 class Client:

@@ -20,9 +20,8 @@ from pathlib import Path
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
-from babel.support import NullTranslations
-from flask import Flask, g, request
-from flask_babel import Babel, get_locale, get_translations
+from flask import Flask, request
+from flask_babel import Babel, get_locale
 
 LANGUAGES = ("de", "en")
 DEFAULT = "de"
@@ -54,15 +53,6 @@ def compiled_catalogues() -> str:
     return str(folder)
 
 
-def request_translations() -> NullTranslations:
-    """The request's catalogue, looked up once per request: Flask-Babel's own template
-    callables look it up again for every string (about 15 us each, a few dozen a page)."""
-    translations = g.get("_page_translations")
-    if translations is None:
-        translations = g._page_translations = get_translations()
-    return translations
-
-
 def catalogue_digest() -> str:
     """Changes when a translation does: part of every page's ETag."""
     digest = hashlib.sha256()
@@ -75,12 +65,5 @@ def init_app(app: Flask) -> None:
     app.config["BABEL_DEFAULT_LOCALE"] = DEFAULT
     app.config["BABEL_TRANSLATION_DIRECTORIES"] = compiled_catalogues()
     Babel(app, locale_selector=chosen_language)
-    app.jinja_env.install_gettext_callables(  # type: ignore[attr-defined]
-        gettext=lambda s: request_translations().ugettext(s),
-        ngettext=lambda s, p, n: request_translations().ungettext(s, p, n),
-        pgettext=lambda c, s: request_translations().upgettext(c, s),
-        npgettext=lambda c, s, p, n: request_translations().unpgettext(c, s, p, n),
-        newstyle=True,
-    )
     app.jinja_env.globals["page_language"] = page_language
     app.jinja_env.globals["LANGUAGES"] = LANGUAGES

@@ -11,9 +11,7 @@ whose mechanism the app no longer has stops the server: remove the switch with t
 - ``commits``: local files are committed (fsync, rename) before the next file is parsed;
 - ``glibc``: no ``mallopt`` tuning (glibc's default mmap threshold and arenas);
 - ``citation-style``: the Cite box renders with the Harvard style citeproc-py ships
-  (harvard-cite-them-right.csl) instead of the project's compact one (used by bench/pages.py);
-- ``gettext-cache``: the pages' templates look up the request's translations for every string,
-  as Flask-Babel's own callables do (used by bench/pages.py).
+  (harvard-cite-them-right.csl) instead of the project's compact one (used by bench/pages.py).
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-_KNOWN = ("presigned", "commits", "glibc", "citation-style", "gettext-cache")
+_KNOWN = ("presigned", "commits", "glibc", "citation-style")
 
 
 def _require(owner: object, name: str) -> None:
@@ -88,15 +86,6 @@ def _without_citation_style() -> None:
     harvard = Path(citeproc.STYLES_PATH) / "harvard-cite-them-right.csl"
     app.pages.citation.STYLE = harvard  # type: ignore[attr-defined]
     app.pages.citation._style.cache_clear()
-
-
-def _without_gettext_cache() -> None:
-    from flask_babel import get_translations
-
-    import app.pages.i18n
-
-    _require(app.pages.i18n, "request_translations")
-    app.pages.i18n.request_translations = get_translations  # type: ignore[assignment]
 
 
 def _apply() -> None:
