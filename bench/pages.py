@@ -10,8 +10,16 @@ object for its table and goes without it (one failed local open per CSV page).
 Targets: p95 of the page <= 1.5 x p95 of the JSON record; the page answers with an ETag and
 ``Cache-Control: public``, and a conditional GET with that ETag gets 304 with no body.
 
+Every id is asked for once per server: the pages measured are cold (no cache in front, and
+none in the app for pages). ``--without NAME`` adds a server on the same database without one
+mechanism of the page (``bench/ablation_shim``; ``citation-style``: the Harvard style
+citeproc-py ships instead of the project's compact one), asked for the same ids in the same
+rounds (servers and page/JSON alternating): its page and ratio beside the app's, to keep a
+mechanism only if it pays. The target is the app's.
+
     .venv/bin/python -m bench.pages                      # 1,000,000 records
     .venv/bin/python -m bench.pages --records 20000      # a quick trial
+    .venv/bin/python -m bench.pages --without citation-style
 """
 
 from __future__ import annotations
@@ -19,8 +27,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import os
 import random
 import uuid
+from pathlib import Path
 from typing import Any
 
 from bench.common import (
@@ -39,6 +49,8 @@ from bench.search import p95
 from bench.seed import Seeder
 
 RATIO_TARGET = 1.5
+SHIM = Path(__file__).resolve().parent / "ablation_shim"
+ABLATIONS = ("citation-style",)
 
 
 class Client:
@@ -71,27 +83,41 @@ def sample_ids(database_url: str, count: int, seed: int) -> list[str]:
     return ids
 
 
-def measure(client: Client, ids: list[str], warmup: int) -> dict[str, Any]:
+def measure(clients: list[Client], ids: list[str], warmup: int) -> dict[str, dict[str, Any]]:
+    """Per server: page and JSON record of every id, servers and kinds alternating."""
     kinds = {"page": "/records/{}", "json": "/api/public/files/{}"}
-    request_ids: dict[str, list[str]] = {kind: [] for kind in kinds}
+    request_ids = {client.server.name: {kind: [] for kind in kinds} for client in clients}
     for index, record_id in enumerate(ids):
-        order = list(kinds) if index % 2 == 0 else list(reversed(kinds))
-        for kind in order:
-            rid, status, _headers, body = client.get(kinds[kind].format(record_id))
-            if status != 200:
-                raise RuntimeError(f"{kind} of {record_id} answered {status}: {body[:300]!r}")
-            if index >= warmup:
-                request_ids[kind].append(rid)
-    times = client.server.server_times(rid for rids in request_ids.values() for rid in rids)
-    results: dict[str, Any] = {}
-    for kind, rids in request_ids.items():
-        server_ms = [times[rid] for rid in rids]
-        results[kind] = {
-            "requests": len(server_ms),
-            "median_ms": median(server_ms),
-            "p95_ms": p95(server_ms),
-        }
+        shift = index % len(clients)
+        for client in clients[shift:] + clients[:shift]:
+            order = list(kinds) if index % 2 == 0 else list(reversed(kinds))
+            for kind in order:
+                rid, status, _headers, body = client.get(kinds[kind].format(record_id))
+                if status != 200:
+                    raise RuntimeError(f"{kind} of {record_id} answered {status}: {body[:300]!r}")
+                if index >= warmup:
+                    request_ids[client.server.name][kind].append(rid)
+    results: dict[str, dict[str, Any]] = {}
+    for client in clients:
+        by_kind = request_ids[client.server.name]
+        times = client.server.server_times(rid for rids in by_kind.values() for rid in rids)
+        results[client.server.name] = {}
+        for kind, rids in by_kind.items():
+            server_ms = [times[rid] for rid in rids]
+            results[client.server.name][kind] = {
+                "requests": len(server_ms),
+                "median_ms": median(server_ms),
+                "p95_ms": p95(server_ms),
+            }
+        timed = results[client.server.name]
+        timed["ratio_p95"] = timed["page"]["p95_ms"] / timed["json"]["p95_ms"]
     return results
+
+
+def ablated_env(env: dict[str, str], name: str) -> dict[str, str]:
+    """The server's settings with the shim taking out mechanism `name`."""
+    path = os.pathsep.join(filter(None, [str(SHIM), env.get("PYTHONPATH")]))
+    return {**env, "BENCH_ABLATE": name, "PYTHONPATH": path}
 
 
 def caching(client: Client, ids: list[str]) -> dict[str, Any]:
@@ -124,6 +150,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400, help="timed ids [400]")
     parser.add_argument("--warmup", type=int, default=40, help="unrecorded ids first [40]")
     parser.add_argument("--keep", action="store_true", help="keep the database and work folder")
+    parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=ABLATIONS,
+        help="also a server without this mechanism (repeatable)",
+    )
     args = parser.parse_args()
     report = Report("pages", vars(args).copy())
     with contextlib.ExitStack() as stack:
@@ -143,21 +176,32 @@ def main() -> None:
         log(f"seeding {args.records:,} records")
         report.data["seed_seconds"] = seeder.grow_to(args.records)
         ids = sample_ids(database_url, args.warmup + args.requests, seed=25)
-        server = app_server("app", env, workdir)
-        try:
-            client = Client(server)
-            log(f"  {args.requests} random ids, page and JSON record interleaved")
-            timed = measure(client, ids, args.warmup)
-            log("  ETag, Cache-Control and 304")
-            cached = caching(client, ids[: min(100, len(ids))])
+        servers = [app_server("app", env, workdir)]
+        stack.callback(lambda: [server.stop() for server in servers])
+        for name in args.without:
+            servers.append(app_server(f"without-{name}", ablated_env(env, name), workdir))
+            if f"ablation shim: without {name}" not in servers[-1].log_path.read_text():
+                raise RuntimeError(f"the shim did not run (see {servers[-1].log_path})")
+        clients = [Client(server) for server in servers]
+        log(f"  {args.requests} random ids, page and JSON record interleaved")
+        variants = measure(clients, ids, args.warmup)
+        log("  ETag, Cache-Control and 304")
+        cached = caching(clients[0], ids[: min(100, len(ids))])
+        for client in clients:
             client.conn.close()
-        finally:
-            server.stop()
-    ratio = timed["page"]["p95_ms"] / timed["json"]["p95_ms"]
-    report.data.update({"records": args.records, "timed": timed, "caching": cached})
+    timed = variants.pop("app")
+    ratio = timed["ratio_p95"]
+    report.data.update(
+        {"records": args.records, "timed": timed, "without": variants, "caching": cached}
+    )
     print_table(
-        ["GET", "requests", "median ms", "p95 ms"],
-        [[kind, r["requests"], r["median_ms"], r["p95_ms"]] for kind, r in timed.items()],
+        ["server", "GET", "requests", "median ms", "p95 ms", "p95 page / JSON"],
+        [
+            [name, kind, r["requests"], r["median_ms"], r["p95_ms"], result["ratio_p95"]]
+            for name, result in [("app", timed), *variants.items()]
+            for kind, r in result.items()
+            if kind != "ratio_p95"
+        ],
     )
     print(f"caching: {cached}")
     report.check(f"page p95 / JSON record p95 at {args.records:,}", ratio, RATIO_TARGET, False)

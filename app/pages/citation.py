@@ -15,13 +15,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import citeproc
 from citeproc import Citation, CitationItem, CitationStylesBibliography, CitationStylesStyle
 from citeproc.source.json import CiteProcJSON
 from markupsafe import Markup, escape
 
-#: The style citeproc-py ships (Harvard, as "Cite them right" writes it).
-STYLE = Path(citeproc.STYLES_PATH) / "harvard-cite-them-right.csl"
+#: The project's compact CSL style: Harvard as "Cite them right" writes it (the style
+#: citeproc-py ships, harvard-cite-them-right.csl) for a record, in a fraction of its time.
+STYLE = Path(__file__).with_name("citation.csl")
 #: citeproc-py's locale for each page language.
 LOCALES = {"de": "de-DE", "en": "en-GB"}
 #: Formatting citeproc may apply, as (opening marker, closing marker, opening tag, closing tag).

@@ -6,6 +6,7 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import date
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import external_url
 from app.links.routes import HOLDER_HEADERS
 from app.oai.routes import identifier_of
-from app.pages import browse, exports, holder, i18n, sitemap  # noqa: F401 (their routes)
+from app.pages import browse, citation, exports, holder, i18n, sitemap  # noqa: F401
 from app.pages.blueprint import bp
 from app.pages.citation import formatted_citation
 from app.pages.errors import is_holder_page, is_page
@@ -46,11 +47,11 @@ PREVIEW_POLICY = f"{CONTENT_SECURITY_POLICY}; sandbox"
 
 
 def _digest_of_files(*folders: Path) -> str:
-    """A digest of the templates and assets: a new release of them changes every ETag (the
-    same on every replica, as it depends on their content only)."""
+    """A digest of the templates and assets (folders or single files): a new release of them
+    changes every ETag (the same on every replica, as it depends on their content only)."""
     digest = hashlib.sha256()
     for folder in folders:
-        for file in sorted(folder.rglob("*")):
+        for file in sorted(folder.rglob("*")) if folder.is_dir() else [folder]:
             if file.is_file():
                 digest.update(file.relative_to(folder.parent).as_posix().encode() + b"\0")
                 digest.update(file.read_bytes())
@@ -58,7 +59,10 @@ def _digest_of_files(*folders: Path) -> str:
 
 
 HERE = Path(__file__).parent
-LAYOUT_DIGEST = _digest_of_files(HERE / "templates", HERE / "static", i18n.CATALOGUES)
+#: The citation's style and citeproc-py's version are part of it: both change the Cite box.
+LAYOUT_DIGEST = _digest_of_files(
+    HERE / "templates", HERE / "static", i18n.CATALOGUES, citation.STYLE
+) + metadata.version("citeproc-py")
 
 
 @bp.after_app_request

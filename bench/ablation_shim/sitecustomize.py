@@ -9,7 +9,9 @@ whose mechanism the app no longer has stops the server: remove the switch with t
 - ``presigned``: S3 reads use ``get_object`` (passing on what has arrived with ``read1``,
   as the presigned path does) instead of a presigned GET;
 - ``commits``: local files are committed (fsync, rename) before the next file is parsed;
-- ``glibc``: no ``mallopt`` tuning (glibc's default mmap threshold and arenas).
+- ``glibc``: no ``mallopt`` tuning (glibc's default mmap threshold and arenas);
+- ``citation-style``: the Cite box renders with the Harvard style citeproc-py ships
+  (harvard-cite-them-right.csl) instead of the project's compact one (used by bench/pages.py).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-_KNOWN = ("presigned", "commits", "glibc")
+_KNOWN = ("presigned", "commits", "glibc", "citation-style")
 
 
 def _require(owner: object, name: str) -> None:
@@ -73,6 +75,19 @@ def _without_glibc() -> None:
     app.server.release_freed_memory_to_the_system = lambda: None  # type: ignore[assignment]
 
 
+def _without_citation_style() -> None:
+    import citeproc
+
+    import app.pages.citation
+
+    _require(app.pages.citation, "STYLE")
+    if app.pages.citation.STYLE.name == "harvard-cite-them-right.csl":
+        raise SystemExit("ablation shim: the Cite box has no style of its own any more")
+    harvard = Path(citeproc.STYLES_PATH) / "harvard-cite-them-right.csl"
+    app.pages.citation.STYLE = harvard  # type: ignore[attr-defined]
+    app.pages.citation._style.cache_clear()
+
+
 def _apply() -> None:
     wanted = [name for name in os.environ.get("BENCH_ABLATE", "").split(",") if name]
     if not wanted:
@@ -84,7 +99,7 @@ def _apply() -> None:
     if root not in sys.path:
         sys.path.insert(0, root)  # the app's package, before `-m flask` adds the cwd
     for name in wanted:
-        globals()[f"_without_{name}"]()
+        globals()[f"_without_{name.replace('-', '_')}"]()
     print(f"ablation shim: without {','.join(wanted)}", file=sys.stderr, flush=True)
 
 

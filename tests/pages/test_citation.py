@@ -1,0 +1,85 @@
+"""The Cite box's own compact CSL style (app/pages/citation.csl) against the Harvard style
+citeproc-py ships, which it stands in for: valid CSL 1.0, and the same citation, markup
+included, for every shape of record in both page languages."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import citeproc
+import pytest
+from citeproc import CitationStylesStyle
+
+from app.pages import citation
+
+HARVARD = Path(citeproc.STYLES_PATH) / "harvard-cite-them-right.csl"
+AUTHORS = [
+    [],
+    [{"family": "Muster", "given": "Erika"}],
+    [{"family": "Muster", "given": "Erika"}, {"family": "Beispiel", "given": "Max"}],
+    [
+        {"family": "van Beek", "given": "Anna Maria"},
+        {"literal": "Statistisches Amt & <Partner>"},
+        {"family": "Ölmann", "given": "J.-P."},
+    ],
+    [{"family": f"Autor{index}", "given": "Eva"} for index in range(5)],
+    [{"literal": "Bundesamt für Statistik"}],
+]
+TITLES = ["Arbeitsmarkt 2026", "Über <b>\"Löhne\"</b> & 'Preise'? {x} \ue000"]
+TYPES = ["report", "dataset", "song", "motion_picture", "graphic"]
+
+
+def item(authors: list[dict[str, str]], kind: str, title: str) -> dict[str, object]:
+    """A record's CSL-JSON item as app.pages.exports.csl_item writes it."""
+    value: dict[str, object] = {
+        "id": "4b3f2c4e-0000-4000-8000-000000000001",
+        "type": kind,
+        "title": title,
+        "issued": {"date-parts": [[2026, 11, 26]]},
+        "publisher": "Forschungsdaten <Repo>",
+        "URL": "https://repo.example/records/4b3f2c4e-0000-4000-8000-000000000001",
+        "abstract": "Ein Bericht.",
+        "keyword": "Arbeit, Löhne",
+    }
+    if authors:
+        value["author"] = authors
+    return value
+
+
+@pytest.mark.parametrize("locale", sorted(citation.LOCALES.values()))
+def test_the_style_is_valid_csl(locale: str):
+    # citeproc-py checks it against the CSL 1.0 RelaxNG schema it ships (raises if not).
+    CitationStylesStyle(str(citation.STYLE), locale=locale, validate=True)
+
+
+def test_every_record_is_cited_as_the_harvard_style_cites_it(monkeypatch):
+    ours = {
+        (index, kind, title, language): citation.formatted_citation(
+            item(authors, kind, title), language
+        )
+        for (index, authors), kind, title, language in itertools.product(
+            enumerate(AUTHORS), TYPES, TITLES, citation.LOCALES
+        )
+    }
+    monkeypatch.setattr(citation, "STYLE", HARVARD)
+    citation._style.cache_clear()
+    try:
+        for (index, kind, title, language), formatted in ours.items():
+            expected = citation.formatted_citation(item(AUTHORS[index], kind, title), language)
+            assert formatted == expected, (index, kind, title, language)
+    finally:
+        citation._style.cache_clear()
+    assert "<i>Arbeitsmarkt 2026</i>" in ours[(2, "report", TITLES[0], "de")]
+    assert ours[(4, "report", TITLES[0], "en")].startswith("Autor0, E. <i>et al.</i> (2026)")
+
+
+def test_a_new_style_changes_every_page_etag(tmp_path):
+    # The pages' ETags end in the layout's digest, which takes in the style file.
+    from app.pages import routes
+
+    style = tmp_path / "citation.csl"
+    style.write_bytes(citation.STYLE.read_bytes())
+    before = routes._digest_of_files(routes.HERE / "templates", style)
+    style.write_bytes(citation.STYLE.read_bytes().replace(b'prefix="("', b'prefix="["'))
+    assert routes._digest_of_files(routes.HERE / "templates", style) != before
