@@ -205,6 +205,10 @@ def test_the_wheel_serves_with_the_image_cmd_and_writes_only_its_volumes(layout:
         # The landing pages' templates and style sheet are in the wheel.
         status, body = request(port, "GET", f"/records/{record_id}")
         assert status == 200 and b"<h1>notes.txt</h1>" in body, body[:300]
+        assert b'class="citation"' in body, "the Cite box (its CSL style) is in the wheel"
+        # The English catalogue is in the wheel too (compiled when the service starts).
+        status, body = request(port, "GET", f"/records/{record_id}?lang=en")
+        assert status == 200 and b"<dt>File name</dt>" in body, body[:300]
         status, body = request(port, "GET", "/static/pages/pages.css")
         assert status == 200 and b"font-family" in body
     finally:
