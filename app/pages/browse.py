@@ -1,8 +1,9 @@
 """Finding things: the folder pages (`/browse/`), the search page (`/search`) and what they show.
 
 Folders come from the same source as OAI-PMH's ListSets, the `file_path_counts` rows of
-released records, and a page of them costs a few index lookups however many folders there
-are. Records come from app/files/access.py and app/files/listing.py, as in the public API.
+released records; each sub-folder of a page is found by one or two index lookups, plus one
+for each `-` or `.` in its name (names that sort between `a` and `a/`), however many folders
+there are. Records come from app/files/access.py and app/files/listing.py, as in the public API.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from flask import Response, render_template, request
-from flask_babel import lazy_gettext as _
+from flask_babel import gettext as _
 from sqlalchemy import Select, or_, select, text
 
 from app.exceptions import RecordNotFound, ValidationFailed
@@ -272,7 +273,12 @@ def search() -> Response:
     try:
         params = load(list_query_schema, args)
     except ValidationFailed as failed:
-        page.message = _("Diese Suche ist nicht verständlich: %(reason)s", reason=failed.message)
+        # The API's reason is English; the page says what it can in the reader's language.
+        del failed
+        page.message = _(
+            "Diese Suche ist nicht verständlich (etwa ein Anführungszeichen ohne Gegenstück "
+            "oder eine falsche Seitenzahl)."
+        )
         return Response(render_template("pages/search.html", page=page), status=400)
     if params["page"] > MAX_SEARCH_PAGE:
         page.message = _("So weit blättert die Suche nicht; bitte die Suche eingrenzen.")

@@ -16,6 +16,7 @@ from flask_babel import format_decimal
 from markupsafe import Markup
 
 from app.files.access import RecordLike, embargo_active
+from app.pages.i18n import page_language
 
 #: Types whose content is data: schema.org `Dataset` with a `DataDownload` distribution.
 DATASET_TYPES = frozenset(
@@ -31,6 +32,8 @@ DATASET_TYPES = frozenset(
         "application/vnd.oasis.opendocument.spreadsheet",
     }
 )
+#: The page's language as OpenGraph names it (the metadata's own language stays German).
+OG_LOCALES = {"de": "de_DE", "en": "en_GB"}
 MEDIA_OBJECTS = {"audio": "AudioObject", "video": "VideoObject", "image": "ImageObject"}
 PDF = "application/pdf"
 #: What HTML calls a parse error in text: controls other than tab, newline and carriage return,
@@ -220,7 +223,7 @@ def open_graph_tags(page: RecordPage) -> list[tuple[str, str]]:
         ("og:title", page.title),
         ("og:url", page.urls.page),
         ("og:site_name", page.repository),
-        ("og:locale", "de_DE"),
+        ("og:locale", OG_LOCALES[page_language()]),
     ]
     if page.description:
         tags.append(("og:description", _summary(page.description)))

@@ -59,10 +59,21 @@ def _digest_of_files(*folders: Path) -> str:
 
 
 HERE = Path(__file__).parent
-#: The citation's style and citeproc-py's version are part of it: both change the Cite box.
-LAYOUT_DIGEST = _digest_of_files(
-    HERE / "templates", HERE / "static", i18n.CATALOGUES, citation.STYLE
-) + metadata.version("citeproc-py")
+#: What builds a page or an export besides the record: templates, assets, translations, the
+#: citation's style, the page modules and the OAI-PMH writer the Dublin Core export uses.
+LAYOUT_INPUTS = (
+    HERE / "templates",
+    HERE / "static",
+    i18n.CATALOGUES,
+    citation.STYLE,
+    *sorted(HERE.glob("*.py")),
+    HERE.parent / "oai" / "xml.py",
+)
+#: ... and the libraries that write them: a new release of any changes every ETag.
+LAYOUT_LIBRARIES = ("citeproc-py", "bibtexparser", "rispy", "datacite", "Babel", "flask-babel")
+LAYOUT_DIGEST = _digest_of_files(*LAYOUT_INPUTS) + "".join(
+    metadata.version(name) for name in LAYOUT_LIBRARIES
+)
 
 
 @bp.after_app_request
@@ -149,7 +160,7 @@ def _page(read: Read) -> Response:
     page = read.page
     page.reach = _reach(read.row.id)
     etag = _etag(*read.version, repr(page.reach), i18n.page_language())
-    if request.if_none_match.contains(etag):
+    if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
     else:
         if page.kind == "csv" and page.downloadable:
@@ -183,7 +194,7 @@ def export(record_id: uuid.UUID, name: str) -> Response:
 
 def _export(read: Read, chosen: exports.Export) -> Response:
     etag = _etag(*read.version, chosen.name)
-    if request.if_none_match.contains(etag):
+    if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
     else:
         body = chosen.write(read.page, read.row, read.today)

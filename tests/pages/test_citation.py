@@ -5,6 +5,7 @@ included, for every shape of record in both page languages."""
 from __future__ import annotations
 
 import itertools
+from importlib import metadata
 from pathlib import Path
 
 import citeproc
@@ -83,3 +84,13 @@ def test_a_new_style_changes_every_page_etag(tmp_path):
     before = routes._digest_of_files(routes.HERE / "templates", style)
     style.write_bytes(citation.STYLE.read_bytes().replace(b'prefix="("', b'prefix="["'))
     assert routes._digest_of_files(routes.HERE / "templates", style) != before
+    # ... and the digest the pages use takes in the style, the code and the libraries that
+    # write pages and exports.
+    assert citation.STYLE in routes.LAYOUT_INPUTS
+    for module in ("records.py", "exports.py", "citation.py"):
+        assert routes.HERE / module in routes.LAYOUT_INPUTS
+    assert routes.HERE.parent / "oai" / "xml.py" in routes.LAYOUT_INPUTS
+    assert routes.LAYOUT_DIGEST == routes._digest_of_files(*routes.LAYOUT_INPUTS) + "".join(
+        metadata.version(name) for name in routes.LAYOUT_LIBRARIES
+    )
+    assert {"citeproc-py", "bibtexparser", "rispy", "datacite"} <= set(routes.LAYOUT_LIBRARIES)

@@ -127,6 +127,7 @@ def test_a_press_kits_page_lists_its_records_and_pages_them(
     # A released record links its public page (no secret in that address).
     released = [a for a in first.xpath("//article//a[not(@class)]/@href")]
     assert all(secret not in href and "/records/" in href for href in released)
+    assert sorted(href.rsplit("/", 1)[-1] for href in released) == sorted([data["id"], audio["id"]])
 
 
 def test_unknown_revoked_and_expired_links(api: Api, alice: Account, embargoed):

@@ -64,6 +64,7 @@ def test_english_by_header_or_switch(api: Api, alice: Account, ask: dict[str, An
     assert embargo.startswith(f"Embargoed until {long_date(until, 'en')}: the file")
     details = document.xpath("//dt/text()")
     assert details[:2] == ["File name", "Type"]
+    assert document.xpath("//meta[@property='og:locale']/@content") == ["en_GB"]
     missing = api.client.get(f"/records/{'0' * 8}-0000-4000-8000-{'0' * 12}", **ask)
     assert missing.status_code == 404
     assert tree(missing).xpath("string(//h1)") == "Not found"

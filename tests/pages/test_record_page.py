@@ -431,6 +431,15 @@ def test_pages_carry_an_etag_and_answer_304_until_the_record_changes(
     again = page(api, report["id"], headers={"If-None-Match": etag})
     assert again.status_code == 304 and again.get_data() == b""
     assert again.headers["ETag"] == etag and again.headers["Cache-Control"] == PUBLIC_CACHE
+    # A compressing proxy hands the client a weak tag: If-None-Match compares weakly.
+    weak = page(api, report["id"], headers={"If-None-Match": f"W/{etag}"})
+    assert weak.status_code == 304
+    export = api.client.get(f"/records/{report['id']}/export/bibtex")
+    weak_export = api.client.get(
+        f"/records/{report['id']}/export/bibtex",
+        headers={"If-None-Match": f"W/{export.headers['ETag']}"},
+    )
+    assert weak_export.status_code == 304
     assert api.patch(report["id"], alice, {"titel": "Neu"}).status_code == 200
     changed = page(api, report["id"], headers={"If-None-Match": etag})
     assert changed.status_code == 200 and changed.headers["ETag"] != etag
