@@ -323,6 +323,21 @@ class ShareLink(db.Model):
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
+class RecordCitation(db.Model):
+    """A record's Cite box as citeproc-py rendered it when the record was written, in each
+    page language, its address left as a placeholder (app/pages/citation.py); `key` tells
+    whether it still fits the record and the style."""
+
+    __tablename__ = "record_citations"
+
+    record_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("file_records.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String(32))
+    de: Mapped[str] = mapped_column(Text)
+    en: Mapped[str] = mapped_column(Text)
+
+
 class StatsDaily(db.Model):
     """Counted downloads of one record on one UTC day through one door, humans and machines
     apart (app/stats): the only statistics kept beyond the day, and nothing about anyone."""

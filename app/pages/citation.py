@@ -4,13 +4,21 @@ citeproc-py's own HTML formatter prints the record's values unescaped and small 
 inline `style` (which the pages' Content-Security-Policy forbids). So the citation is rendered
 with markers from Unicode's private use area around formatted text, the whole string is then
 escaped once, and only the markers become the few tags below.
+
+Rendering takes longer than the rest of a page, so a record's citation is rendered when the
+record is written (app/pages/stored.py) with a placeholder for its address (the only value
+that depends on the request), kept with a key of everything else it was made from, and a page
+uses it while the key still fits; otherwise it renders the citation itself.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import threading
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -35,6 +43,16 @@ _TAGS = {
     "SmallCaps": ("\ue00a", "\ue00b", '<span class="small-caps">', "</span>"),
 }
 _MARKERS = re.compile("[\ue000-\ue00b]")
+#: Where a stored citation's address goes; like the markers, no value may carry it.
+ADDRESS = "\ue0f0"
+_NOT_CARRIED = re.compile("[\ue000-\ue00b\ue0f0]")
+#: What a stored citation was rendered with besides the record: the style, this module and
+#: citeproc-py. A new release of any makes every stored citation not fit.
+VERSION = hashlib.sha256(
+    STYLE.read_bytes() + Path(__file__).read_bytes() + metadata.version("citeproc-py").encode()
+).hexdigest()
+#: The item's values the style prints, besides the address.
+PRINTED = ("type", "title", "author", "issued", "publisher")
 _REPLACEMENTS = {
     marker: tag
     for opening, closing, opening_tag, closing_tag in _TAGS.values()
@@ -67,7 +85,7 @@ def _style(locale: str) -> tuple[CitationStylesStyle, threading.Lock]:
 
 def _without_markers(value: Any) -> Any:
     if isinstance(value, str):
-        return _MARKERS.sub("", value)
+        return _NOT_CARRIED.sub("", value)
     if isinstance(value, list):
         return [_without_markers(item) for item in value]
     if isinstance(value, dict):
@@ -77,11 +95,40 @@ def _without_markers(value: Any) -> Any:
 
 def formatted_citation(item: dict[str, Any], language: str) -> Markup:
     """The bibliography entry of a CSL-JSON `item` in the style, as safe HTML."""
+    return _render(_without_markers(item), language)
+
+
+def _render(item: dict[str, Any], language: str) -> Markup:
     style, lock = _style(LOCALES.get(language, LOCALES["de"]))
-    source = CiteProcJSON([_without_markers(item)])
+    source = CiteProcJSON([item])
     with lock:
         bibliography = CitationStylesBibliography(style, source, MARKED)
         bibliography.register(Citation([CitationItem(item["id"])]))
         text = str(bibliography.bibliography()[0])
     escaped = str(escape(text))
     return Markup(_MARKERS.sub(lambda match: _REPLACEMENTS[match.group()], escaped))
+
+
+def citation_key(item: dict[str, Any]) -> str:
+    """What a stored citation of `item` was made from: the values the style prints (but the
+    address) and the renderer's version."""
+    printed = {name: item.get(name) for name in PRINTED}
+    text = json.dumps([VERSION, _without_markers(printed)], ensure_ascii=False, sort_keys=True)
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def stored_citations(item: dict[str, Any]) -> dict[str, str]:
+    """`item`'s citation in every page language with a placeholder for its address, and
+    its key: what app/pages/stored.py keeps for a record."""
+    clean = {**_without_markers(item), "URL": ADDRESS}
+    stored = {language: str(_render(clean, language)) for language in LOCALES}
+    return {"key": citation_key(item), **stored}
+
+
+def page_citation(item: dict[str, Any], stored: dict[str, str] | None, language: str) -> Markup:
+    """The Cite box of a page: the stored citation with the page's address where it still
+    fits `item` (the same text, a test compares them), else rendered now."""
+    if stored is None or stored["key"] != citation_key(item) or language not in stored:
+        return formatted_citation(item, language)
+    address = str(escape(_NOT_CARRIED.sub("", item["URL"])))
+    return Markup(stored[language].replace(ADDRESS, address))

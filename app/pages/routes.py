@@ -12,17 +12,19 @@ from typing import Any
 
 from flask import Response, current_app, render_template, request
 from flask_babel import gettext as _
+from sqlalchemy import Row, bindparam, func, select
 from werkzeug.exceptions import NotFound
 
 from app.exceptions import RecordNotFound
+from app.extensions import db
 from app.files import access
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import external_url
 from app.links.routes import HOLDER_HEADERS
+from app.models import FileRecord, RecordCitation, StatsDaily
 from app.oai.routes import identifier_of
-from app.pages import browse, citation, exports, holder, i18n, sitemap  # noqa: F401
+from app.pages import browse, citation, exports, holder, i18n, sitemap, stored  # noqa: F401
 from app.pages.blueprint import bp
-from app.pages.citation import formatted_citation
 from app.pages.errors import is_holder_page, is_page
 from app.pages.previews import csv_rows
 from app.pages.records import (
@@ -34,7 +36,7 @@ from app.pages.records import (
     signposting,
 )
 from app.stats import count_view
-from app.stats.queries import record_totals
+from app.stats.events import PAGE
 
 #: The public API's caching: shared caches may keep a page but must ask again before reuse.
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
@@ -101,8 +103,44 @@ class Read:
     version: tuple[str, ...]
 
 
-def _read(record_id: uuid.UUID) -> Read:
-    row = access.read_record(None, record_id)
+def _reach_of(page_views: bool) -> Any:
+    """Downloads (or page views) of the record by people so far, as `record_totals` counts
+    them (app/stats/queries.py)."""
+    door = StatsDaily.door == PAGE if page_views else StatsDaily.door != PAGE
+    return (
+        select(func.coalesce(func.sum(StatsDaily.total), 0))
+        .where(StatsDaily.record_id == FileRecord.id, StatsDaily.machine.is_(False), door)
+        .scalar_subquery()
+    )
+
+
+_CITATIONS = RecordCitation.__table__
+#: Everything a page reads in one round trip, built once: the record, its stored citation
+#: (app/pages/stored.py) and its reach.
+_READ_PAGE = (
+    select(
+        *FileRecord.__table__.columns,
+        _CITATIONS.c.key.label("citation_key"),
+        _CITATIONS.c.de.label("citation_de"),
+        _CITATIONS.c.en.label("citation_en"),
+        _reach_of(page_views=False).label("reach_downloads"),
+        _reach_of(page_views=True).label("reach_views"),
+    )
+    .outerjoin(_CITATIONS, _CITATIONS.c.record_id == FileRecord.id)
+    .where(FileRecord.id == bindparam("record_id"))
+)
+
+
+def _page_row(record_id: uuid.UUID) -> Row[Any]:
+    """The record the public may see with what only its page shows (`_READ_PAGE`)."""
+    row = db.session.connection().execute(_READ_PAGE, {"record_id": record_id}).first()
+    if row is None or not access.may_see(None, row):
+        raise RecordNotFound()
+    return row
+
+
+def _read(record_id: uuid.UUID, *, for_page: bool = False) -> Read:
+    row = _page_row(record_id) if for_page else access.read_record(None, record_id)
     today = access.today()
     repository = current_app.config["REPOSITORY_NAME"]
     urls = Urls(
@@ -142,45 +180,48 @@ def _read(record_id: uuid.UUID) -> Read:
 @bp.get("/records/<uuid:record_id>")
 def record(record_id: uuid.UUID) -> Response:
     """The page, or by content negotiation (`Accept`) one of the exports."""
-    read = _read(record_id)
     wanted = (
         request.accept_mimetypes.best_match(exports.OFFERS) if request.accept_mimetypes else None
     )
     if request.accept_mimetypes and wanted is None:
+        _read(record_id)  # an unknown id is 404 whatever was asked for
         response = not_acceptable()
     elif wanted in exports.BY_MEDIA_TYPE:
-        response = _export(read, exports.BY_MEDIA_TYPE[wanted])
+        response = _export(_read(record_id), exports.BY_MEDIA_TYPE[wanted])
     else:
-        response = _page(read)
+        response = _page(_read(record_id, for_page=True))
     response.vary.add("Accept")
     return response
 
 
 def _page(read: Read) -> Response:
-    page = read.page
-    page.reach = _reach(read.row.id)
+    page, row = read.page, read.row
+    page.reach = _reach(row)
     etag = _etag(*read.version, repr(page.reach), i18n.page_language())
     if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
     else:
         if page.kind == "csv" and page.downloadable:
             storage = current_app.extensions["storage"]
-            page.table = csv_rows(storage, read.row.stored_path, read.row.size)
-        page.citation = formatted_citation(exports.csl_item(page), i18n.page_language())
+            page.table = csv_rows(storage, row.stored_path, row.size)
+        stored = None
+        if row.citation_key is not None:
+            stored = {"key": row.citation_key, "de": row.citation_de, "en": row.citation_en}
+        item = exports.csl_item(page)
+        page.citation = citation.page_citation(item, stored, i18n.page_language())
         response = Response(render_template("pages/record.html", page=page))
     response.set_etag(etag)
     response.headers["Link"] = link_header(signposting(page))
-    count_view(read.row.id, response.status_code)
+    count_view(row.id, response.status_code)
     return response
 
 
-def _reach(record_id: uuid.UUID) -> tuple[int, int] | None:
+def _reach(row: Row[Any]) -> tuple[int, int] | None:
     """Downloads and page views by people so far, where statistics are kept and public."""
     config = current_app.config
     if config["STATS"] != "on" or config["STATS_PUBLIC"] != "on":
         return None
-    totals = record_totals(record_id)
-    return totals["total"], totals["views"]
+    return int(row.reach_downloads), int(row.reach_views)
 
 
 @bp.get("/records/<uuid:record_id>/export/<name>")

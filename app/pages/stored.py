@@ -1,0 +1,67 @@
+"""Citations rendered when a record is written, so that a page need not render its own.
+
+A record's Cite box is kept in `record_citations` (one row per record, removed with it) by
+the ORM's flush events: whatever writes a record through the session (upload, tus, PATCH,
+replacement, bulk import, the CLI) renders it in the same transaction. A record written any
+other way (SQL by hand, a bulk load, an older release) keeps no row or a row whose key no
+longer fits; its page then renders the citation itself (app/pages/citation.py).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC
+from types import SimpleNamespace
+from typing import Any
+
+from flask import current_app, has_app_context
+from sqlalchemy import Connection, delete, event, insert, inspect
+from sqlalchemy.orm import Mapper
+
+from app.models import FileRecord, RecordCitation
+from app.pages import exports
+from app.pages.citation import ADDRESS, stored_citations
+from app.pages.records import split_list, title_of
+
+#: The attributes a citation is made from (`record_page` and `exports.csl_item`).
+CITED = ("titel", "original_name", "autoren", "mime_type", "created_at")
+_TABLE = RecordCitation.__table__
+
+
+def citation_row(record: Any, repository: str) -> dict[str, Any]:
+    """The `record_citations` row of a record (anything with the record's attributes): the
+    values of its page (`records.record_page`) that its CSL-JSON item cites, the address
+    left out. Needs no request, so a write from the CLI keeps its citation too."""
+    cited = SimpleNamespace(
+        id=str(record.id),
+        title=title_of(record),
+        authors=split_list(record.autoren, ";"),
+        published=record.created_at.astimezone(UTC).date(),
+        mime_type=record.mime_type,
+        repository=repository,
+        urls=SimpleNamespace(page=ADDRESS),
+        description="",
+        keywords=[],
+        themes=[],
+    )
+    return {"record_id": record.id, **stored_citations(exports.csl_item(cited))}
+
+
+def _store(connection: Connection, record: FileRecord, replace: bool) -> None:
+    if not has_app_context():
+        return
+    row = citation_row(record, current_app.config["REPOSITORY_NAME"])
+    if replace:
+        connection.execute(delete(_TABLE).where(_TABLE.c.record_id == record.id))
+    connection.execute(insert(_TABLE).values(row))
+
+
+@event.listens_for(FileRecord, "after_insert")
+def _inserted(mapper: Mapper[Any], connection: Connection, record: FileRecord) -> None:
+    _store(connection, record, replace=False)
+
+
+@event.listens_for(FileRecord, "after_update")
+def _updated(mapper: Mapper[Any], connection: Connection, record: FileRecord) -> None:
+    state = inspect(record)
+    if any(state.attrs[name].history.has_changes() for name in CITED):
+        _store(connection, record, replace=True)

@@ -1,0 +1,139 @@
+"""The Cite box is rendered when a record is written and kept in `record_citations`; a page
+uses it while it fits the record and otherwise renders the citation itself. Either way the
+page shows the same citation."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import html
+from sqlalchemy import select, update
+
+from app.extensions import db
+from app.models import RecordCitation
+from app.pages import citation
+from tests.support.api import Account, Api
+
+
+def cite_box(api: Api, record_id: str, **headers: str) -> str:
+    response = api.client.get(f"/records/{record_id}", headers=headers)
+    assert response.status_code == 200
+    (element,) = html.fromstring(response.get_data()).xpath("//p[@class='citation']")
+    return html.tostring(element, encoding="unicode")
+
+
+def stored(api: Api, record_id: str) -> list[RecordCitation]:
+    with api.app.app_context():
+        rows = db.session.scalars(
+            select(RecordCitation).where(RecordCitation.record_id == uuid.UUID(record_id))
+        ).all()
+        db.session.expunge_all()
+        return list(rows)
+
+
+def forge(api: Api, record_id: str, **values: Any) -> None:
+    """Change the stored row by hand (as SQL would)."""
+    with api.app.app_context():
+        db.session.execute(
+            update(RecordCitation)
+            .where(RecordCitation.record_id == uuid.UUID(record_id))
+            .values(**values)
+        )
+        db.session.commit()
+
+
+def test_a_written_record_keeps_its_citation_and_the_page_shows_it(api: Api, alice: Account):
+    record = api.create(alice, "bericht.pdf", titel="Löhne & <Preise>", autoren="Muster, Erika")
+    (row,) = stored(api, record["id"])
+    assert citation.ADDRESS in row.de and citation.ADDRESS in row.en
+    german = cite_box(api, record["id"])
+    english = cite_box(api, record["id"], **{"Accept-Language": "en"})
+    assert "Muster, E. (" in german and "<i>Löhne &amp; &lt;Preise&gt;</i>" in german
+    assert f"Verfügbar unter: http://localhost/records/{record['id']}." in german
+    assert f"Available at: http://localhost/records/{record['id']}." in english
+    # The page reads the stored row: a forged text with the right key shows ...
+    forge(api, record["id"], de=row.de.replace("Muster", "Gefälscht"))
+    assert cite_box(api, record["id"]) == german.replace("Muster", "Gefälscht")
+    # ... and without the row it renders the same citation itself.
+    forge(api, record["id"], de=row.de)
+    with api.app.app_context():
+        db.session.query(RecordCitation).delete()
+        db.session.commit()
+    assert cite_box(api, record["id"]) == german
+    assert cite_box(api, record["id"], **{"Accept-Language": "en"}) == english
+
+
+def test_a_citation_that_no_longer_fits_is_rendered_anew(api: Api, alice: Account):
+    record = api.create(alice, "bericht.pdf", titel="Erster Titel", autoren="Muster, Erika")
+    (row,) = stored(api, record["id"])
+    api.set_columns(record["id"], reihenfolge=3)  # nothing the citation prints
+    assert stored(api, record["id"])[0].key == row.key
+    # A row that does not fit (another style, another release, a record changed by hand).
+    forge(api, record["id"], key="0" * 32, de="veraltet", en="stale")
+    assert "<i>Erster Titel</i>" in cite_box(api, record["id"])
+    assert "<i>Erster Titel</i>" in cite_box(api, record["id"], **{"Accept-Language": "en"})
+
+
+def test_changes_through_the_api_render_the_citation_again(api: Api, alice: Account):
+    record = api.create(alice, "bericht.pdf", titel="Alt", autoren="Muster, Erika")
+    key = stored(api, record["id"])[0].key
+    answer = api.patch(record["id"], alice, {"titel": "Neu", "autoren": "Beispiel, Max"})
+    assert answer.status_code == 200
+    (row,) = stored(api, record["id"])
+    assert row.key != key
+    box = cite_box(api, record["id"])
+    assert box.startswith('<p class="citation">Beispiel, M. (') and "<i>Neu</i>" in box
+    # The row is what the page showed: removing it changes nothing a reader sees.
+    forge(api, record["id"], de=row.de.replace("Neu", "Anders"))
+    assert "<i>Anders</i>" in cite_box(api, record["id"])
+
+
+def test_a_deleted_record_leaves_no_citation_behind(api: Api, alice: Account):
+    record = api.create(alice, "bericht.pdf", titel="Weg")
+    assert len(stored(api, record["id"])) == 1
+    assert api.delete(record["id"], alice).status_code == 204
+    with api.app.app_context():
+        assert db.session.scalars(select(RecordCitation)).all() == []
+
+
+NAMES = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)
+AUTHOR = st.one_of(
+    st.builds(lambda f, g: {"family": f, "given": g}, NAMES, NAMES),
+    st.builds(lambda name: {"literal": name}, NAMES),
+)
+HOSTS = st.sampled_from(
+    ["localhost", "repo.example", "[::1]:8080", "xn--bcher-kva.example", "a.example:5000/sub"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    title=NAMES,
+    authors=st.lists(AUTHOR, max_size=5),
+    kind=st.sampled_from(["report", "dataset", "song", "motion_picture", "graphic"]),
+    year=st.integers(1900, 2100),
+    publisher=NAMES,
+    scheme=st.sampled_from(["http", "https"]),
+    host=HOSTS,
+    language=st.sampled_from(["de", "en"]),
+)
+def test_a_stored_citation_is_the_citation_rendered_on_the_page(
+    title, authors, kind, year, publisher, scheme, host, language
+):
+    record_id = str(uuid.uuid4())
+    item: dict[str, Any] = {
+        "id": record_id,
+        "type": kind,
+        "title": title,
+        "issued": {"date-parts": [[year, 1, 1]]},
+        "publisher": publisher,
+        "URL": f"{scheme}://{host}/records/{record_id}",
+    }
+    if authors:
+        item["author"] = authors
+    kept = citation.stored_citations({**item, "URL": "ignored"})
+    shown = citation.page_citation(item, kept, language)
+    assert shown == citation.formatted_citation(item, language)
