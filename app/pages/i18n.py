@@ -17,11 +17,13 @@ import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from flask import Flask, request
-from flask_babel import Babel, get_locale
+from flask_babel import Babel, get_locale, get_translations
+from markupsafe import Markup
 
 LANGUAGES = ("de", "en")
 DEFAULT = "de"
@@ -61,9 +63,29 @@ def catalogue_digest() -> str:
     return digest.hexdigest()
 
 
+def bound_translations() -> dict[str, Any]:
+    """The templates' `gettext`, `ngettext` and `page_language`, bound to the request's
+    catalogue once per page: Flask-Babel's own look the catalogue and the locale up again
+    for every string, which took about half of a record page's rendering. They behave as
+    Jinja's "newstyle" gettext does in an autoescaped template (the translation is markup,
+    the `%(name)s` values are escaped into it)."""
+    translations = get_translations()
+    language = page_language()
+
+    def gettext(string: str, **variables: Any) -> Markup:
+        return Markup(translations.ugettext(string)) % variables
+
+    def ngettext(singular: str, plural: str, num: int, **variables: Any) -> Markup:
+        variables.setdefault("num", num)
+        return Markup(translations.ungettext(singular, plural, num)) % variables
+
+    return {"gettext": gettext, "ngettext": ngettext, "page_language": lambda: language}
+
+
 def init_app(app: Flask) -> None:
     if not app.config.get("BABEL_TRANSLATION_DIRECTORIES"):
         app.config["BABEL_TRANSLATION_DIRECTORIES"] = compiled_catalogues()
     Babel(app, locale_selector=chosen_language)
     app.jinja_env.globals["page_language"] = page_language
     app.jinja_env.globals["LANGUAGES"] = LANGUAGES
+    app.context_processor(bound_translations)
