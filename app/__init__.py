@@ -15,6 +15,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.access_log import RequestLogMiddleware, configure_logging
 from app.config import DEFAULTS, ConfigError, settings_from_env, validate
+from app.database import NEVER_BY_COUNT
 
 
 def create_app(test_config: Mapping[str, Any] | None = None) -> Flask:
@@ -40,10 +41,13 @@ def _configure(app: Flask, test_config: Mapping[str, Any] | None) -> None:
         app.config.from_mapping(test_config)
     validate(app.config)
     if make_url(app.config["SQLALCHEMY_DATABASE_URI"]).get_backend_name() == "postgresql":
-        # Never switch to server-side prepared statements: their generic plan cannot use the
-        # path index for `path LIKE 'prefix%'`, so path filters would scan the table.
+        # Never switch to server-side prepared statements by count: their generic plan cannot
+        # use the path index for `path LIKE 'prefix%'`, so path filters would scan the table.
+        # Only a statement that asks is prepared (app/database.py `PREPARED`); psycopg would
+        # ignore that ask under `None`, so the threshold is one no connection ever reaches.
         options = dict(app.config["SQLALCHEMY_ENGINE_OPTIONS"])
-        options["connect_args"] = {"prepare_threshold": None, **options.get("connect_args", {})}
+        connect_args = {"prepare_threshold": NEVER_BY_COUNT, **options.get("connect_args", {})}
+        options["connect_args"] = connect_args
         app.config["SQLALCHEMY_ENGINE_OPTIONS"] = options
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.json.compact = True  # type: ignore[attr-defined]
@@ -70,7 +74,7 @@ def _init_extensions(app: Flask) -> None:
         search,
         stats,
     )
-    from app.database import ping_idle_connections, sqlite_pragmas
+    from app.database import ping_idle_connections, prepare_marked_statements, sqlite_pragmas
     from app.extensions import db, limiter, migrate
     from app.pages import i18n
 
@@ -85,6 +89,7 @@ def _init_extensions(app: Flask) -> None:
             ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE_SECONDS"])
         if db.engine.dialect.name == "sqlite":
             event.listen(db.engine, "connect", sqlite_pragmas)
+        prepare_marked_statements(db.engine)
         cache.init_app(app, db)
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
     migrate.init_app(app, db, directory=migrations, render_as_batch=True)

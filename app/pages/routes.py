@@ -15,6 +15,7 @@ from flask_babel import gettext as _
 from sqlalchemy import Row, bindparam, func, select
 from werkzeug.exceptions import NotFound
 
+from app.database import PREPARED
 from app.exceptions import RecordNotFound
 from app.extensions import db
 from app.files import access
@@ -116,7 +117,7 @@ def _reach_of(page_views: bool) -> Any:
 
 _CITATIONS = RecordCitation.__table__
 #: Everything a page reads in one round trip, built once: the record, its stored citation
-#: (app/pages/stored.py) and its reach.
+#: (app/pages/stored.py) and its reach; prepared on PostgreSQL (a primary-key lookup).
 _READ_PAGE = (
     select(
         *FileRecord.__table__.columns,
@@ -128,6 +129,7 @@ _READ_PAGE = (
     )
     .outerjoin(_CITATIONS, _CITATIONS.c.record_id == FileRecord.id)
     .where(FileRecord.id == bindparam("record_id"))
+    .execution_options(**{PREPARED: True})
 )
 
 

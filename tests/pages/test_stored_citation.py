@@ -137,3 +137,34 @@ def test_a_stored_citation_is_the_citation_rendered_on_the_page(
     kept = citation.stored_citations({**item, "URL": "ignored"})
     shown = citation.page_citation(item, kept, language)
     assert shown == citation.formatted_citation(item, language)
+
+
+def test_only_the_statements_that_ask_are_prepared_on_postgresql(postgres_url, tmp_path):
+    # The page's read is prepared (planned once per connection); a path filter never is,
+    # however often it runs: its generic plan could not use the path index.
+    from sqlalchemy import text
+
+    from app import create_app
+    from app.models import FileRecord
+    from app.pages import routes
+    from tests.conftest import base_config
+
+    app = create_app(
+        base_config(
+            SQLALCHEMY_DATABASE_URI=postgres_url,
+            STORAGE_BACKEND="local",
+            STORAGE_LOCAL_ROOT=str(tmp_path),
+        )
+    )
+    with app.app_context():
+        connection = db.session.connection()
+        by_path = select(FileRecord.id).where(FileRecord.path.like("a%"))
+        for _ in range(20):
+            connection.execute(by_path).all()
+        connection.execute(routes._READ_PAGE, {"record_id": uuid.uuid4()}).all()
+        prepared = connection.execute(text("SELECT statement FROM pg_prepared_statements"))
+        (statement,) = prepared.scalars().all()
+        assert "record_citations" in statement and "LIKE" not in statement
+        db.session.rollback()
+    with app.app_context():
+        db.engine.dispose()
