@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import current_app, g, request
+from flask import current_app, g, has_request_context, request
 from marshmallow import Schema, ValidationError
 from werkzeug.exceptions import RequestEntityTooLarge
 
@@ -81,7 +81,21 @@ def base_url() -> str:
     by the `PROXY_COUNT` proxies in front). Once any of these is set, a `Host` header nobody
     vouched for never reaches a link: it would put an attacker's links into cached answers.
     With none set, links use the host the client asked for, so that they work out of the box
-    (the trade-off is in docs/security.md); the server's own name only without a valid one."""
+    (the trade-off is in docs/security.md); the server's own name only without a valid one.
+    Worked out once per request (a landing page has about twenty links)."""
+    known = request.environ.get(_BASE_URL) if has_request_context() else None
+    if known is None:
+        known = _base_url()
+        if has_request_context():
+            request.environ[_BASE_URL] = known
+    return known
+
+
+#: Where `base_url` keeps its answer for the rest of a request.
+_BASE_URL = "file_repository.base_url"
+
+
+def _base_url() -> str:
     config = current_app.config
     if config.get("PUBLIC_BASE_URL"):
         return str(config["PUBLIC_BASE_URL"]).rstrip("/")
