@@ -119,10 +119,25 @@ def citation_key(item: dict[str, Any]) -> str:
 
 def stored_citations(item: dict[str, Any]) -> dict[str, str]:
     """`item`'s citation in every page language with a placeholder for its address, and
-    its key: what app/pages/stored.py keeps for a record."""
-    clean = {**_without_markers(item), "URL": ADDRESS}
-    stored = {language: str(_render(clean, language)) for language in LOCALES}
-    return {"key": citation_key(item), **stored}
+    its key: what app/pages/stored.py keeps for a record. The files of one upload mostly
+    share what their citation prints, so they share one rendering."""
+    key = citation_key(item)
+    with _RENDERED_LOCK:
+        stored = _RENDERED.get(key)
+    if stored is None:
+        clean = {**_without_markers(item), "URL": ADDRESS}
+        stored = {language: str(_render(clean, language)) for language in LOCALES}
+        with _RENDERED_LOCK:
+            _RENDERED[key] = stored
+            while len(_RENDERED) > RENDERED_KEPT:
+                del _RENDERED[next(iter(_RENDERED))]
+    return {"key": key, **stored}
+
+
+#: Renderings kept by key, oldest dropped first: a few hundred KiB at most.
+RENDERED_KEPT = 256
+_RENDERED: dict[str, dict[str, str]] = {}
+_RENDERED_LOCK = threading.Lock()
 
 
 def page_citation(item: dict[str, Any], stored: dict[str, str] | None, language: str) -> Markup:
