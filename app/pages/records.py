@@ -10,9 +10,11 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, date
+from decimal import ROUND_HALF_EVEN, Decimal
+from functools import cache
 from typing import Any
 
-from flask_babel import format_decimal
+from babel.numbers import get_decimal_symbol
 from markupsafe import Markup
 
 from app.files.access import RecordLike, embargo_active
@@ -133,7 +135,18 @@ def size_text(size: int) -> str:
         value, unit = value / 1000, next_unit
     if unit == "Byte":
         return f"{size} Byte"
-    return f"{format_decimal(value, format='0.0')} {unit}"
+    # As Babel's format_decimal(value, format="0.0") writes it (a test compares them), in a
+    # tenth of its time: a folder page has fifty sizes.
+    tenths = Decimal(str(value)).quantize(_TENTH, ROUND_HALF_EVEN)
+    return f"{str(tenths).replace('.', _decimal_symbol(page_language()))} {unit}"
+
+
+_TENTH = Decimal("0.1")
+
+
+@cache
+def _decimal_symbol(language: str) -> str:
+    return get_decimal_symbol(language)
 
 
 def json_ld_markup(data: dict[str, Any]) -> Markup:
