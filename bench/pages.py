@@ -17,14 +17,17 @@ its index have their full size (those records are never asked for).
 
 Every id is asked for once per server: the pages measured are cold (no cache in front, and
 none in the app for pages). ``--without NAME`` adds a server on the same database without one
-mechanism of the page (``bench/ablation_shim``; ``citation-style``: the Harvard style
-citeproc-py ships instead of the project's compact one), asked for the same ids in the same
-rounds (servers and page/JSON alternating): its page and ratio beside the app's, to keep a
-mechanism only if it pays. The target is the app's.
+mechanism of the page (``bench/ablation_shim``; ``stored-citation``: every page renders its
+citation itself; ``citation-style``: the Harvard style citeproc-py ships instead of the
+project's compact one where a citation is rendered, which a page only does together with
+``stored-citation``), asked for the same ids in the same rounds (servers and page/JSON
+alternating): its page and ratio beside the app's, to keep a mechanism only if it pays. The
+target is the app's.
 
     .venv/bin/python -m bench.pages                      # 1,000,000 records
     .venv/bin/python -m bench.pages --records 20000      # a quick trial
-    .venv/bin/python -m bench.pages --without citation-style
+    .venv/bin/python -m bench.pages --without stored-citation \
+        --without stored-citation,citation-style
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from bench.seed import Seeder
 
 RATIO_TARGET = 1.5
 SHIM = Path(__file__).resolve().parent / "ablation_shim"
-ABLATIONS = ("citation-style",)
+ABLATIONS = ("stored-citation", "citation-style")
 
 
 class Client:
@@ -151,6 +154,13 @@ def measure(clients: list[Client], ids: list[str], warmup: int) -> dict[str, dic
     return results
 
 
+def _ablation(value: str) -> str:
+    unknown = set(value.split(",")) - set(ABLATIONS)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown {sorted(unknown)}; known {ABLATIONS}")
+    return value
+
+
 def ablated_env(env: dict[str, str], name: str) -> dict[str, str]:
     """The server's settings with the shim taking out mechanism `name`."""
     path = os.pathsep.join(filter(None, [str(SHIM), env.get("PYTHONPATH")]))
@@ -191,8 +201,9 @@ def main() -> None:
         "--without",
         action="append",
         default=[],
-        choices=ABLATIONS,
-        help="also a server without this mechanism (repeatable)",
+        type=_ablation,
+        help=f"also a server without this mechanism (repeatable; {', '.join(ABLATIONS)}, "
+        "or several joined by commas)",
     )
     args = parser.parse_args()
     report = Report("pages", vars(args).copy())

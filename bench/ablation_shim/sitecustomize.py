@@ -11,7 +11,11 @@ whose mechanism the app no longer has stops the server: remove the switch with t
 - ``commits``: local files are committed (fsync, rename) before the next file is parsed;
 - ``glibc``: no ``mallopt`` tuning (glibc's default mmap threshold and arenas);
 - ``citation-style``: the Cite box renders with the Harvard style citeproc-py ships
-  (harvard-cite-them-right.csl) instead of the project's compact one (used by bench/pages.py).
+  (harvard-cite-them-right.csl) instead of the project's compact one, where it is rendered
+  (when a record is written, and by a page without a kept citation);
+- ``stored-citation``: every page renders its Cite box itself instead of showing the one kept
+  when its record was written (used by bench/pages.py, also as
+  ``stored-citation,citation-style``).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-_KNOWN = ("presigned", "commits", "glibc", "citation-style")
+_KNOWN = ("presigned", "commits", "glibc", "citation-style", "stored-citation")
 
 
 def _require(owner: object, name: str) -> None:
@@ -86,6 +90,19 @@ def _without_citation_style() -> None:
     harvard = Path(citeproc.STYLES_PATH) / "harvard-cite-them-right.csl"
     app.pages.citation.STYLE = harvard  # type: ignore[attr-defined]
     app.pages.citation._style.cache_clear()
+
+
+def _without_stored_citation() -> None:
+    import app.pages.citation
+
+    _require(app.pages.citation, "page_citation")
+    _require(app.pages.citation, "formatted_citation")
+    citation = app.pages.citation
+
+    def rendered_now(item, stored, language):  # type: ignore[no-untyped-def]
+        return citation.formatted_citation(item, language)
+
+    citation.page_citation = rendered_now  # type: ignore[attr-defined]
 
 
 def _apply() -> None:
