@@ -168,6 +168,7 @@ def _register_cli(app: Flask) -> None:
     )
     from app.cli import serve_command
     from app.ops import register_cli
+    from app.pages.cli import pages_cli
     from app.search.cli import search_cli
     from app.stats.cli import stats_group
 
@@ -179,4 +180,5 @@ def _register_cli(app: Flask) -> None:
     app.cli.add_command(search_cli)
     app.cli.add_command(audit_group)
     app.cli.add_command(stats_group)
+    app.cli.add_command(pages_cli)
     register_cli(app)

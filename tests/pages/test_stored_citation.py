@@ -168,3 +168,25 @@ def test_only_the_statements_that_ask_are_prepared_on_postgresql(postgres_url, t
         db.session.rollback()
     with app.app_context():
         db.engine.dispose()
+
+
+def test_the_operator_keeps_the_citations_of_records_written_by_hand(api: Api, runner, alice):
+    # As after the upgrade to migration 0018, or records written by SQL: no kept citation.
+    first = api.create(alice, "eins.pdf", titel="Eins", autoren="Muster, Erika")
+    second = api.create(alice, "zwei.pdf", titel="Zwei")
+    german = cite_box(api, first["id"])
+    with api.app.app_context():
+        db.session.query(RecordCitation).delete()
+        db.session.commit()
+    forged_key = "0" * 32
+    result = runner.invoke(args=["pages", "citations"])
+    assert result.exit_code == 0, result.output
+    assert result.output == "citations: 2 records checked, 2 kept anew\n"
+    assert len(stored(api, first["id"])) == len(stored(api, second["id"])) == 1
+    forge(api, first["id"], de=stored(api, first["id"])[0].de.replace("Eins", "Gefälscht"))
+    assert "<i>Gefälscht</i>" in cite_box(api, first["id"])  # the page shows what was kept
+    forge(api, first["id"], key=forged_key)  # a row that no longer fits is kept anew
+    result = runner.invoke(args=["pages", "citations"])
+    assert result.output == "citations: 2 records checked, 1 kept anew\n"
+    assert cite_box(api, first["id"]) == german
+    assert runner.invoke(args=["pages", "citations"]).output.endswith(", 0 kept anew\n")

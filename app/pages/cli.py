@@ -1,0 +1,62 @@
+"""`flask pages citations`: keep the Cite box of every record whose kept one is missing or no
+longer fits (after an upgrade to migration 0018, a new style or citeproc-py, another
+`REPOSITORY_NAME`, or records written by SQL). Pages are right without it, only slower."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from flask import current_app
+from flask.cli import AppGroup
+from sqlalchemy import Row, delete, insert, select
+
+from app.extensions import db
+from app.models import FileRecord, RecordCitation
+from app.pages.stored import CITED, citation_row
+
+pages_cli = AppGroup("pages", help="Landing pages.")
+#: Records read per round trip; each round's citations are written in one transaction.
+BATCH = 500
+
+
+@pages_cli.command("citations")
+def citations_command() -> None:
+    """Render and keep the citations that are missing or no longer fit."""
+    checked, written = refresh_citations(current_app.config["REPOSITORY_NAME"])
+    click.echo(f"citations: {checked} records checked, {written} kept anew")
+
+
+def refresh_citations(repository: str) -> tuple[int, int]:
+    """Walk every record in id order; returns (records checked, citations written)."""
+    table = RecordCitation.__table__
+    columns = [FileRecord.id, *(getattr(FileRecord, name) for name in CITED)]
+    checked = written = 0
+    last = None
+    while True:
+        query = (
+            select(*columns, table.c.key)
+            .outerjoin(table, table.c.record_id == FileRecord.id)
+            .order_by(FileRecord.id)
+            .limit(BATCH)
+        )
+        if last is not None:
+            query = query.where(FileRecord.id > last)
+        rows = db.session.execute(query).all()
+        if not rows:
+            return checked, written
+        stale = [kept for row in rows if (kept := _kept(row, repository)) is not None]
+        if stale:
+            ids = [row["record_id"] for row in stale]
+            db.session.execute(delete(table).where(table.c.record_id.in_(ids)))
+            db.session.execute(insert(table), stale)
+        db.session.commit()
+        checked += len(rows)
+        written += len(stale)
+        last = rows[-1].id
+
+
+def _kept(row: Row[Any], repository: str) -> dict[str, Any] | None:
+    """The row to keep for a record, or None when its kept one still fits."""
+    wanted = citation_row(row, repository)
+    return None if row.key == wanted["key"] else wanted
