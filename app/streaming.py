@@ -196,7 +196,9 @@ class PumpedBody(io.RawIOBase):
                 close()
 
 
-def event_loop_body(environ: dict[str, Any], reader: Any, length: int) -> Any:
+def event_loop_body(
+    environ: dict[str, Any], reader: Any, length: int, *, buffer_bytes: int = BUFFER_BYTES
+) -> Any:
     """The body to hand to the WSGI server for `reader` (an iterable of chunks with `close`):
     pumped into the event loop under `flask serve`, the reader itself elsewhere and for
     small bodies, which waitress takes into its output buffer at once (its high watermark
@@ -206,4 +208,4 @@ def event_loop_body(environ: dict[str, Any], reader: Any, length: int) -> Any:
     file_wrapper = environ.get("wsgi.file_wrapper")
     if wake is None or file_wrapper is None or length <= SMALL_BODY_BYTES:
         return reader
-    return file_wrapper(PumpedBody(reader, length, wake))
+    return file_wrapper(PumpedBody(reader, length, wake, buffer_bytes=buffer_bytes))
