@@ -26,6 +26,7 @@ import json
 import unicodedata
 import uuid
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
@@ -290,18 +291,21 @@ class Manifest:
         self._digests = bytearray()
         self.size = 0
 
-    def _read(self, members: Members, start: int, stop: int) -> list[tuple[Any, Any]]:
+    def _read(self, members: Members, start: int, stop: int) -> deque[tuple[Any, Any]]:
         """(row, its dump) of members `start`..`stop`; (None, None) for one gone meanwhile."""
         rows = members.read(self._scope(), start, stop, FileRecord.__table__.columns)
         found = [row for row in rows if row is not None]
         dumped = iter(self._dump.dump(found, many=True) if found else [])
-        return [(None, None) if row is None else (row, next(dumped)) for row in rows]
+        return deque((None, None) if row is None else (row, next(dumped)) for row in rows)
 
     def _items(
-        self, members: Members, start: int, read: list[tuple[Any, Any]]
+        self, members: Members, start: int, read: deque[tuple[Any, Any]]
     ) -> Iterator[tuple[Row | None, bytes]]:
-        """Each record's bytes, made as they are asked for (one at a time in memory)."""
-        for index, (row, dumped) in enumerate(read, start):
+        """Each record's bytes, made as they are asked for; a record read is let go once its
+        bytes are made, so that an archive waiting for a slow reader holds one record, not
+        its batch."""
+        for index in range(start, start + len(read)):
+            row, dumped = read.popleft()
             if row is None:
                 yield None, b""
                 continue
@@ -341,7 +345,9 @@ class Manifest:
                     raise ManifestChanged(
                         f"record {members.id(n)} changed while its archive streamed"
                     )
-                yield (_SEPARATOR if n else b"\n") + item
+                # Two pieces rather than a copy of the record with its separator.
+                yield _SEPARATOR if n else b"\n"
+                yield item
         yield _close(not len(members))
 
 

@@ -237,14 +237,17 @@ class ZipWriter:
 def coalesced(pieces: Iterable[bytes], chunk: int) -> Iterator[bytes]:
     """`pieces` in chunks of up to `chunk` bytes: small pieces (headers, small files, manifest
     records) joined, larger ones passed on as they are. When `pieces` fails, what came before
-    is still sent, so that an archive cut short ends where its failure is."""
+    is still sent, so that an archive cut short ends where its failure is. The pieces of a
+    joined chunk are let go before it is handed on: a slow reader's archive, waiting at the
+    `yield`, holds its chunk once, not twice."""
     held: list[bytes] = []
     size = 0
     try:
         for piece in pieces:
             if size + len(piece) > chunk and held:
-                yield b"".join(held)
+                joined = b"".join(held)
                 held, size = [], 0
+                yield joined
             if len(piece) >= chunk:
                 yield piece
                 continue

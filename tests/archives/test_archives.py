@@ -429,3 +429,19 @@ def test_any_path_is_answered_without_500(api: Api, alice: Account, path: str):
             assert zipfile.ZipFile(io.BytesIO(body)).testzip() is None
         else:
             assert set(response.get_json()["errors"]) == {"path"}
+
+
+def test_a_joined_chunk_is_held_once_while_its_reader_waits():
+    """A slow reader's archive waits at the `yield` of a chunk of joined manifest records:
+    what it holds then is that chunk and the record after it, not the records once more."""
+    pieces = (bytes([n]) * 20_000 for n in range(10))
+    chunks = zipwriter.coalesced(pieces, 64 * 1024)
+    tracemalloc.start()
+    try:
+        first = next(chunks)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert first == b"".join(bytes([n]) * 20_000 for n in range(3))
+    assert held < 100_000, held  # 60,000 + 20,000; the pieces kept as well made 140,000
+    assert b"".join(chunks) == b"".join(bytes([n]) * 20_000 for n in range(3, 10))
