@@ -279,16 +279,12 @@ class Channel(HTTPChannel):
             return True
         if not self.total_outbufs_len:
             return False
-        # Nothing to send until the pump has more; it wakes the loop when it has.
-        return not self.waits_for_its_body()
-
-    def waits_for_its_body(self) -> bool:
-        """Whether the next bytes to send are a pumped body's that its pump has not made
-        yet: the server is behind, not the client."""
-        if not self.total_outbufs_len:
+        first = self.outbufs[0]
+        body = getattr(first, "file", None)
+        if isinstance(body, PumpedBody) and not body.ready():
+            # Nothing to send until the pump has more; it wakes the loop when it has.
             return False
-        body = getattr(self.outbufs[0], "file", None)
-        return isinstance(body, PumpedBody) and not body.ready()
+        return True
 
     def handle_close(self) -> None:
         request = self.request
@@ -448,9 +444,6 @@ def _watch_clients(server: Any, header_timeout: float) -> None:
     - A slow reader makes progress that waitress cannot see: the kernel's send buffer
       (megabytes) drains for a long time before the socket takes more. The bytes the client
       acknowledged count as progress too.
-    - A client that took every byte sent and waits for a pumped body the server is slow
-      to make (an archive's pump waiting for the database or the CPU) is not stalled:
-      the wait is the server's, and closing would cut a reader who did nothing wrong.
     - A client trickling a header line now and then is never idle: a request whose headers
       are not complete within `header_timeout` is closed."""
     maintenance = server.maintenance
@@ -464,8 +457,6 @@ def _watch_clients(server: Any, header_timeout: float) -> None:
             elif channel.total_outbufs_len:
                 unsent = unsent_bytes(channel.socket)
                 if unsent is not None and unsent < getattr(channel, "unsent", unsent + 1):
-                    channel.last_activity = now
-                elif unsent == 0 and channel.waits_for_its_body():
                     channel.last_activity = now
                 channel.unsent = unsent
         maintenance(now)

@@ -11,19 +11,12 @@ import http.client
 import json
 import os
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from flask import Response
-from flask import request as current_request
 
-from app import create_app, streaming
-from app.server import make_server
-from tests.conftest import base_config
 from tests.support.api import encode_multipart
 from tests.support.server import clean_env, flask, request, serving_process
 
@@ -186,52 +179,6 @@ def test_a_slow_reader_that_keeps_reading_gets_the_whole_file(server: Server):
     assert head.startswith(b"HTTP/1.1 200")
     assert body == server.data
     sock.close()
-
-
-def _slow_body_server(tmp_path: Path, pause: float) -> Any:
-    """A waitress server of the app's (`make_server`, idle check after 1 s) with one route
-    whose pumped body of 1 MiB + 1 KiB pauses `pause` seconds before its last KiB, as an
-    archive's pump does while it waits for the database or the CPU."""
-    app = create_app(
-        base_config(
-            SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'db.sqlite3'}",
-            STORAGE_BACKEND="local",
-            STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
-        )
-    )
-
-    def chunks() -> Iterator[bytes]:
-        yield b"a" * streaming.SMALL_BODY_BYTES
-        time.sleep(pause)
-        yield b"b" * 1024
-
-    def slow() -> Response:
-        length = streaming.SMALL_BODY_BYTES + 1024
-        body = streaming.event_loop_body(current_request.environ, chunks(), length)
-        response = Response(body, direct_passthrough=True)
-        response.content_length = length
-        return response
-
-    app.add_url_rule("/slow", "slow", slow)
-    return make_server(app, "127.0.0.1", 0, 2, channel_timeout=1)
-
-
-def test_a_reader_waiting_for_a_slow_body_is_not_taken_for_a_stalled_one(tmp_path: Path):
-    """The idle check closes clients that take nothing for `CLIENT_STALL_SECONDS`; a client
-    that took every byte and waits while the server is slow to make the rest did nothing
-    wrong (issue 21: 1-3 of 100 slow archive readers were cut while 100 archives started)."""
-    server = _slow_body_server(tmp_path, pause=3.5)
-    threading.Thread(target=server.run, daemon=True).start()
-    try:
-        sock = socket.create_connection(("127.0.0.1", server.effective_port))
-        sock.sendall(b"GET /slow HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        received = read_until_closed(sock, time.monotonic() + 10)
-        sock.close()
-    finally:
-        server.close()
-        server.task_dispatcher.shutdown()
-    # The whole body (the old check hung up after the first MiB, 1 s into the pause).
-    assert received > streaming.SMALL_BODY_BYTES + 1024
 
 
 def test_trickled_headers_lock_nobody_out_and_are_closed(server: Server):
