@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app import streaming
 from tests.support.api import Account, Api
 
 MiB = 1024 * 1024
@@ -135,3 +137,26 @@ def test_the_size_limit_is_200_mebibytes_inclusive(api: Api, alice: Account):
         "files.0": ["The files.0 field must not be greater than 204800 kilobytes."]
     }
     assert len(api.rows()) == 1 and len(api.objects()) == 1
+
+
+def _resident_bytes() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux /proc")
+def test_memory_freed_before_a_long_body_goes_back_to_the_system():
+    """An archive's request reads every record once before its body streams; what it freed
+    must not stay resident between the blocks that live on (issue 21: 0.27 MiB per slow
+    reader of a 1,000-record archive)."""
+    kept, freed = [], []
+    for n in range(3000):
+        kept.append(bytes([n % 256]) * 600)
+        freed.append(bytes([n % 256]) * 20_000)  # a manifest record's size
+    del freed
+    before = _resident_bytes()
+    streaming.trim_freed_memory()
+    assert _resident_bytes() < before - 30_000_000  # of the 60 MB freed
+    assert len(kept) == 3000
