@@ -9,11 +9,12 @@ from typing import Any
 import click
 from flask import current_app
 from flask.cli import AppGroup
-from sqlalchemy import Row, delete, insert, select
+from sqlalchemy import Row, select
 
+from app.database import lock_database_on_sqlite
 from app.extensions import db
 from app.models import FileRecord, RecordCitation
-from app.pages.stored import CITED, citation_row
+from app.pages.stored import CITED, citation_row, keep
 
 pages_cli = AppGroup("pages", help="Landing pages.")
 #: Records read per round trip; each round's citations are written in one transaction.
@@ -42,14 +43,13 @@ def refresh_citations(repository: str) -> tuple[int, int]:
         )
         if last is not None:
             query = query.where(FileRecord.id > last)
-        rows = db.session.execute(query).all()
+        # Locked until the batch is written: a record deleted meanwhile would fail its insert.
+        lock_database_on_sqlite(db.session)
+        rows = db.session.execute(query.with_for_update(of=FileRecord)).all()
         if not rows:
             return checked, written
         stale = [kept for row in rows if (kept := _kept(row, repository)) is not None]
-        if stale:
-            ids = [row["record_id"] for row in stale]
-            db.session.execute(delete(table).where(table.c.record_id.in_(ids)))
-            db.session.execute(insert(table), stale)
+        keep(db.session.connection(), stale)
         db.session.commit()
         checked += len(rows)
         written += len(stale)

@@ -9,12 +9,15 @@ longer fits; its page then renders the citation itself (app/pages/citation.py).
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC
 from types import SimpleNamespace
 from typing import Any
 
 from flask import current_app, has_app_context
-from sqlalchemy import Connection, delete, event, insert, inspect
+from sqlalchemy import Connection, event, inspect
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Mapper
 
 from app.models import FileRecord, RecordCitation
@@ -25,6 +28,7 @@ from app.pages.records import split_list, title_of
 #: The attributes a citation is made from (`record_page` and `exports.csl_item`).
 CITED = ("titel", "original_name", "autoren", "mime_type", "created_at")
 _TABLE = RecordCitation.__table__
+log = logging.getLogger(__name__)
 
 
 def citation_row(record: Any, repository: str) -> dict[str, Any]:
@@ -46,22 +50,37 @@ def citation_row(record: Any, repository: str) -> dict[str, Any]:
     return {"record_id": record.id, **stored_citations(exports.csl_item(cited))}
 
 
-def _store(connection: Connection, record: FileRecord, replace: bool) -> None:
+def keep(connection: Connection, rows: list[dict[str, Any]]) -> None:
+    """Write citation rows, each replacing the record's kept one: one statement, so that two
+    writers of the same record (a change and `flask pages citations`) never collide."""
+    if not rows:
+        return
+    dialect = connection.dialect.name
+    statement = (postgresql_insert if dialect == "postgresql" else sqlite_insert)(_TABLE)
+    replaced = {name: statement.excluded[name] for name in ("key", "de", "en")}
+    connection.execute(
+        statement.on_conflict_do_update(index_elements=["record_id"], set_=replaced), rows
+    )
+
+
+def _store(connection: Connection, record: FileRecord) -> None:
     if not has_app_context():
         return
-    row = citation_row(record, current_app.config["REPOSITORY_NAME"])
-    if replace:
-        connection.execute(delete(_TABLE).where(_TABLE.c.record_id == record.id))
-    connection.execute(insert(_TABLE).values(row))
+    try:
+        row = citation_row(record, current_app.config["REPOSITORY_NAME"])
+    except Exception:  # the write goes on; its page renders the citation itself
+        log.exception("citation of record %s not kept", record.id)
+        return
+    keep(connection, [row])
 
 
 @event.listens_for(FileRecord, "after_insert")
 def _inserted(mapper: Mapper[Any], connection: Connection, record: FileRecord) -> None:
-    _store(connection, record, replace=False)
+    _store(connection, record)
 
 
 @event.listens_for(FileRecord, "after_update")
 def _updated(mapper: Mapper[Any], connection: Connection, record: FileRecord) -> None:
     state = inspect(record)
     if any(state.attrs[name].history.has_changes() for name in CITED):
-        _store(connection, record, replace=True)
+        _store(connection, record)

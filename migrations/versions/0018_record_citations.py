@@ -5,7 +5,9 @@ Revises: 0017
 Create Date: 2026-11-26
 
 Records written before this revision have no row: their pages render the citation as they
-are viewed (the same text), until the record is next changed.
+are viewed (the same text) until `flask pages citations` keeps theirs, or a change of what
+their citation prints does. A later batch migration that rebuilds `file_records` on SQLite
+(foreign keys on) empties this table through the cascade: run the command after it.
 """
 
 import sqlalchemy as sa

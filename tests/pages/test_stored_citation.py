@@ -69,8 +69,9 @@ def test_a_written_record_keeps_its_citation_and_the_page_shows_it(api: Api, ali
 def test_a_citation_that_no_longer_fits_is_rendered_anew(api: Api, alice: Account):
     record = api.create(alice, "bericht.pdf", titel="Erster Titel", autoren="Muster, Erika")
     (row,) = stored(api, record["id"])
-    api.set_columns(record["id"], reihenfolge=3)  # nothing the citation prints
-    assert stored(api, record["id"])[0].key == row.key
+    forge(api, record["id"], de=row.de.replace("Erster", "Unverändert"))
+    api.set_columns(record["id"], reihenfolge=3)  # nothing the citation prints: not rendered
+    assert stored(api, record["id"])[0].de == row.de.replace("Erster", "Unverändert")
     # A row that does not fit (another style, another release, a record changed by hand).
     forge(api, record["id"], key="0" * 32, de="veraltet", en="stale")
     assert "<i>Erster Titel</i>" in cite_box(api, record["id"])
@@ -135,6 +136,7 @@ def test_a_stored_citation_is_the_citation_rendered_on_the_page(
     if authors:
         item["author"] = authors
     kept = citation.stored_citations({**item, "URL": "ignored"})
+    assert kept["key"] == citation.citation_key(item)  # the page uses it, renders nothing
     shown = citation.page_citation(item, kept, language)
     assert shown == citation.formatted_citation(item, language)
 
@@ -190,3 +192,36 @@ def test_the_operator_keeps_the_citations_of_records_written_by_hand(api: Api, r
     assert result.output == "citations: 2 records checked, 1 kept anew\n"
     assert cite_box(api, first["id"]) == german
     assert runner.invoke(args=["pages", "citations"]).output.endswith(", 0 kept anew\n")
+
+
+def test_a_citation_that_cannot_be_rendered_does_not_stop_the_write(api, alice, monkeypatch):
+    from app.pages import stored as kept
+
+    def broken(item):  # type: ignore[no-untyped-def]
+        raise ValueError("citeproc-py could not render this")
+
+    monkeypatch.setattr(kept, "stored_citations", broken)
+    record = api.create(alice, "bericht.pdf", titel="Trotzdem")
+    assert stored(api, record["id"]) == []
+    monkeypatch.undo()
+    assert "<i>Trotzdem</i>" in cite_box(api, record["id"])  # rendered by the page itself
+
+
+def test_a_change_and_the_operator_keeping_the_same_citation_do_not_collide(api, alice):
+    # Both write the row of a record that has none (as after the upgrade): the second
+    # replaces the first instead of failing on the primary key.
+    from app.pages.stored import citation_row, keep
+
+    record = api.create(alice, "bericht.pdf", titel="Beide")
+    with api.app.app_context():
+        db.session.query(RecordCitation).delete()
+        db.session.commit()
+        row = api.row(record["id"])
+        first = citation_row(row, "Erstes Repositorium")
+        second = citation_row(row, api.app.config["REPOSITORY_NAME"])
+        connection = db.session.connection()
+        keep(connection, [first])
+        keep(connection, [second])
+        db.session.commit()
+    (kept,) = stored(api, record["id"])
+    assert (kept.key, kept.de) == (second["key"], second["de"])
