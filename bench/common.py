@@ -153,6 +153,26 @@ def app_env(
     )
 
 
+def migrated_postgres(
+    stack: contextlib.ExitStack, name: str, keep: bool = False
+) -> tuple[Path, str, dict[str, str]]:
+    """A work folder and a migrated PostgreSQL database of a bench, both removed when `stack`
+    closes unless `keep`, and the app's settings for them (local storage): (work folder,
+    database URL, settings)."""
+    workdir = stack.enter_context(workspace(name, keep=keep))
+    postgres = Postgres()
+    if not keep:
+        stack.callback(postgres.drop_all)
+    database_url = postgres.create(f"bench_{name}")
+    env = app_env(
+        database_url,
+        {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")},
+        workdir / "app-tmp",
+    )
+    prepare_database(env)
+    return workdir, database_url, env
+
+
 def flask_cli(*args: str, env: dict[str, str], timeout: float = 300) -> str:
     """Run a ``flask --app wsgi`` command; fails loudly with its output."""
     done = subprocess.run(

@@ -44,19 +44,16 @@ from typing import Any
 from urllib.parse import quote
 
 from bench.common import (
-    Postgres,
     Report,
     Server,
-    app_env,
     app_server,
     flask_cli,
     log,
     login,
     make_user,
     median,
-    prepare_database,
+    migrated_postgres,
     print_table,
-    workspace,
 )
 from bench.seed import Seeder
 
@@ -302,18 +299,8 @@ def main() -> None:
     report = Report("lists", vars(args).copy())
 
     with contextlib.ExitStack() as stack:
-        workdir = stack.enter_context(workspace("lists", keep=args.keep))
-        postgres = Postgres()
-        if not args.keep:
-            stack.callback(postgres.drop_all)
-        database_url = postgres.create("bench_lists")
+        workdir, database_url, env = migrated_postgres(stack, "lists", args.keep)
         log(f"database {database_url}")
-        env = app_env(
-            database_url,
-            {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")},
-            workdir / "app-tmp",
-        )
-        prepare_database(env)
         make_user(env, ADMIN_EMAIL, ADMIN_PASSWORD, admin=True)
         seeder = Seeder(database_url, users=args.users)
         seeder.create_users()

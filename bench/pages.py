@@ -42,16 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    Postgres,
     Report,
     Server,
-    app_env,
     app_server,
     log,
     median,
-    prepare_database,
+    migrated_postgres,
     print_table,
-    workspace,
 )
 from bench.search import p95
 from bench.seed import Seeder
@@ -208,17 +205,7 @@ def main() -> None:
     args = parser.parse_args()
     report = Report("pages", vars(args).copy())
     with contextlib.ExitStack() as stack:
-        workdir = stack.enter_context(workspace("pages", keep=args.keep))
-        postgres = Postgres()
-        if not args.keep:
-            stack.callback(postgres.drop_all)
-        database_url = postgres.create("bench_pages")
-        env = app_env(
-            database_url,
-            {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")},
-            workdir / "app-tmp",
-        )
-        prepare_database(env)
+        workdir, database_url, env = migrated_postgres(stack, "pages", args.keep)
         seeder = Seeder(database_url)
         seeder.create_users()
         log(f"seeding {args.records:,} records")

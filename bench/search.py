@@ -39,16 +39,13 @@ from typing import Any
 from urllib.parse import quote
 
 from bench.common import (
-    Postgres,
     Report,
     Server,
-    app_env,
     app_server,
     log,
     median,
-    prepare_database,
+    migrated_postgres,
     print_table,
-    workspace,
 )
 from bench.seed import Seeder
 
@@ -192,17 +189,7 @@ def main() -> None:
     levels: dict[str, Any] = {}
     report.data["levels"] = levels
     with contextlib.ExitStack() as stack:
-        workdir = stack.enter_context(workspace("search", keep=args.keep))
-        postgres = Postgres()
-        if not args.keep:
-            stack.callback(postgres.drop_all)
-        database_url = postgres.create("bench_search")
-        env = app_env(
-            database_url,
-            {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")},
-            workdir / "app-tmp",
-        )
-        prepare_database(env)
+        workdir, database_url, env = migrated_postgres(stack, "search", args.keep)
         seeder = Seeder(database_url)
         seeder.create_users()
         for size in sizes:
