@@ -20,9 +20,10 @@ none in the app for pages). ``--without NAME`` adds a server on the same databas
 mechanism of the page (``bench/ablation_shim``; ``stored-citation``: every page renders its
 citation itself; ``citation-style``: the Harvard style citeproc-py ships instead of the
 project's compact one where a citation is rendered, which a page only does together with
-``stored-citation``), asked for the same ids in the same rounds (servers and page/JSON
-alternating): its page and ratio beside the app's, to keep a mechanism only if it pays. The
-target is the app's.
+``stored-citation``; ``prepared-read``: the page's read planned on every execution;
+``bound-gettext``: Flask-Babel's gettext per string in the templates), asked for the same
+ids in the same rounds (servers and page/JSON alternating): its page and ratio beside the
+app's, to keep a mechanism only if it pays. The target is the app's.
 
     .venv/bin/python -m bench.pages                      # 1,000,000 records
     .venv/bin/python -m bench.pages --records 20000      # a quick trial
@@ -55,7 +56,7 @@ from bench.seed import Seeder
 
 RATIO_TARGET = 1.5
 SHIM = Path(__file__).resolve().parent / "ablation_shim"
-ABLATIONS = ("stored-citation", "citation-style")
+ABLATIONS = ("stored-citation", "citation-style", "prepared-read", "bound-gettext")
 
 
 class Client:

@@ -15,7 +15,11 @@ whose mechanism the app no longer has stops the server: remove the switch with t
   (when a record is written, and by a page without a kept citation);
 - ``stored-citation``: every page renders its Cite box itself instead of showing the one kept
   when its record was written (used by bench/pages.py, also as
-  ``stored-citation,citation-style``).
+  ``stored-citation,citation-style``);
+- ``prepared-read``: no statement is prepared on the server (a landing page's read is planned
+  on every execution);
+- ``bound-gettext``: the templates' strings go through Flask-Babel's own gettext, which looks
+  the catalogue and locale up for each.
 """
 
 from __future__ import annotations
@@ -24,7 +28,15 @@ import os
 import sys
 from pathlib import Path
 
-_KNOWN = ("presigned", "commits", "glibc", "citation-style", "stored-citation")
+_KNOWN = (
+    "presigned",
+    "commits",
+    "glibc",
+    "citation-style",
+    "stored-citation",
+    "prepared-read",
+    "bound-gettext",
+)
 
 
 def _require(owner: object, name: str) -> None:
@@ -103,6 +115,20 @@ def _without_stored_citation() -> None:
         return citation.formatted_citation(item, language)
 
     citation.page_citation = rendered_now  # type: ignore[attr-defined]
+
+
+def _without_prepared_read() -> None:
+    import app.database
+
+    _require(app.database, "prepare_marked_statements")
+    app.database.prepare_marked_statements = lambda engine: None  # type: ignore[assignment]
+
+
+def _without_bound_gettext() -> None:
+    import app.pages.i18n
+
+    _require(app.pages.i18n, "bound_translations")
+    app.pages.i18n.bound_translations = lambda: {}  # type: ignore[assignment]
 
 
 def _apply() -> None:
