@@ -13,7 +13,7 @@ from datetime import UTC
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Response, render_template, request
+from flask import Response, request
 from flask_babel import gettext as _
 from sqlalchemy import Select, or_, select, text
 
@@ -24,6 +24,7 @@ from app.files.listing import NEWEST_FIRST, Listing, Position, _before, paginate
 from app.http import external_url, load
 from app.models import FilePathCount, FileRecord
 from app.pages.blueprint import bp
+from app.pages.i18n import render_page
 from app.pages.paging import BadPageRequest, cursor_arg, page_url
 from app.pages.records import clean_text, size_text, title_of
 from app.public.routes import list_query_schema
@@ -242,7 +243,7 @@ def browse(folder: str) -> Response:
         page.feeds.append(
             (external_url("/api/public/podcast.rss", feed_args), "application/rss+xml", "Podcast")
         )
-    return Response(render_template("pages/browse.html", page=page))
+    return Response(render_page("pages/browse.html", page=page))
 
 
 # --- search -------------------------------------------------------------------------------
@@ -265,10 +266,10 @@ def search() -> Response:
     text = request.args.get("q")
     page = SearchPage(query=text or "")
     if text is None:
-        return Response(render_template("pages/search.html", page=page))
+        return Response(render_page("pages/search.html", page=page))
     if not text.strip():
         page.message = _("Bitte einen Suchbegriff eingeben.")
-        return Response(render_template("pages/search.html", page=page))
+        return Response(render_page("pages/search.html", page=page))
     args = {"q": text, "page": request.args.get("page", "1")}
     try:
         params = load(list_query_schema, args)
@@ -279,10 +280,10 @@ def search() -> Response:
             "Diese Suche ist nicht verständlich (etwa ein Anführungszeichen ohne Gegenstück "
             "oder eine falsche Seitenzahl)."
         )
-        return Response(render_template("pages/search.html", page=page), status=400)
+        return Response(render_page("pages/search.html", page=page), status=400)
     if params["page"] > MAX_SEARCH_PAGE:
         page.message = _("So weit blättert die Suche nicht; bitte die Suche eingrenzen.")
-        return Response(render_template("pages/search.html", page=page), status=400)
+        return Response(render_page("pages/search.html", page=page), status=400)
     found = paginate(Listing.of(None, params), params["page"], PAGE_SIZE)
     today = access.today()
     page.results = [record_item(row, today) for row in found.items]
@@ -294,4 +295,4 @@ def search() -> Response:
         page.next = page_url("/search", q=text, page=str(found.page + 1))
     if not found.items:
         page.message = _("Nichts gefunden.")
-    return Response(render_template("pages/search.html", page=page))
+    return Response(render_page("pages/search.html", page=page))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
-from flask import Response, render_template
+from flask import Response
 from flask_babel import lazy_gettext as _
+
+from app.pages.i18n import render_page
 
 #: First path segments served by this package; an error under them is an HTML page.
 PAGE_ROOTS = frozenset({"records", "browse", "search", "s", "robots.txt"})
@@ -39,6 +41,6 @@ def is_holder_page(path: str) -> bool:
 def error_page(status: int) -> Response:
     """The HTML page of an error status, with that status."""
     title = TITLES.get(status, _("Fehler"))
-    response = Response(render_template("pages/error.html", status=status, title=title))
+    response = Response(render_page("pages/error.html", status=status, title=title))
     response.status_code = status
     return response

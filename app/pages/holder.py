@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from flask import Response, render_template, request
+from flask import Response, request
 from flask_babel import format_datetime
 from sqlalchemy import select
 
@@ -25,6 +25,7 @@ from app.links import services
 from app.links.routes import _failures_limited, _open
 from app.models import FileRecord
 from app.pages.blueprint import bp
+from app.pages.i18n import render_page
 from app.pages.paging import cursor_arg, page_url
 from app.pages.records import clean_text, size_text, title_of
 from app.schemas.cursor import encode_cursor
@@ -110,12 +111,12 @@ def holder(secret: str) -> Response:
             page.more = page_url(request.path, cursor=encode_cursor(found.next_position))
         page.embargoes = running_embargoes(holder, today)
     services.note_use(link.id, download=False)
-    return Response(render_template("pages/holder.html", page=page))
+    return Response(render_page("pages/holder.html", page=page))
 
 
 def _expired(expired: services.LinkExpired) -> Response:
     """410, naming when the link expired (in the reader's language), so the holder can ask
     for a new one."""
     expired_at = format_datetime(expired.expired_at, "long")
-    body = render_template("pages/holder_expired.html", expired_at=expired_at)
+    body = render_page("pages/holder_expired.html", expired_at=expired_at)
     return Response(body, status=410)

@@ -15,14 +15,18 @@ import atexit
 import hashlib
 import shutil
 import tempfile
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
-from flask import Flask, request
+from flask import Flask, current_app, render_template, request
 from flask_babel import Babel, get_locale, get_translations
+from jinja2 import Environment
+from jinja2.ext import Extension
+from jinja2.lexer import TOKEN_DOT, Token, TokenStream
 from markupsafe import Markup
 
 LANGUAGES = ("de", "en")
@@ -80,6 +84,70 @@ def bound_translations() -> dict[str, Any]:
         return Markup(translations.ungettext(singular, plural, num)) % variables
 
     return {"gettext": gettext, "ngettext": ngettext, "page_language": lambda: language}
+
+
+#: How the templates translate a string: `_('Herunterladen')` or `gettext('Herunterladen')`.
+_GETTEXT_NAMES = frozenset({"_", "gettext"})
+#: The tokens of such a call with a constant string and nothing else.
+_CONSTANT_CALL = ("name", "lparen", "string", "rparen")
+#: Templates kept per language, as many as Jinja keeps by default.
+_TEMPLATES_KEPT = 400
+
+
+class TranslatedConstants(Extension):
+    """Translates `_('constant')` when a template is compiled, into the language of the
+    environment it is bound to (`translations`): the translation becomes part of the
+    template's text, as if the template had been written in that language, and costs nothing
+    when a page is rendered. A call with values (`_('%(size)s Byte', size=...)`) and
+    `ngettext` stay calls, answered by `bound_translations`. The text is what that gettext
+    gives (markup, with `%%` read as `%`), marked safe as it marks it."""
+
+    translations: Any = None
+
+    def filter_stream(self, stream: TokenStream) -> Iterator[Token]:
+        tokens = list(stream)
+        index = 0
+        while index < len(tokens):
+            call = tokens[index : index + len(_CONSTANT_CALL)]
+            if (
+                tuple(token.type for token in call) == _CONSTANT_CALL
+                and call[0].value in _GETTEXT_NAMES
+                and (index == 0 or tokens[index - 1].type != TOKEN_DOT)
+            ):
+                text = str(Markup(self.translations.ugettext(call[2].value)) % {})
+                line = call[0].lineno
+                # `('text'|safe)`: a constant Jinja folds into the template's text.
+                yield Token(line, "lparen", "(")
+                yield Token(line, "string", text)
+                yield Token(line, "pipe", "|")
+                yield Token(line, "name", "safe")
+                yield Token(line, "rparen", ")")
+                index += len(_CONSTANT_CALL)
+                continue
+            yield tokens[index]
+            index += 1
+
+
+def page_templates() -> Environment:
+    """The app's templates, compiled with their constant strings in the page's language
+    (`TranslatedConstants`): one environment per language, made by the first page in it."""
+    language = page_language()
+    environments = current_app.extensions.setdefault("page_templates", {})
+    environment = environments.get(language)
+    if environment is None:
+        extension = type(
+            "TranslatedConstants", (TranslatedConstants,), {"translations": get_translations()}
+        )
+        environment = current_app.jinja_env.overlay(
+            extensions=[extension], cache_size=_TEMPLATES_KEPT
+        )
+        environments[language] = environment
+    return environment
+
+
+def render_page(name: str, **context: Any) -> str:
+    """`render_template` of a page's template, translated into the page's language."""
+    return render_template(page_templates().get_template(name), **context)
 
 
 def init_app(app: Flask) -> None:

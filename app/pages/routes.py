@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from flask import Response, current_app, render_template, request
+from flask import Response, current_app, request
 from flask_babel import gettext as _
 from sqlalchemy import Row, bindparam, func, select
 from werkzeug.exceptions import NotFound
@@ -27,6 +27,7 @@ from app.oai.routes import identifier_of
 from app.pages import browse, citation, exports, holder, i18n, sitemap, stored  # noqa: F401
 from app.pages.blueprint import bp
 from app.pages.errors import is_holder_page, is_page
+from app.pages.i18n import render_page
 from app.pages.previews import csv_rows
 from app.pages.records import (
     RecordPage,
@@ -211,7 +212,7 @@ def _page(read: Read) -> Response:
             stored = {"key": row.citation_key, "de": row.citation_de, "en": row.citation_en}
         item = exports.csl_item(page)
         page.citation = citation.page_citation(item, stored, i18n.page_language())
-        response = Response(render_template("pages/record.html", page=page))
+        response = Response(render_page("pages/record.html", page=page))
     response.set_etag(etag)
     response.headers["Link"] = link_header(signposting(page))
     count_view(row.id, response.status_code)

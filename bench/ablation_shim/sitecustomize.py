@@ -19,7 +19,9 @@ whose mechanism the app no longer has stops the server: remove the switch with t
 - ``prepared-read``: no statement is prepared on the server (a landing page's read is planned
   on every execution);
 - ``bound-gettext``: the templates' strings go through Flask-Babel's own gettext, which looks
-  the catalogue and locale up for each.
+  the catalogue and locale up for each;
+- ``translated-templates``: the pages' templates translate their constant strings while a page
+  is rendered (Flask's own environment) instead of holding them translated since compiled.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ _KNOWN = (
     "stored-citation",
     "prepared-read",
     "bound-gettext",
+    "translated-templates",
 )
 
 
@@ -129,6 +132,15 @@ def _without_bound_gettext() -> None:
 
     _require(app.pages.i18n, "bound_translations")
     app.pages.i18n.bound_translations = lambda: {}  # type: ignore[assignment]
+
+
+def _without_translated_templates() -> None:
+    import flask
+
+    import app.pages.i18n
+
+    _require(app.pages.i18n, "page_templates")
+    app.pages.i18n.page_templates = lambda: flask.current_app.jinja_env  # type: ignore[assignment]
 
 
 def _apply() -> None:

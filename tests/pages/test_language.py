@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
+from flask import current_app
 from lxml import html
 
 from app.pages import i18n
+from tests.links.test_links import kit, record_link
+from tests.support import samples
 from tests.support.api import Account, Api
 
 
@@ -123,3 +126,61 @@ def test_the_catalogue_holds_every_string_the_pages_use():
             if message.id
         }
     assert used - known == set()
+
+
+def test_pages_compiled_in_each_language_print_what_gettext_prints(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    """The templates' constant strings are translated once, when a template is compiled
+    (`i18n.TranslatedConstants`): every kind of page, in both languages, is byte for byte the
+    page that translating each string while rendering gives."""
+    folder = {"path": "presse/2026", "autoren": "Muster, Erika", "sachschlagwoerter": "a; b"}
+    records = [
+        api.create(alice, "bericht.pdf", titel="Bericht 100 % <b>fett</b>", **folder),
+        api.create(alice, "daten.csv", samples.csv_bytes(), **folder),
+        api.create(alice, "folge.mp3", samples.mp3_bytes(), **folder),
+        api.create(alice, "film.mp4", samples.mp4_bytes(), **folder),
+        api.create(alice, "bild.png", samples.png_bytes(), **folder),
+        embargoed_record(api, alice),
+    ]
+    links = [
+        record_link(api, alice, records[-1]["id"]).get_json()["url"],
+        kit(api, alice, "presse").get_json()["url"],
+    ]
+    paths = [
+        *(f"/records/{record['id']}" for record in records),
+        f"/records/{'0' * 8}-0000-4000-8000-{'0' * 12}",
+        "/browse/",
+        "/browse/presse/2026",
+        "/search?q=Bericht",
+        "/search?q=",
+        *links,
+    ]
+
+    def pages() -> dict[tuple[str, str], tuple[int, bytes]]:
+        answers = {}
+        for path in paths:
+            for language in i18n.LANGUAGES:
+                response = api.client.get(path, headers={"Accept-Language": language})
+                answers[path, language] = (response.status_code, response.get_data())
+        return answers
+
+    compiled = pages()
+    assert {status for status, _ in compiled.values()} >= {200, 404}
+    monkeypatch.setattr(i18n, "page_templates", lambda: current_app.jinja_env)
+    assert pages() == compiled
+
+
+def test_constant_strings_leave_no_call_in_the_compiled_template(app: Any):
+    """What the test above compares is two mechanisms: the page's templates hold their
+    constant strings as text in the page's language; a string with values stays a call."""
+    call = "'Herunterladen', _block_vars"
+    for language, text in (("de", "download>Herunterladen ("), ("en", "download>Download (")):
+        with app.test_request_context(headers={"Accept-Language": language}):
+            environment = i18n.page_templates()
+            source = environment.loader.get_source(environment, "pages/record.html")[0]
+            translated = environment.compile(source, "pages/record.html", raw=True)
+            runtime = app.jinja_env.compile(source, "pages/record.html", raw=True)
+        assert call in runtime and call not in translated
+        assert text in translated
+        assert "'Vorschau: %(title)s'" in translated
