@@ -7,6 +7,11 @@ the first app of a process starts, into a folder of that process, so the reposit
 compiled file. A reader chooses by `Accept-Language` or by the visible switch, which adds
 `?lang=de|en` to the address: no cookie, so a shared cache keys a page by its address and the
 `Accept-Language` it varies on.
+
+A page's templates come from `page_templates()`: one Jinja environment per language, whose
+templates hold their constant strings already translated (`TranslatedConstants`), so a page
+pays no gettext call for them; strings with values and plurals are translated while rendering
+(`bound_translations`). Either way a page is the same (tests/pages/test_language.py).
 """
 
 from __future__ import annotations
