@@ -22,8 +22,7 @@ citation itself; ``citation-style``: the Harvard style citeproc-py ships instead
 project's compact one where a citation is rendered, which a page only does together with
 ``stored-citation``; ``prepared-read``: the page's read planned on every execution;
 ``bound-gettext``: Flask-Babel's gettext per string in the templates; ``translated-templates``:
-the templates' strings translated while rendering, not when compiled; ``frame-links``: the
-frame's links from ``url_for`` on every page, not once per mount point), asked for the same
+the templates' strings translated while rendering, not when compiled), asked for the same
 ids in the same rounds (servers and page/JSON alternating): its page and ratio beside the
 app's, to keep a mechanism only if it pays. The target is the app's.
 
@@ -64,7 +63,6 @@ ABLATIONS = (
     "prepared-read",
     "bound-gettext",
     "translated-templates",
-    "frame-links",
 )
 
 

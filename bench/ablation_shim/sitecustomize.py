@@ -21,9 +21,7 @@ whose mechanism the app no longer has stops the server: remove the switch with t
 - ``bound-gettext``: the templates' strings go through Flask-Babel's own gettext, which looks
   the catalogue and locale up for each;
 - ``translated-templates``: the pages' templates translate their constant strings while a page
-  is rendered (Flask's own environment) instead of holding them translated since compiled;
-- ``frame-links``: every page works its frame's links out with ``url_for`` instead of once per
-  mount point.
+  is rendered (Flask's own environment) instead of holding them translated since compiled.
 """
 
 from __future__ import annotations
@@ -41,7 +39,6 @@ _KNOWN = (
     "prepared-read",
     "bound-gettext",
     "translated-templates",
-    "frame-links",
 )
 
 
@@ -144,14 +141,6 @@ def _without_translated_templates() -> None:
 
     _require(app.pages.i18n, "page_templates")
     app.pages.i18n.page_templates = lambda: flask.current_app.jinja_env  # type: ignore[assignment]
-
-
-def _without_frame_links() -> None:
-    import app.pages.blueprint
-
-    _require(app.pages.blueprint, "frame_links")
-    _require(app.pages.blueprint, "frame_links_now")
-    app.pages.blueprint.frame_links = app.pages.blueprint.frame_links_now  # type: ignore[assignment]
 
 
 def _apply() -> None:
