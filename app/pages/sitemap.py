@@ -4,11 +4,18 @@ The sitemap names the page of every record the public may read, with `lastmod` f
 `updated_at`. Above `URLS_PER_SITEMAP` pages it is a sitemap index of `/sitemap-<n>.xml` parts
 (the sitemaps.org limit). Each answer is streamed: records are read in keyset batches and
 written with lxml's incremental writer, so memory does not grow with the number of records.
+
+A part is a range of record ids, not a place in their order: part n of K holds the ids from
+(n-1)/K to n/K of the id space, so finding its start costs one index lookup whatever n is (an
+OFFSET into a million ids took half a second). Record ids are random (UUID 4, made by the app),
+so with K chosen for `PART_FILL` records a part, a part's share is within a few hundred of it;
+a part never lists more than `URLS_PER_SITEMAP`.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import uuid
 from collections.abc import Iterator
@@ -29,6 +36,9 @@ from app.pages.blueprint import bp
 NAMESPACE = "http://www.sitemaps.org/schemas/sitemap/0.9"
 #: The most URLs one sitemap file may hold (sitemaps.org); read at each request.
 URLS_PER_SITEMAP = 50_000
+#: Records a part holds on average: far enough under the limit that random ids never reach it
+#: (a part's count varies by about the square root of this).
+PART_FILL = 0.8
 #: Records read per query while a sitemap streams.
 BATCH = 1_000
 XML = "application/xml; charset=utf-8"
@@ -43,17 +53,21 @@ def released_count() -> int:
     return int(total or 0)
 
 
-def _batches(start: uuid.UUID | None, limit: int) -> Iterator[list[Any]]:
-    """The public records from id `start` on, in id order, `limit` at most, BATCH at a time."""
+def _batches(ids: tuple[uuid.UUID | None, uuid.UUID | None], limit: int) -> Iterator[list[Any]]:
+    """The public records with ids in [low, high) (None: unbounded), in id order, `limit` at
+    most, BATCH at a time."""
+    low, high = ids
     query = select(FileRecord.id, FileRecord.updated_at).where(access.visible(None))
+    if high is not None:
+        query = query.where(FileRecord.id < high)
     after: uuid.UUID | None = None
     left = limit
     while left > 0:
         page = query
         if after is not None:
             page = page.where(FileRecord.id > after)
-        elif start is not None:
-            page = page.where(FileRecord.id >= start)
+        elif low is not None:
+            page = page.where(FileRecord.id >= low)
         asked = min(BATCH, left)
         rows = list(db.session.execute(page.order_by(FileRecord.id).limit(asked)))
         if rows:
@@ -64,16 +78,23 @@ def _batches(start: uuid.UUID | None, limit: int) -> Iterator[list[Any]]:
         after = rows[-1].id
 
 
-def _first_id_of_part(number: int, size: int) -> uuid.UUID | None:
-    """The first record id of part `number` (1, 2, ...): an offset in the primary key index."""
-    query = (
-        select(FileRecord.id)
-        .where(access.visible(None))
-        .order_by(FileRecord.id)
-        .offset((number - 1) * size)
-        .limit(1)
-    )
-    return db.session.scalar(query)
+#: Every record id is below this (128 bits).
+_ID_SPACE = 1 << 128
+
+
+def part_count(total: int) -> int:
+    """How many parts `total` public records make: one up to the limit, else enough for
+    `PART_FILL` of the limit each."""
+    if total <= URLS_PER_SITEMAP:
+        return 1
+    return math.ceil(total / max(1, int(URLS_PER_SITEMAP * PART_FILL)))
+
+
+def part_ids(number: int, parts: int) -> tuple[uuid.UUID | None, uuid.UUID | None]:
+    """The ids of part `number` (1..parts): [low, high), None where the range is open."""
+    low = None if number == 1 else uuid.UUID(int=(number - 1) * _ID_SPACE // parts)
+    high = None if number == parts else uuid.UUID(int=number * _ID_SPACE // parts)
+    return low, high
 
 
 def _drain(buffer: io.BytesIO) -> bytes:
@@ -88,13 +109,13 @@ def _element(xf: Any, name: str, text: str) -> None:
         xf.write(text)
 
 
-def _urlset(start: uuid.UUID | None, limit: int) -> Iterator[bytes]:
+def _urlset(batches: Iterator[list[Any]]) -> Iterator[bytes]:
     buffer = io.BytesIO()
     pages = external_url(f"{request.script_root}/records/")
     with etree.xmlfile(buffer, encoding="utf-8") as xf:
         xf.write_declaration()
         with xf.element(f"{{{NAMESPACE}}}urlset", nsmap={None: NAMESPACE}):
-            for rows in _batches(start, limit):
+            for rows in batches:
                 for row in rows:
                     with xf.element(f"{{{NAMESPACE}}}url"):
                         _element(xf, "loc", f"{pages}{row.id}")
@@ -126,23 +147,24 @@ def _streamed(chunks: Iterator[bytes]) -> Response:
 @bp.get("/sitemap.xml")
 def sitemap() -> Response:
     """Every public record page, or above URLS_PER_SITEMAP the index of the parts."""
-    size = URLS_PER_SITEMAP
-    total = released_count()
-    if total > size:
-        return _streamed(_index(math.ceil(total / size)))
-    return _streamed(_urlset(None, size))
+    parts = part_count(released_count())
+    if parts > 1:
+        return _streamed(_index(parts))
+    return _streamed(_urlset(_batches((None, None), URLS_PER_SITEMAP)))
 
 
 @bp.get("/sitemap-<int:number>.xml")
 def sitemap_part(number: int) -> Response:
-    """Part `number` of the sitemap: the records from place (number-1)*size on, in id order."""
-    size = URLS_PER_SITEMAP
-    if number < 1 or number > max(1, math.ceil(released_count() / size)):
+    """Part `number` of the sitemap: the public records whose ids fall in its range; 404 when
+    there are none (a sitemap lists at least one page), which only a few records allow."""
+    parts = part_count(released_count())
+    if not 1 <= number <= parts:
         raise RecordNotFound()
-    start = _first_id_of_part(number, size) if number > 1 else None
-    if number > 1 and start is None:
+    batches = _batches(part_ids(number, parts), URLS_PER_SITEMAP)
+    first = next(batches, None)
+    if first is None:
         raise RecordNotFound()
-    return _streamed(_urlset(start, size))
+    return _streamed(_urlset(itertools.chain([first], batches)))
 
 
 @bp.get("/robots.txt")

@@ -4,6 +4,7 @@ sitemaps.org schemas, switching to an index of parts above the limit, read in ba
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -70,19 +71,60 @@ def test_the_sitemap_names_every_public_record_page_with_its_lastmod(api: Api, r
 def test_above_the_limit_the_sitemap_is_an_index_of_parts(
     api: Api, records, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(sitemap, "URLS_PER_SITEMAP", 2)
+    """Parts are ranges of the id space: each lists the public records whose ids fall in its
+    range, in id order, at most the limit; together they list every public record once."""
+    monkeypatch.setattr(sitemap, "URLS_PER_SITEMAP", 4)
+    monkeypatch.setattr(sitemap, "PART_FILL", 0.5)  # two records a part: ceil(5 / 2) = 3 parts
     index = parsed(api.client.get("/sitemap.xml"), "siteindex.xsd")
     parts = index.xpath("//s:sitemap/s:loc/text()", namespaces=NS)
     assert parts == [f"{BASE}/sitemap-{n}.xml" for n in (1, 2, 3)]
+    every = expected(records, api)
+    ids = sorted(uuid.UUID(r["id"]) for r in records)
+    bounds = [0, 2**128 // 3, 2 * 2**128 // 3, 2**128]
     found: dict[str, str] = {}
-    for part in parts:
-        urls = lastmods(parsed(api.client.get(part), "sitemap.xsd"))
-        assert 1 <= len(urls) <= 2 and not set(urls) & set(found)
-        found.update(urls)
-    assert found == expected(records, api)
+    for number, part in enumerate(parts, start=1):
+        inside = [i for i in ids if bounds[number - 1] <= i.int < bounds[number]][:4]
+        response = api.client.get(part)
+        if not inside:  # a sitemap lists at least one page; only a few records leave a gap
+            assert response.status_code == 404 and response.mimetype == "text/html"
+            continue
+        document = parsed(response, "sitemap.xsd")
+        urls = [url.findtext("s:loc", namespaces=NS) for url in document.iterfind("s:url", NS)]
+        assert urls == [f"{BASE}/records/{i}" for i in inside]
+        found.update(lastmods(document))
+    assert found == {loc: every[loc] for loc in found}
+    if all(sum(bounds[n] <= i.int < bounds[n + 1] for i in ids) <= 4 for n in range(3)):
+        assert found == every
     for beyond in ("/sitemap-4.xml", "/sitemap-0.xml", "/sitemap-x.xml"):
         response = api.client.get(beyond)
         assert response.status_code == 404 and response.mimetype == "text/html", beyond
+
+
+def test_a_part_is_found_by_its_id_range_not_by_counting_records_before_it(
+    api: Api, app: Any, records, monkeypatch: pytest.MonkeyPatch
+):
+    """The last part of a million records costs what the first does: its reads start at its
+    range in the primary key (an OFFSET would walk every record before it)."""
+    monkeypatch.setattr(sitemap, "URLS_PER_SITEMAP", 1)
+    statements: list[tuple[str, Any]] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, parameters: Any, *args: Any) -> None:
+        if "file_records" in statement:
+            statements.append((statement, parameters))
+
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        api.client.get("/sitemap-5.xml")  # 200, or 404 if no id fell into its fifth
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    (read, parameters) = next((s, p) for s, p in statements if "ORDER BY file_records.id" in s)
+    assert "file_records.id >=" in read and "file_records.id <" not in read  # the last part
+    if "OFFSET" in read.upper():  # SQLite writes LIMIT ? OFFSET ? with an offset of 0
+        assert list(parameters)[-1] == 0
+    assert sitemap.part_ids(5, 5) == (uuid.UUID(int=4 * 2**128 // 5), None)
+    assert sitemap.part_ids(1, 5) == (None, uuid.UUID(int=2**128 // 5))
 
 
 def test_the_sitemap_streams_reading_records_in_batches(
