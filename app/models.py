@@ -326,7 +326,8 @@ class ShareLink(db.Model):
 class RecordCitation(db.Model):
     """A record's Cite box as citeproc-py rendered it when the record was written, in each
     page language, its address left as a placeholder (app/pages/citation.py); `key` tells
-    whether it still fits the record and the style."""
+    whether it still fits the record and the style. Beside it the record's page parts,
+    rendered then too (app/pages/kept.py), and their own key; none where rendering failed."""
 
     __tablename__ = "record_citations"
 
@@ -336,6 +337,9 @@ class RecordCitation(db.Model):
     key: Mapped[str] = mapped_column(String(32))
     de: Mapped[str] = mapped_column(Text)
     en: Mapped[str] = mapped_column(Text)
+    page_key: Mapped[str | None] = mapped_column(String(32))
+    page_de: Mapped[str | None] = mapped_column(Text)
+    page_en: Mapped[str | None] = mapped_column(Text)
 
 
 class StatsDaily(db.Model):

@@ -10,10 +10,10 @@ object for its table and goes without it (one failed local open per CSV page).
 Targets: p95 of the page <= 1.5 x p95 of the JSON record; the page answers with an ETag and
 ``Cache-Control: public``, and a conditional GET with that ETag gets 304 with no body.
 
-The app renders a record's citation when the record is written (app/pages/stored.py); seeded
-rows are copied in without it, so the bench renders it the same way for the records it asks
-for and fills the rest of `record_citations` with rows of the same size, so that the table and
-its index have their full size (those records are never asked for).
+The app renders a record's citation and page when the record is written (app/pages/stored.py);
+seeded rows are copied in without them, so the bench renders them with the app's own code for
+the records it asks for and fills the rest of `record_citations` with rows of the same size,
+so that the table and its index have their full size (those records are never asked for).
 
 Every id is asked for once per server: the pages measured are cold (no cache in front, and
 none in the app for pages). ``--without NAME`` adds a server on the same database without one
@@ -22,7 +22,9 @@ citation itself; ``citation-style``: the Harvard style citeproc-py ships instead
 project's compact one where a citation is rendered, which a page only does together with
 ``stored-citation``; ``prepared-read``: the page's read planned on every execution;
 ``bound-gettext``: Flask-Babel's gettext per string in the templates; ``translated-templates``:
-the templates' strings translated while rendering, not when compiled), asked for the same
+the templates' strings translated while rendering, not when compiled; ``kept-page``: every
+page rendered as it is viewed, not filled in from the one kept at its record's write, which
+the other switches mostly act on only together with it), asked for the same
 ids in the same rounds (servers and page/JSON alternating): its page and ratio beside the
 app's, to keep a mechanism only if it pays. The target is the app's.
 
@@ -63,6 +65,7 @@ ABLATIONS = (
     "prepared-read",
     "bound-gettext",
     "translated-templates",
+    "kept-page",
 )
 
 
@@ -96,34 +99,54 @@ def sample_ids(database_url: str, count: int, seed: int) -> list[str]:
     return ids
 
 
-def store_citations(database_url: str, ids: list[str], repository: str) -> None:
-    """What the app keeps when it writes a record, for the records asked for; filler rows
-    of the same size for all others."""
+def store_kept(database_url: str, env: dict[str, str], ids: list[str]) -> None:
+    """What the app keeps when it writes a record (its citation and page, app/pages/stored.py),
+    rendered by the app's own code for the records asked for; filler rows of the same size
+    for all others, so that the table, its TOAST table and their indexes have their full
+    size."""
     import psycopg
-    from psycopg.rows import namedtuple_row
 
-    from app.pages.stored import citation_row
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        from sqlalchemy import select
 
-    copy_in = "COPY record_citations (record_id, key, de, en) FROM STDIN"
+        from app import create_app
+        from app.extensions import db
+        from app.models import FileRecord
+        from app.pages.stored import kept_row
+
+        app = create_app()
+        with app.app_context():
+            repository = app.config["REPOSITORY_NAME"]
+            wanted = [uuid.UUID(record_id) for record_id in ids]
+            records = db.session.scalars(select(FileRecord).where(FileRecord.id.in_(wanted)))
+            rows = [kept_row(record, repository) for record in records]
+            db.session.remove()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    if any(row["page_key"] is None for row in rows):
+        raise RuntimeError("the app could not keep the page of every record asked for")
+    columns = ("record_id", "key", "de", "en", "page_key", "page_de", "page_en")
+    copy_in = f"COPY record_citations ({', '.join(columns)}) FROM STDIN"
     with psycopg.connect(database_url, autocommit=True) as conn:
-        records = (
-            conn.cursor(row_factory=namedtuple_row)
-            .execute(
-                "SELECT id, titel, original_name, autoren, mime_type, created_at FROM file_records"
-                " WHERE id = ANY(%s)",
-                [[uuid.UUID(record_id) for record_id in ids]],
-            )
-            .fetchall()
-        )
-        rows = [citation_row(record, repository) for record in records]
         with conn.cursor().copy(copy_in) as copy:
             for row in rows:
-                copy.write_row([row["record_id"], row["key"], row["de"], row["en"]])
+                copy.write_row([row[name] for name in columns])
         sample = rows[0]
         conn.execute(
-            "INSERT INTO record_citations (record_id, key, de, en)"
-            " SELECT id, %s, %s, %s FROM file_records WHERE NOT id = ANY(%s)",
-            ["filler".ljust(32, "-"), sample["de"], sample["en"], [r["record_id"] for r in rows]],
+            "INSERT INTO record_citations (record_id, key, de, en, page_key, page_de, page_en)"
+            " SELECT id, %s, %s, %s, %s, %s, %s FROM file_records WHERE NOT id = ANY(%s)",
+            [
+                "filler".ljust(32, "-"),
+                sample["de"],
+                sample["en"],
+                "filler".ljust(32, "-"),
+                sample["page_de"],
+                sample["page_en"],
+                [row["record_id"] for row in rows],
+            ],
         )
         conn.execute("VACUUM (ANALYZE) record_citations")
         conn.execute("CHECKPOINT")  # the setup's writes reach the disk before the timing
@@ -220,8 +243,8 @@ def main() -> None:
         log(f"seeding {args.records:,} records")
         report.data["seed_seconds"] = seeder.grow_to(args.records)
         ids = sample_ids(database_url, args.warmup + args.requests, seed=25)
-        log("  citations of those records, as the app keeps them")
-        store_citations(database_url, ids, env.get("REPOSITORY_NAME", "File repository"))
+        log("  citations and pages of those records, as the app keeps them")
+        store_kept(database_url, env, ids)
         servers = [app_server("app", env, workdir)]
         stack.callback(lambda: [server.stop() for server in servers])
         for name in args.without:

@@ -1,6 +1,7 @@
-"""`flask pages citations`: keep the Cite box of every record whose kept one is missing or no
-longer fits (after an upgrade to migration 0018, a new style or citeproc-py, another
-`REPOSITORY_NAME`, or records written by SQL). Pages are right without it, only slower."""
+"""`flask pages citations`: keep the Cite box and the page of every record whose kept ones are
+missing or no longer fit (after an upgrade to migration 0018 or 0019, a new release, another
+`REPOSITORY_NAME`, records written by SQL, or an embargo that has ended since the record was
+written: run it daily). Pages are right without it, only slower."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from sqlalchemy import Row, select
 
 from app.database import lock_database_on_sqlite
 from app.extensions import db
+from app.files.access import embargo_active, today
 from app.models import FileRecord, RecordCitation
-from app.pages.stored import CITED, citation_row, keep
+from app.pages import kept
+from app.pages.stored import citation_row, keep, kept_row
 
 pages_cli = AppGroup("pages", help="Landing pages.")
 #: Records read per round trip; each round's citations are written in one transaction.
@@ -23,20 +26,20 @@ BATCH = 500
 
 @pages_cli.command("citations")
 def citations_command() -> None:
-    """Render and keep the citations that are missing or no longer fit."""
+    """Render and keep the citations and pages that are missing or no longer fit."""
     checked, written = refresh_citations(current_app.config["REPOSITORY_NAME"])
-    click.echo(f"citations: {checked} records checked, {written} kept anew")
+    click.echo(f"citations and pages: {checked} records checked, {written} kept anew")
 
 
 def refresh_citations(repository: str) -> tuple[int, int]:
-    """Walk every record in id order; returns (records checked, citations written)."""
+    """Walk every record in id order; returns (records checked, records kept anew)."""
     table = RecordCitation.__table__
-    columns = [FileRecord.id, *(getattr(FileRecord, name) for name in CITED)]
+    columns = FileRecord.__table__.columns
     checked = written = 0
     last = None
     while True:
         query = (
-            select(*columns, table.c.key)
+            select(*columns, table.c.key, table.c.page_key)
             .outerjoin(table, table.c.record_id == FileRecord.id)
             .order_by(FileRecord.id)
             .limit(BATCH)
@@ -58,5 +61,8 @@ def refresh_citations(repository: str) -> tuple[int, int]:
 
 def _kept(row: Row[Any], repository: str) -> dict[str, Any] | None:
     """The row to keep for a record, or None when its kept one still fits."""
-    wanted = citation_row(row, repository)
-    return None if row.key == wanted["key"] else wanted
+    cited = citation_row(row, repository)
+    page_key = kept.page_key(row, embargo_active(row, today()), repository, cited["key"])
+    if row.key == cited["key"] and row.page_key == page_key:
+        return None
+    return kept_row(row, repository)

@@ -28,7 +28,7 @@ from typing import Any
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from flask import Flask, current_app, render_template, request
-from flask_babel import Babel, get_locale, get_translations
+from flask_babel import Babel, force_locale, get_locale, get_translations
 from jinja2 import Environment
 from jinja2.ext import Extension
 from jinja2.lexer import TOKEN_DOT, Token, TokenStream
@@ -133,15 +133,18 @@ class TranslatedConstants(Extension):
             index += 1
 
 
-def page_templates() -> Environment:
-    """The app's templates, compiled with their constant strings in the page's language
-    (`TranslatedConstants`): one environment per language, made by the first page in it."""
-    language = page_language()
+def page_templates(language: str | None = None) -> Environment:
+    """The app's templates, compiled with their constant strings in `language` (the page's
+    unless given; `TranslatedConstants`): one environment per language, made by its first
+    page, and only ever used while that language is the selected one."""
+    language = language or page_language()
     environments = current_app.extensions.setdefault("page_templates", {})
     environment = environments.get(language)
     if environment is None:
+        with force_locale(language):
+            translations = get_translations()
         extension = type(
-            "TranslatedConstants", (TranslatedConstants,), {"translations": get_translations()}
+            "TranslatedConstants", (TranslatedConstants,), {"translations": translations}
         )
         environment = current_app.jinja_env.overlay(
             extensions=[extension], cache_size=_TEMPLATES_KEPT

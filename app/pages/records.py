@@ -38,10 +38,15 @@ DATASET_TYPES = frozenset(
 OG_LOCALES = {"de": "de_DE", "en": "en_GB"}
 MEDIA_OBJECTS = {"audio": "AudioObject", "video": "VideoObject", "image": "ImageObject"}
 PDF = "application/pdf"
+#: Placeholders of a kept page (app/pages/kept.py), from Unicode's private use area: the
+#: reader's address, the reach figures, a CSV's table, and the line between title, head and
+#: article. `clean_text` drops the characters U+E0F0 to U+E0FF from every value, so that no
+#: value can pose as one (nor as the citation's address, app/pages/citation.py).
+BASE, REACH, TABLE, SEPARATOR = "\ue0f1", "\ue0f2", "\ue0f3", "\ue0f4"
 #: What HTML calls a parse error in text: controls other than tab, newline and carriage return,
-#: and noncharacters (the API keeps some of them, e.g. U+007F and U+0085).
+#: and noncharacters (the API keeps some of them, e.g. U+007F and U+0085); and the placeholders.
 _NOT_HTML = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef"
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef\ue0f0-\ue0ff"
     + "".join(chr(plane + 0xFFFE) + chr(plane + 0xFFFF) for plane in range(0, 0x110000, 0x10000))
     + "]"
 )

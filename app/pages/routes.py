@@ -6,13 +6,12 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import date
-from importlib import metadata
-from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from flask import Response, current_app, request
 from flask_babel import gettext as _
-from sqlalchemy import Row, bindparam, func, select
+from sqlalchemy import Row, bindparam, case, func, select
 from werkzeug.exceptions import NotFound
 
 from app.database import PREPARED
@@ -20,11 +19,10 @@ from app.exceptions import RecordNotFound
 from app.extensions import db
 from app.files import access
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
-from app.http import external_url
+from app.http import base_url
 from app.links.routes import HOLDER_HEADERS
 from app.models import FileRecord, RecordCitation, StatsDaily
-from app.oai.routes import identifier_of
-from app.pages import browse, citation, exports, holder, i18n, sitemap, stored  # noqa: F401
+from app.pages import browse, citation, exports, holder, i18n, kept, sitemap, stored  # noqa: F401
 from app.pages.blueprint import bp
 from app.pages.errors import is_holder_page, is_page
 from app.pages.i18n import render_page
@@ -34,7 +32,6 @@ from app.pages.records import (
     Urls,
     kind_of,
     link_header,
-    record_page,
     signposting,
 )
 from app.stats import count_view
@@ -48,36 +45,6 @@ CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-action 'sel
 #: refuses to show a PDF at all in a frame sandboxed by the embedding page's `sandbox`
 #: attribute, but shows it under this header.
 PREVIEW_POLICY = f"{CONTENT_SECURITY_POLICY}; sandbox"
-
-
-def _digest_of_files(*folders: Path) -> str:
-    """A digest of the templates and assets (folders or single files): a new release of them
-    changes every ETag (the same on every replica, as it depends on their content only)."""
-    digest = hashlib.sha256()
-    for folder in folders:
-        for file in sorted(folder.rglob("*")) if folder.is_dir() else [folder]:
-            if file.is_file():
-                digest.update(file.relative_to(folder.parent).as_posix().encode() + b"\0")
-                digest.update(file.read_bytes())
-    return digest.hexdigest()
-
-
-HERE = Path(__file__).parent
-#: What builds a page or an export besides the record: templates, assets, translations, the
-#: citation's style, the page modules and the OAI-PMH writer the Dublin Core export uses.
-LAYOUT_INPUTS = (
-    HERE / "templates",
-    HERE / "static",
-    i18n.CATALOGUES,
-    citation.STYLE,
-    *sorted(HERE.glob("*.py")),
-    HERE.parent / "oai" / "xml.py",
-)
-#: ... and the libraries that write them: a new release of any changes every ETag.
-LAYOUT_LIBRARIES = ("citeproc-py", "bibtexparser", "rispy", "datacite", "Babel", "flask-babel")
-LAYOUT_DIGEST = _digest_of_files(*LAYOUT_INPUTS) + "".join(
-    metadata.version(name) for name in LAYOUT_LIBRARIES
-)
 
 
 @bp.after_app_request
@@ -117,14 +84,19 @@ def _reach_of(page_views: bool) -> Any:
 
 
 _CITATIONS = RecordCitation.__table__
-#: Everything a page reads in one round trip, built once: the record, its stored citation
-#: (app/pages/stored.py) and its reach; prepared on PostgreSQL (a primary-key lookup).
+#: Everything a page reads in one round trip, built once: the record, its kept citation and
+#: page (app/pages/stored.py) and its reach; prepared on PostgreSQL (a primary-key lookup).
 _READ_PAGE = (
     select(
         *FileRecord.__table__.columns,
         _CITATIONS.c.key.label("citation_key"),
         _CITATIONS.c.de.label("citation_de"),
         _CITATIONS.c.en.label("citation_en"),
+        _CITATIONS.c.page_key,
+        # Only the page's language: a kept page is a few kilobytes, stored compressed.
+        case(
+            (bindparam("language") == "en", _CITATIONS.c.page_en), else_=_CITATIONS.c.page_de
+        ).label("page_text"),
         _reach_of(page_views=False).label("reach_downloads"),
         _reach_of(page_views=True).label("reach_views"),
     )
@@ -136,35 +108,17 @@ _READ_PAGE = (
 
 def _page_row(record_id: uuid.UUID) -> Row[Any]:
     """The record the public may see with what only its page shows (`_READ_PAGE`)."""
-    row = db.session.connection().execute(_READ_PAGE, {"record_id": record_id}).first()
+    values = {"record_id": record_id, "language": i18n.page_language()}
+    row = db.session.connection().execute(_READ_PAGE, values).first()
     if row is None or not access.may_see(None, row):
         raise RecordNotFound()
     return row
 
 
-def _read(record_id: uuid.UUID, *, for_page: bool = False) -> Read:
-    row = _page_row(record_id) if for_page else access.read_record(None, record_id)
-    today = access.today()
-    repository = current_app.config["REPOSITORY_NAME"]
-    urls = Urls(
-        page=external_url(f"/records/{row.id}"),
-        download=external_url(f"/api/public/files/{row.id}/download"),
-        record_json=external_url(f"/api/public/files/{row.id}"),
-        preview=external_url(f"/records/{row.id}/preview"),
-        oai_record=external_url(
-            "/oai",
-            [
-                ("verb", "GetRecord"),
-                ("metadataPrefix", "oai_dc"),
-                ("identifier", identifier_of(row.id)),
-            ],
-        ),
-        folder_feed=external_url(
-            "/api/public/feed.atom", [("path", row.path)] if row.path else None
-        ),
-        podcast_feed=external_url("/api/public/podcast.rss"),
-    )
-    version = (
+def _version(row: Any, today: date, urls: Urls, repository: str) -> tuple[str, ...]:
+    """What a page's or export's ETag is made of, besides the layout (and for a page its
+    reach and language)."""
+    return (
         str(row.id),
         row.updated_at.isoformat(),
         str(access.embargo_active(row, today)),
@@ -172,12 +126,15 @@ def _read(record_id: uuid.UUID, *, for_page: bool = False) -> Read:
         urls.oai_record,
         repository,
     )
-    page = record_page(row, today, urls, repository)
-    page.exports = [
-        (export.label, f"{urls.page}/export/{export.name}", export.media_type)
-        for export in exports.EXPORTS.values()
-    ]
-    return Read(row, today, page, version)
+
+
+def _read(record_id: uuid.UUID) -> Read:
+    """The record as the public API reads it, with its page's values (for the exports)."""
+    row = access.read_record(None, record_id)
+    today = access.today()
+    repository = current_app.config["REPOSITORY_NAME"]
+    page = kept.page_of(row, today, base_url(), repository)
+    return Read(row, today, page, _version(row, today, page.urls, repository))
 
 
 @bp.get("/records/<uuid:record_id>")
@@ -192,31 +149,69 @@ def record(record_id: uuid.UUID) -> Response:
     elif wanted in exports.BY_MEDIA_TYPE:
         response = _export(_read(record_id), exports.BY_MEDIA_TYPE[wanted])
     else:
-        response = _page(_read(record_id, for_page=True))
+        response = _page(_page_row(record_id))
     response.vary.add("Accept")
     return response
 
 
-def _page(read: Read) -> Response:
-    page, row = read.page, read.row
-    page.reach = _reach(row)
-    etag = _etag(*read.version, repr(page.reach), i18n.page_language())
+def _page(row: Row[Any]) -> Response:
+    """The page: its kept parts filled in where they still fit (app/pages/kept.py), else
+    rendered now; the same page either way."""
+    today = access.today()
+    repository = current_app.config["REPOSITORY_NAME"]
+    base = base_url()
+    urls = kept.page_urls(row.id, row.path, base)
+    language = i18n.page_language()
+    reach = _reach(row)
+    embargoed = access.embargo_active(row, today)
+    etag = _etag(*_version(row, today, urls, repository), repr(reach), language)
+    links = SimpleNamespace(  # what signposting reads of a page
+        urls=urls,
+        exports=kept.export_links(urls.page),
+        mime_type=row.mime_type,
+        kind=kind_of(row.mime_type),
+        downloadable=not embargoed,
+    )
     if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
     else:
-        if page.kind == "csv" and page.downloadable:
-            storage = current_app.extensions["storage"]
-            page.table = csv_rows(storage, row.stored_path, row.size)
-        stored = None
-        if row.citation_key is not None:
-            stored = {"key": row.citation_key, "de": row.citation_de, "en": row.citation_en}
-        item = exports.csl_item(page)
-        page.citation = citation.page_citation(item, stored, i18n.page_language())
-        response = Response(render_page("pages/record.html", page=page))
+        key = row.page_key and kept.page_key(row, embargoed, repository, row.citation_key)
+        table = _table(row) if links.kind == "csv" and links.downloadable else None
+        if kept.fits(row.page_text, row.page_key, key, base):
+            filling = SimpleNamespace(reach=reach, table=table)
+            parts = kept.filled(row.page_text, base)
+            response = Response(render_page("pages/record_kept.html", kept=parts, page=filling))
+        else:
+            page = _live(row, today, base, repository, reach, table)
+            response = Response(render_page("pages/record.html", page=page))
     response.set_etag(etag)
-    response.headers["Link"] = link_header(signposting(page))
+    response.headers["Link"] = link_header(signposting(links))  # type: ignore[arg-type]
     count_view(row.id, response.status_code)
     return response
+
+
+def _table(row: Row[Any]) -> list[list[str]]:
+    """A CSV's first rows for its page (none when its content cannot be read)."""
+    return csv_rows(current_app.extensions["storage"], row.stored_path, row.size)
+
+
+def _live(
+    row: Row[Any],
+    today: date,
+    base: str,
+    repository: str,
+    reach: tuple[int, int] | None,
+    table: list[list[str]] | None,
+) -> RecordPage:
+    """The page's values, for a page rendered as it is viewed."""
+    page = kept.page_of(row, today, base, repository)
+    page.reach = reach
+    page.table = table or []
+    cited = None
+    if row.citation_key is not None:
+        cited = {"key": row.citation_key, "de": row.citation_de, "en": row.citation_en}
+    page.citation = citation.page_citation(exports.csl_item(page), cited, i18n.page_language())
+    return page
 
 
 def _reach(row: Row[Any]) -> tuple[int, int] | None:
@@ -274,7 +269,7 @@ def preview(record_id: uuid.UUID) -> Response:
 def _etag(*parts: str) -> str:
     """The page's version: the record's, whether its embargo is over, the language, and the
     layout's (templates, assets and translations)."""
-    return hashlib.sha256("\0".join((*parts, LAYOUT_DIGEST)).encode()).hexdigest()[:32]
+    return hashlib.sha256("\0".join((*parts, kept.LAYOUT_DIGEST)).encode()).hexdigest()[:32]
 
 
 # The other pages join this blueprint (their modules import `bp`).

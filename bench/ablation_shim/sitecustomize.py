@@ -21,7 +21,9 @@ whose mechanism the app no longer has stops the server: remove the switch with t
 - ``bound-gettext``: the templates' strings go through Flask-Babel's own gettext, which looks
   the catalogue and locale up for each;
 - ``translated-templates``: the pages' templates translate their constant strings while a page
-  is rendered (Flask's own environment) instead of holding them translated since compiled.
+  is rendered (Flask's own environment) instead of holding them translated since compiled;
+- ``kept-page``: every record page renders itself instead of filling in the page kept when its
+  record was written (the kept citation then still counts: ``stored-citation`` takes it out).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ _KNOWN = (
     "prepared-read",
     "bound-gettext",
     "translated-templates",
+    "kept-page",
 )
 
 
@@ -140,7 +143,14 @@ def _without_translated_templates() -> None:
     import app.pages.i18n
 
     _require(app.pages.i18n, "page_templates")
-    app.pages.i18n.page_templates = lambda: flask.current_app.jinja_env  # type: ignore[assignment]
+    app.pages.i18n.page_templates = lambda *args: flask.current_app.jinja_env  # type: ignore[assignment]
+
+
+def _without_kept_page() -> None:
+    import app.pages.kept
+
+    _require(app.pages.kept, "fits")
+    app.pages.kept.fits = lambda *args: False  # type: ignore[assignment]
 
 
 def _apply() -> None:

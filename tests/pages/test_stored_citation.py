@@ -35,7 +35,9 @@ def stored(api: Api, record_id: str) -> list[RecordCitation]:
 
 
 def forge(api: Api, record_id: str, **values: Any) -> None:
-    """Change the stored row by hand (as SQL would)."""
+    """Change the stored row by hand (as SQL would). The kept page goes unless given, so that
+    the page renders itself with the citation (tests/pages/test_kept_pages.py tests it)."""
+    values.setdefault("page_key", None)
     with api.app.app_context():
         db.session.execute(
             update(RecordCitation)
@@ -163,7 +165,7 @@ def test_only_the_statements_that_ask_are_prepared_on_postgresql(postgres_url, t
         by_path = select(FileRecord.id).where(FileRecord.path.like("a%"))
         for _ in range(20):
             connection.execute(by_path).all()
-        connection.execute(routes._READ_PAGE, {"record_id": uuid.uuid4()}).all()
+        connection.execute(routes._READ_PAGE, {"record_id": uuid.uuid4(), "language": "de"}).all()
         prepared = connection.execute(text("SELECT statement FROM pg_prepared_statements"))
         (statement,) = prepared.scalars().all()
         assert "record_citations" in statement and "LIKE" not in statement
@@ -183,13 +185,13 @@ def test_the_operator_keeps_the_citations_of_records_written_by_hand(api: Api, r
     forged_key = "0" * 32
     result = runner.invoke(args=["pages", "citations"])
     assert result.exit_code == 0, result.output
-    assert result.output == "citations: 2 records checked, 2 kept anew\n"
+    assert result.output == "citations and pages: 2 records checked, 2 kept anew\n"
     assert len(stored(api, first["id"])) == len(stored(api, second["id"])) == 1
     forge(api, first["id"], de=stored(api, first["id"])[0].de.replace("Eins", "Gefälscht"))
     assert "<i>Gefälscht</i>" in cite_box(api, first["id"])  # the page shows what was kept
     forge(api, first["id"], key=forged_key)  # a row that no longer fits is kept anew
     result = runner.invoke(args=["pages", "citations"])
-    assert result.output == "citations: 2 records checked, 1 kept anew\n"
+    assert result.output == "citations and pages: 2 records checked, 1 kept anew\n"
     assert cite_box(api, first["id"]) == german
     assert runner.invoke(args=["pages", "citations"]).output.endswith(", 0 kept anew\n")
 

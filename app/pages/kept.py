@@ -1,0 +1,204 @@
+"""Record pages rendered when their record is written, so that a view only fills them in.
+
+A record page costs most of its time in computing its values and rendering its template, yet
+almost all of it follows from the record: what changes from view to view is the address the
+reader reached the service by, the reach figures and a CSV's first rows. So the record's
+write (app/pages/stored.py, beside its citation) renders the page's parts (title, head and
+article) in each page language with placeholders for those three, and keeps them with a key of
+everything else they print (`page_key`). A view whose kept text still fits puts the address,
+the figures and the table in (`filled`) and renders only the frame around it; one whose text is
+missing or stale renders the page itself. Either way the page is the same, byte for byte
+(tests/pages/test_kept_pages.py), since both come from the same templates.
+
+The placeholders are characters of Unicode's private use area, which `records.clean_text`
+drops from every value a page prints, so no value can pose as one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from datetime import date
+from importlib import metadata
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import render_template
+from flask_babel import force_locale
+from markupsafe import Markup
+
+from app.files.access import RecordLike, embargo_active
+from app.oai.routes import identifier_of
+from app.pages import citation, exports, i18n
+from app.pages.records import BASE, REACH, SEPARATOR, TABLE, RecordPage, Urls, record_page
+
+#: What the kept parts are rendered into instead of the site's frame.
+PARTS_LAYOUT = "pages/_parts.html"
+#: The placeholders as a template sees them (`keeping.reach`, ...).
+KEEPING = SimpleNamespace(reach=Markup(REACH), table=Markup(TABLE), separator=Markup(SEPARATOR))
+#: An address that reads the same in HTML text, attributes and the JSON-LD: one with none of
+#: the characters either escapes (a URL has none; anything else renders the page itself).
+_PLAIN_ADDRESS = re.compile(r"[^&<>\"'\\\x00-\x1f\x7f\ue000-\uf8ff]*")
+
+
+def _digest_of_files(*folders: Path) -> str:
+    """A digest of the templates and assets (folders or single files): a new release of them
+    changes every ETag and every kept page (the same on every replica)."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for file in sorted(folder.rglob("*")) if folder.is_dir() else [folder]:
+            if file.is_file():
+                digest.update(file.relative_to(folder.parent).as_posix().encode() + b"\0")
+                digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+HERE = Path(__file__).parent
+#: What builds a page or an export besides the record: templates, assets, translations, the
+#: citation's style, the page modules and the OAI-PMH writer the Dublin Core export uses.
+LAYOUT_INPUTS = (
+    HERE / "templates",
+    HERE / "static",
+    i18n.CATALOGUES,
+    citation.STYLE,
+    *sorted(HERE.glob("*.py")),
+    HERE.parent / "oai" / "xml.py",
+)
+#: ... and the libraries that write them: a new release of any changes every ETag.
+LAYOUT_LIBRARIES = (
+    "citeproc-py",
+    "bibtexparser",
+    "rispy",
+    "datacite",
+    "Babel",
+    "flask-babel",
+    "Jinja2",
+    "MarkupSafe",
+)
+LAYOUT_DIGEST = _digest_of_files(*LAYOUT_INPUTS) + "".join(
+    metadata.version(name) for name in LAYOUT_LIBRARIES
+)
+
+
+def page_urls(record_id: Any, path: str | None, base: str) -> Urls:
+    """The addresses a record's page links to, under `base` (the service's, or `BASE`)."""
+    page = f"{base}/records/{record_id}"
+    oai = [("verb", "GetRecord"), ("metadataPrefix", "oai_dc")]
+    oai.append(("identifier", identifier_of(record_id)))
+    feed = f"?{urlencode([('path', path)])}" if path else ""
+    return Urls(
+        page=page,
+        download=f"{base}/api/public/files/{record_id}/download",
+        record_json=f"{base}/api/public/files/{record_id}",
+        preview=f"{page}/preview",
+        oai_record=f"{base}/oai?{urlencode(oai)}",
+        folder_feed=f"{base}/api/public/feed.atom{feed}",
+        podcast_feed=f"{base}/api/public/podcast.rss",
+    )
+
+
+def export_links(page_url: str) -> list[tuple[str, str, str]]:
+    """(label, address, media type) of each export of the page at `page_url`."""
+    return [
+        (export.label, f"{page_url}/export/{export.name}", export.media_type)
+        for export in exports.EXPORTS.values()
+    ]
+
+
+def page_of(record: RecordLike, today: date, base: str, repository: str) -> RecordPage:
+    """The values of a record's page and its exports' addresses."""
+    page = record_page(record, today, page_urls(record.id, record.path, base), repository)
+    page.exports = export_links(page.urls.page)
+    return page
+
+
+#: The record's values a kept page prints (with its id, which the key holds anyway).
+PRINTED = (
+    "titel",
+    "original_name",
+    "autoren",
+    "created_at",
+    "beschreibung",
+    "sachschlagwoerter",
+    "org_themen",
+    "path",
+    "mime_type",
+    "size",
+    "checksum_sha256",
+    "sperrfrist",
+)
+
+
+def page_key(record: RecordLike, embargoed: bool, repository: str, citation_key: str) -> str:
+    """What a kept page was made from: the values it prints, whether the embargo held, the
+    repository's name, the citation's key and the layout (templates, code, libraries)."""
+    values = [str(getattr(record, name)) for name in PRINTED]
+    text = json.dumps(
+        [str(record.id), values, embargoed, repository, citation_key, LAYOUT_DIGEST],
+        ensure_ascii=False,
+    )
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A record's pages in each language, with the key they were made with."""
+
+    key: str
+    texts: dict[str, str]
+
+
+def kept_pages(
+    record: RecordLike, today: date, repository: str, kept_citation: dict[str, str]
+) -> Kept:
+    """Render a record's page parts in every language, its citation the one just kept.
+    Needs an app context, no request (a write from the CLI keeps its pages too)."""
+    embargoed = embargo_active(record, today)
+    texts = {}
+    for language in i18n.LANGUAGES:
+        with force_locale(language):
+            page = page_of(record, today, BASE, repository)
+            item = exports.csl_item(page)
+            page.citation = citation.page_citation(item, kept_citation, language)
+            template = i18n.page_templates(language).get_template("pages/record.html")
+            texts[language] = render_template(
+                template, page=page, layout=PARTS_LAYOUT, keeping=KEEPING
+            )
+    return Kept(page_key(record, embargoed, repository, kept_citation["key"]), texts)
+
+
+def fits(text: str | None, key: str | None, wanted: str | None, base: str) -> bool:
+    """Whether a kept text can stand for the page: kept, made from what the page shows, and
+    the reader's address reads the same in every place it goes."""
+    return (
+        bool(text)
+        and key is not None
+        and key == wanted
+        and _PLAIN_ADDRESS.fullmatch(base) is not None
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Filled:
+    """A kept page with the reader's address in, cut where the table and the reach go
+    (pages/record_kept.html puts them in, with the templates a rendered page uses)."""
+
+    title: Markup
+    head: Markup
+    before_table: Markup
+    before_reach: Markup
+    rest: Markup
+
+
+def filled(text: str, base: str) -> Filled:
+    """A kept text with the address put in, as the parts the frame prints."""
+    title, head, article = text.replace(BASE, base).split(SEPARATOR)
+    before_table, _, after_table = article.rpartition(TABLE)  # no TABLE: all after it
+    before_reach, _, rest = after_table.partition(REACH)
+    return Filled(
+        Markup(title), Markup(head), Markup(before_table), Markup(before_reach), Markup(rest)
+    )
