@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, current_app, request, url_for
+from flask import Blueprint, current_app, has_request_context, request, url_for
 
 from app.database import read_without_transaction
 
@@ -32,7 +32,8 @@ _FRAME_LINKS_KEPT = 8
 
 @bp.app_context_processor
 def _frame() -> dict[str, Any]:
-    return {"site": frame_links()}
+    # Outside a request (a record's page kept by a CLI write) there is no frame to link.
+    return {"site": frame_links()} if has_request_context() else {}
 
 
 def frame_links() -> dict[str, str]:
