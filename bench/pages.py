@@ -24,8 +24,7 @@ project's compact one where a citation is rendered, which a page only does toget
 ``bound-gettext``: Flask-Babel's gettext per string in the templates; ``translated-templates``:
 the templates' strings translated while rendering, not when compiled; ``kept-page``: every
 page rendered as it is viewed, not filled in from the one kept at its record's write, which
-the other switches mostly act on only together with it; ``frame-links``: the frame's links
-from ``url_for`` on every page, not once per mount point), asked for the same
+the other switches mostly act on only together with it), asked for the same
 ids in the same rounds (servers and page/JSON alternating): its page and ratio beside the
 app's, to keep a mechanism only if it pays. The target is the app's.
 
@@ -67,7 +66,6 @@ ABLATIONS = (
     "bound-gettext",
     "translated-templates",
     "kept-page",
-    "frame-links",
 )
 
 

@@ -23,9 +23,7 @@ whose mechanism the app no longer has stops the server: remove the switch with t
 - ``translated-templates``: the pages' templates translate their constant strings while a page
   is rendered (Flask's own environment) instead of holding them translated since compiled;
 - ``kept-page``: every record page renders itself instead of filling in the page kept when its
-  record was written (the kept citation then still counts: ``stored-citation`` takes it out);
-- ``frame-links``: every page works its frame's links out with ``url_for`` instead of once per
-  mount point.
+  record was written (the kept citation then still counts: ``stored-citation`` takes it out).
 """
 
 from __future__ import annotations
@@ -44,7 +42,6 @@ _KNOWN = (
     "bound-gettext",
     "translated-templates",
     "kept-page",
-    "frame-links",
 )
 
 
@@ -154,14 +151,6 @@ def _without_kept_page() -> None:
 
     _require(app.pages.kept, "fits")
     app.pages.kept.fits = lambda *args: False  # type: ignore[assignment]
-
-
-def _without_frame_links() -> None:
-    import app.pages.blueprint
-
-    _require(app.pages.blueprint, "frame_links")
-    _require(app.pages.blueprint, "frame_links_now")
-    app.pages.blueprint.frame_links = app.pages.blueprint.frame_links_now  # type: ignore[assignment]
 
 
 def _apply() -> None:

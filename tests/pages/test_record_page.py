@@ -423,28 +423,6 @@ def test_pages_are_confined_to_their_own_assets(api: Api, report):
         assert b"font-family" in css.get_data()
 
 
-def test_the_frame_links_follow_the_mount_point_of_each_request(api: Api, report):
-    """The style sheet, folder and search links of a page's frame are worked out once per
-    mount point (SCRIPT_NAME): a page served under `/repo` links under `/repo`, and the page
-    at the root, asked for before and after, still links at the root."""
-
-    def frame_links(**kwargs: Any) -> list[str]:
-        response = api.client.get(f"/records/{report['id']}", **kwargs)
-        assert response.status_code == 200
-        document = tree(response)
-        return [
-            *document.xpath("//link[@rel='stylesheet']/@href"),
-            *document.xpath("//header//a/@href[not(starts-with(., '?'))]"),
-            *document.xpath("//header//form/@action"),
-        ]
-
-    at_root = ["/static/pages/pages.css", "/browse/", "/search"]
-    assert frame_links() == at_root
-    mounted = frame_links(base_url="http://localhost/repo/")
-    assert mounted == [f"/repo{link}" for link in at_root]
-    assert frame_links() == at_root
-
-
 def test_pages_carry_an_etag_and_answer_304_until_the_record_changes(
     api: Api, alice: Account, report
 ):
