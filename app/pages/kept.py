@@ -27,19 +27,31 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import render_template
+from flask import current_app, render_template
 from flask_babel import force_locale
 from markupsafe import Markup
 
 from app.files.access import RecordLike, embargo_active
 from app.oai.routes import identifier_of
 from app.pages import citation, exports, i18n
-from app.pages.records import BASE, REACH, SEPARATOR, TABLE, RecordPage, Urls, record_page
+from app.pages.previews import read_csv_rows
+from app.pages.records import (
+    BASE,
+    REACH,
+    SEPARATOR,
+    TABLE,
+    RecordPage,
+    Urls,
+    kind_of,
+    record_page,
+)
+from app.storage import ObjectNotFound, StorageError
 
 #: What the kept parts are rendered into instead of the site's frame.
 PARTS_LAYOUT = "pages/_parts.html"
-#: The placeholders as a template sees them (`keeping.reach`, ...).
-KEEPING = SimpleNamespace(reach=Markup(REACH), table=Markup(TABLE), separator=Markup(SEPARATOR))
+#: Where a view puts the reach figures, and a CSV's rows when they could not be read when
+#: the page was kept, as the template sees them (`keeping.reach`, ...).
+PLACEHOLDERS = {"reach": Markup(REACH), "table": Markup(TABLE), "separator": Markup(SEPARATOR)}
 #: An address that reads the same in HTML text, attributes and the JSON-LD: one with none of
 #: the characters either escapes (a URL has none; anything else renders the page itself).
 _PLAIN_ADDRESS = re.compile(r"[^&<>\"'\\\x00-\x1f\x7f\ue000-\uf8ff]*")
@@ -158,15 +170,28 @@ def kept_pages(
     """Render a record's page parts in every language, its citation the one just kept.
     Needs an app context, no request (a write from the CLI keeps its pages too)."""
     embargoed = embargo_active(record, today)
+    keeping = SimpleNamespace(**PLACEHOLDERS)
+    table: list[list[str]] = []
+    if kind_of(record.mime_type) == "csv" and not embargoed:
+        try:  # read once now, not at every view (a ranged GET of S3 each time)
+            table = read_csv_rows(
+                current_app.extensions["storage"], record.stored_path, record.size
+            )
+            keeping.table = None
+        except ObjectNotFound:
+            keeping.table = None  # no content: no table, as a view would show
+        except StorageError:
+            pass  # unreachable now: the view reads it (`TABLE` stays)
     texts = {}
     for language in i18n.LANGUAGES:
         with force_locale(language):
             page = page_of(record, today, BASE, repository)
+            page.table = table
             item = exports.csl_item(page)
             page.citation = citation.page_citation(item, kept_citation, language)
             template = i18n.page_templates(language).get_template("pages/record.html")
             texts[language] = render_template(
-                template, page=page, layout=PARTS_LAYOUT, keeping=KEEPING
+                template, page=page, layout=PARTS_LAYOUT, keeping=keeping
             )
     return Kept(page_key(record, embargoed, repository, kept_citation["key"]), texts)
 
@@ -185,20 +210,27 @@ def fits(text: str | None, key: str | None, wanted: str | None, base: str) -> bo
 @dataclass(frozen=True, slots=True)
 class Filled:
     """A kept page with the reader's address in, cut where the table and the reach go
-    (pages/record_kept.html puts them in, with the templates a rendered page uses)."""
+    (pages/record_kept.html puts them in, with the templates a rendered page uses);
+    `wants_table` when the CSV's rows are to be read now."""
 
     title: Markup
     head: Markup
     before_table: Markup
     before_reach: Markup
     rest: Markup
+    wants_table: bool
 
 
 def filled(text: str, base: str) -> Filled:
     """A kept text with the address put in, as the parts the frame prints."""
     title, head, article = text.replace(BASE, base).split(SEPARATOR)
-    before_table, _, after_table = article.rpartition(TABLE)  # no TABLE: all after it
+    before_table, table, after_table = article.rpartition(TABLE)  # none: all after it
     before_reach, _, rest = after_table.partition(REACH)
     return Filled(
-        Markup(title), Markup(head), Markup(before_table), Markup(before_reach), Markup(rest)
+        Markup(title),
+        Markup(head),
+        Markup(before_table),
+        Markup(before_reach),
+        Markup(rest),
+        bool(table),
     )

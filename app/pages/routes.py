@@ -176,12 +176,12 @@ def _page(row: Row[Any]) -> Response:
         response = Response(status=304)
     else:
         key = row.page_key and kept.page_key(row, embargoed, repository, row.citation_key)
-        table = _table(row) if links.kind == "csv" and links.downloadable else None
         if kept.fits(row.page_text, row.page_key, key, base):
-            filling = SimpleNamespace(reach=reach, table=table)
             parts = kept.filled(row.page_text, base)
+            filling = SimpleNamespace(reach=reach, table=_table(row) if parts.wants_table else [])
             response = Response(render_page("pages/record_kept.html", kept=parts, page=filling))
         else:
+            table = _table(row) if links.kind == "csv" and links.downloadable else None
             page = _live(row, today, base, repository, reach, table)
             response = Response(render_page("pages/record.html", page=page))
     response.set_etag(etag)

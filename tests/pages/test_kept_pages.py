@@ -18,6 +18,7 @@ from app.files import access
 from app.models import FileRecord, RecordCitation
 from app.pages import kept
 from app.pages.records import BASE, REACH, SEPARATOR, TABLE
+from app.storage import StorageUnavailable
 from tests.support import samples
 from tests.support.api import Account, Api
 
@@ -94,8 +95,9 @@ def test_every_kind_of_page_is_kept_and_shown_as_it_would_render(api: Api, kinds
         row = kept_row(api, record["id"])
         assert row.page_key and BASE in row.page_de and BASE in row.page_en
         assert row.page_de.count(SEPARATOR) == row.page_en.count(SEPARATOR) == 2
-        assert REACH in row.page_de
-        assert (TABLE in row.page_de) == record["original_name"].endswith(".csv")
+        assert REACH in row.page_de and TABLE not in row.page_de
+        # A CSV's rows are read once, when its page is kept.
+        assert ("<table>" in row.page_de) == record["original_name"].endswith(".csv")
         kept_pages = pages(api, record["id"])
         assert [status for status, *_ in kept_pages] == [200, 200]
         assert kept_pages == rendered_now(api, record["id"])
@@ -103,7 +105,30 @@ def test_every_kind_of_page_is_kept_and_shown_as_it_would_render(api: Api, kinds
         other = {"base_url": "http://repository.example:8080"}
         assert pages(api, record["id"], **other) == rendered_now(api, record["id"], **other)
     csv_page = pages(api, kinds[1]["id"])[0][1]
-    assert b"<table>" in csv_page and b"<caption>" in csv_page  # the rows were put in
+    assert b"<table>" in csv_page and b"<caption>" in csv_page
+
+
+def test_a_csv_unreadable_when_kept_is_read_when_viewed(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    def unreachable(*args: Any) -> Any:
+        raise StorageUnavailable("storage down while the record was written")
+
+    monkeypatch.setattr(kept, "read_csv_rows", unreachable)
+    record = api.create(alice, "daten.csv", samples.csv_bytes(), titel="Daten")
+    monkeypatch.undo()
+    row = kept_row(api, record["id"])
+    assert TABLE in row.page_de and "<table>" not in row.page_de
+    viewed = pages(api, record["id"])
+    assert b"<table>" in viewed[0][1]  # read now and put in where it was left out
+    assert viewed == rendered_now(api, record["id"])
+    # Its object missing when kept: no table, as a page rendered then would have shown.
+    storage = api.app.extensions["storage"]
+    storage.delete(api.row(record["id"]).stored_path)
+    api.set_columns(record["id"], titel="Ohne Inhalt")
+    row = kept_row(api, record["id"])
+    assert TABLE not in row.page_de and "<table>" not in row.page_de
+    assert pages(api, record["id"]) == rendered_now(api, record["id"])
 
 
 def test_the_page_shows_what_was_kept(api: Api, alice: Account):

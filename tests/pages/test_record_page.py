@@ -177,6 +177,12 @@ def test_a_large_csv_shows_a_bounded_table_of_complete_rows(api: Api, alice: Acc
 def test_a_csv_whose_content_is_missing_still_has_its_page(api: Api, alice: Account):
     record = api.create(alice, "daten.csv", samples.csv_bytes(), titel="Daten")
     api.app.extensions["storage"].delete(api.row(record["id"]).stored_path)
+    # Its kept page shows the rows read when it was written (app/pages/kept.py) ...
+    response = page(api, record["id"])
+    assert response.status_code == 200
+    assert tree(response).xpath("string(//h1)") == "Daten" and tree(response).xpath("//table")
+    # ... and once written again, its content gone, the page has its metadata and no table.
+    api.set_columns(record["id"], titel="Daten ")
     response = page(api, record["id"])
     assert response.status_code == 200
     assert tree(response).xpath("string(//h1)") == "Daten" and not tree(response).xpath("//table")
