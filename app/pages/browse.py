@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Any
-from urllib.parse import urlencode
 
 from flask import Response, request
 from flask_babel import gettext as _
@@ -23,6 +22,7 @@ from app.files import access
 from app.files.listing import NEWEST_FIRST, Listing, Position, _before, paginate, position_of
 from app.http import external_url, load
 from app.models import FilePathCount, FileRecord
+from app.pages import i18n
 from app.pages.blueprint import bp
 from app.pages.i18n import render_page
 from app.pages.paging import BadPageRequest, cursor_arg, page_url
@@ -91,12 +91,7 @@ def record_item(row: Any, today: Any) -> RecordItem:
 
 @bp.app_context_processor
 def _language_links() -> dict[str, Any]:
-    def language_url(language: str) -> str:
-        """This page's address in `language` (the other parameters kept, e.g. a search)."""
-        args = [(k, v) for k, v in request.args.items(multi=True) if k != "lang"]
-        return "?" + urlencode([*args, ("lang", language)])
-
-    return {"language_url": language_url}
+    return {"language_url": i18n.language_url}
 
 
 # --- sub-folders --------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
@@ -45,6 +46,12 @@ def chosen_language() -> str:
     if asked in LANGUAGES:
         return asked
     return request.accept_languages.best_match(LANGUAGES, default=DEFAULT)
+
+
+def language_url(language: str) -> str:
+    """This page's address in `language` (the other parameters kept, e.g. a search)."""
+    args = [(k, v) for k, v in request.args.items(multi=True) if k != "lang"]
+    return "?" + urlencode([*args, ("lang", language)])
 
 
 def page_language() -> str:

@@ -2,13 +2,14 @@
 
 A record page costs most of its time in computing its values and rendering its template, yet
 almost all of it follows from the record: what changes from view to view is the address the
-reader reached the service by, the reach figures and a CSV's first rows. So the record's
-write (app/pages/stored.py, beside its citation) renders the page's parts (title, head and
-article) in each page language with placeholders for those three, and keeps them with a key of
-everything else they print (`page_key`). A view whose kept text still fits puts the address,
-the figures and the table in (`filled`) and renders only the frame around it; one whose text is
-missing or stale renders the page itself. Either way the page is the same, byte for byte
-(tests/pages/test_kept_pages.py), since both come from the same templates.
+reader reached the service by (and its mount point), the link to the page in the other
+language (which keeps the request's parameters) and the reach figures. So the record's write
+(app/pages/stored.py, beside its citation) renders the whole page in each page language with
+placeholders for those, and keeps it with a key of everything else it prints (`page_key`); a
+CSV's first rows are read then too. A view whose kept page still fits puts them in (`filled`)
+and renders no template but the reach's; one whose page is missing or stale renders it
+itself. Either way the page is the same, byte for byte (tests/pages/test_kept_pages.py),
+since both come from the same templates.
 
 The placeholders are characters of Unicode's private use area, which `records.clean_text`
 drops from every value a page prints, so no value can pose as one.
@@ -29,16 +30,18 @@ from urllib.parse import urlencode
 
 from flask import current_app, render_template
 from flask_babel import force_locale
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from app.files.access import RecordLike, embargo_active
 from app.oai.routes import identifier_of
 from app.pages import citation, exports, i18n
+from app.pages.blueprint import kept_frame
 from app.pages.previews import read_csv_rows
 from app.pages.records import (
     BASE,
+    LANGUAGE_LINK,
     REACH,
-    SEPARATOR,
+    SCRIPT,
     TABLE,
     RecordPage,
     Urls,
@@ -47,14 +50,18 @@ from app.pages.records import (
 )
 from app.storage import ObjectNotFound, StorageError
 
-#: What the kept parts are rendered into instead of the site's frame.
-PARTS_LAYOUT = "pages/_parts.html"
 #: Where a view puts the reach figures, and a CSV's rows when they could not be read when
 #: the page was kept, as the template sees them (`keeping.reach`, ...).
-PLACEHOLDERS = {"reach": Markup(REACH), "table": Markup(TABLE), "separator": Markup(SEPARATOR)}
+PLACEHOLDERS = {
+    "reach": Markup(REACH),
+    "table": Markup(TABLE),
+    "language_link": Markup(LANGUAGE_LINK),
+}
 #: An address that reads the same in HTML text, attributes and the JSON-LD: one with none of
 #: the characters either escapes (a URL has none; anything else renders the page itself).
 _PLAIN_ADDRESS = re.compile(r"[^&<>\"'\\\x00-\x1f\x7f\ue000-\uf8ff]*")
+#: A mount point `url_for` writes as it is.
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9/._~-]*")
 
 
 def _digest_of_files(*folders: Path) -> str:
@@ -191,46 +198,27 @@ def kept_pages(
             page.citation = citation.page_citation(item, kept_citation, language)
             template = i18n.page_templates(language).get_template("pages/record.html")
             texts[language] = render_template(
-                template, page=page, layout=PARTS_LAYOUT, keeping=keeping
+                template, page=page, keeping=keeping, frame=kept_frame(SCRIPT)
             )
     return Kept(page_key(record, embargoed, repository, kept_citation["key"]), texts)
 
 
-def fits(text: str | None, key: str | None, wanted: str | None, base: str) -> bool:
-    """Whether a kept text can stand for the page: kept, made from what the page shows, and
-    the reader's address reads the same in every place it goes."""
+def fits(text: str | None, key: str | None, wanted: str | None, base: str, root: str) -> bool:
+    """Whether a kept page can stand for the page: kept, made from what the page shows, and
+    the reader's address and mount point read the same in every place they go."""
     return (
         bool(text)
         and key is not None
         and key == wanted
         and _PLAIN_ADDRESS.fullmatch(base) is not None
+        and _PLAIN_PATH.fullmatch(root) is not None
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Filled:
-    """A kept page with the reader's address in, cut where the table and the reach go
-    (pages/record_kept.html puts them in, with the templates a rendered page uses);
-    `wants_table` when the CSV's rows are to be read now."""
-
-    title: Markup
-    head: Markup
-    before_table: Markup
-    before_reach: Markup
-    rest: Markup
-    wants_table: bool
-
-
-def filled(text: str, base: str) -> Filled:
-    """A kept text with the address put in, as the parts the frame prints."""
-    title, head, article = text.replace(BASE, base).split(SEPARATOR)
-    before_table, table, after_table = article.rpartition(TABLE)  # none: all after it
-    before_reach, _, rest = after_table.partition(REACH)
-    return Filled(
-        Markup(title),
-        Markup(head),
-        Markup(before_table),
-        Markup(before_reach),
-        Markup(rest),
-        bool(table),
-    )
+def filled(text: str, base: str, root: str, links: dict[str, str], reach: str, table: str) -> str:
+    """A kept page with the address, mount point, language links (by language), reach and
+    table put in."""
+    page = text.replace(BASE, base).replace(SCRIPT, root)
+    for language, url in links.items():
+        page = page.replace(LANGUAGE_LINK + language, str(escape(url)))
+    return page.replace(REACH, reach).replace(TABLE, table)

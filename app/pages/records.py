@@ -39,10 +39,11 @@ OG_LOCALES = {"de": "de_DE", "en": "en_GB"}
 MEDIA_OBJECTS = {"audio": "AudioObject", "video": "VideoObject", "image": "ImageObject"}
 PDF = "application/pdf"
 #: Placeholders of a kept page (app/pages/kept.py), from Unicode's private use area: the
-#: reader's address, the reach figures, a CSV's table, and the line between title, head and
-#: article. `clean_text` drops the characters U+E0F0 to U+E0FF from every value, so that no
-#: value can pose as one (nor as the citation's address, app/pages/citation.py).
-BASE, REACH, TABLE, SEPARATOR = "\ue0f1", "\ue0f2", "\ue0f3", "\ue0f4"
+#: reader's address, the reach figures, a CSV's table, the mount point and (followed by a
+#: language's code) the link to the page in another language. `clean_text` drops the
+#: characters U+E0F0 to U+E0FF from every value, so that no value can pose as one (nor as the
+#: citation's address, app/pages/citation.py).
+BASE, REACH, TABLE, SCRIPT, LANGUAGE_LINK = "\ue0f1", "\ue0f2", "\ue0f3", "\ue0f4", "\ue0f5"
 #: What HTML calls a parse error in text: controls other than tab, newline and carriage return,
 #: and noncharacters (the API keeps some of them, e.g. U+007F and U+0085); and the placeholders.
 _NOT_HTML = re.compile(

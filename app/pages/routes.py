@@ -28,6 +28,7 @@ from app.pages.errors import is_holder_page, is_page
 from app.pages.i18n import render_page
 from app.pages.previews import csv_rows
 from app.pages.records import (
+    TABLE,
     RecordPage,
     Urls,
     kind_of,
@@ -176,10 +177,20 @@ def _page(row: Row[Any]) -> Response:
         response = Response(status=304)
     else:
         key = row.page_key and kept.page_key(row, embargoed, repository, row.citation_key)
-        if kept.fits(row.page_text, row.page_key, key, base):
-            parts = kept.filled(row.page_text, base)
-            filling = SimpleNamespace(reach=reach, table=_table(row) if parts.wants_table else [])
-            response = Response(render_page("pages/record_kept.html", kept=parts, page=filling))
+        text, root = row.page_text, request.script_root
+        if kept.fits(text, row.page_key, key, base, root):
+            table = _table(row) if TABLE in text else None
+            filling = SimpleNamespace(reach=reach, table=table)
+            switch = {language: i18n.language_url(language) for language in i18n.LANGUAGES}
+            body = kept.filled(
+                text,
+                base,
+                root,
+                switch,
+                render_page("pages/_reach.html", page=filling) if reach else "",
+                render_page("pages/_table.html", page=filling) if table else "",
+            )
+            response = Response(body)
         else:
             table = _table(row) if links.kind == "csv" and links.downloadable else None
             page = _live(row, today, base, repository, reach, table)

@@ -17,7 +17,7 @@ from app.extensions import db
 from app.files import access
 from app.models import FileRecord, RecordCitation
 from app.pages import kept
-from app.pages.records import BASE, REACH, SEPARATOR, TABLE
+from app.pages.records import BASE, LANGUAGE_LINK, REACH, SCRIPT, TABLE
 from app.storage import StorageUnavailable
 from tests.support import samples
 from tests.support.api import Account, Api
@@ -94,7 +94,8 @@ def test_every_kind_of_page_is_kept_and_shown_as_it_would_render(api: Api, kinds
     for record in kinds:
         row = kept_row(api, record["id"])
         assert row.page_key and BASE in row.page_de and BASE in row.page_en
-        assert row.page_de.count(SEPARATOR) == row.page_en.count(SEPARATOR) == 2
+        assert row.page_de.startswith("<!doctype html>") and SCRIPT in row.page_de
+        assert f"{LANGUAGE_LINK}en" in row.page_de and f"{LANGUAGE_LINK}de" in row.page_en
         assert REACH in row.page_de and TABLE not in row.page_de
         # A CSV's rows are read once, when its page is kept.
         assert ("<table>" in row.page_de) == record["original_name"].endswith(".csv")
@@ -168,15 +169,29 @@ def test_a_kept_page_that_no_longer_fits_is_rendered_anew(
 
 def test_an_address_that_would_read_differently_renders_the_page_itself():
     key = "k" * 32
-    assert kept.fits("text", key, key, "https://repository.example/prefix")
+    assert kept.fits("text", key, key, "https://repository.example/prefix", "/prefix")
     for address in ('http://a.example/"x', "http://a.example/<x>", "http://a.example/a&b"):
-        assert not kept.fits("text", key, key, address)
-    assert not kept.fits("text", None, None, "http://a.example")  # nothing kept
-    assert not kept.fits("", key, key, "http://a.example")
-    assert not kept.fits("text", key, "other", "http://a.example")
+        assert not kept.fits("text", key, key, address, "")
+    assert not kept.fits("text", key, key, "http://a.example/a b", "/a b")  # url_for quotes it
+    assert not kept.fits("text", None, None, "http://a.example", "")  # nothing kept
+    assert not kept.fits("", key, key, "http://a.example", "")
+    assert not kept.fits("text", key, "other", "http://a.example", "")
 
 
-PLACEHOLDERS = st.sampled_from(["\ue0f0", BASE, REACH, TABLE, SEPARATOR, "\ue0ff"])
+def test_a_kept_page_follows_the_mount_point_and_keeps_the_request_in_its_language_link(
+    api: Api, alice: Account
+):
+    record = api.create(alice, "bericht.pdf", titel="Eingebunden")
+    mounted = {"base_url": "http://localhost/repo/"}
+    assert pages(api, record["id"], **mounted) == rendered_now(api, record["id"], **mounted)
+    assert b'href="/repo/static/pages/pages.css"' in pages(api, record["id"], **mounted)[0][1]
+    asked = {"query_string": {"utm_source": 'news"letter&x=<1>'}}
+    kept_pages = pages(api, record["id"], **asked)
+    assert kept_pages == rendered_now(api, record["id"], **asked)
+    assert b'href="?utm_source=news%22letter%26x%3D%3C1%3E&amp;lang=en"' in kept_pages[0][1]
+
+
+PLACEHOLDERS = st.sampled_from(["\ue0f0", BASE, REACH, TABLE, SCRIPT, LANGUAGE_LINK, "\ue0ff"])
 TEXT = st.text(
     st.one_of(
         st.characters(codec="utf-8", exclude_categories=("Cs",), exclude_characters="\x00"),
@@ -209,7 +224,7 @@ def test_any_metadata_gives_the_same_page_kept_or_rendered_now(
     row = kept_row(api, record["id"])
     assert row.page_key is not None
     for text in (row.page_de, row.page_en):
-        assert text.count(SEPARATOR) == 2 and text.count(REACH) == 1
+        assert text.count(SCRIPT) == 3 and text.count(REACH) == 1
     assert pages(api, record["id"]) == rendered_now(api, record["id"])
 
 
