@@ -165,6 +165,13 @@ def render_page(name: str, **context: Any) -> str:
     return render_template(page_templates().get_template(name), **context)
 
 
+def render_fragment(name: str, **context: Any) -> str:
+    """A part of a page (`pages/_reach.html`) put into a kept page: the template alone, with
+    the translations but without the app's context processors, which work out what only a
+    whole page prints (the frame's links)."""
+    return page_templates().get_template(name).render(**bound_translations(), **context)
+
+
 def init_app(app: Flask) -> None:
     if not app.config.get("BABEL_TRANSLATION_DIRECTORIES"):
         app.config["BABEL_TRANSLATION_DIRECTORIES"] = compiled_catalogues()

@@ -187,8 +187,8 @@ def _page(row: Row[Any]) -> Response:
                 base,
                 root,
                 switch,
-                render_page("pages/_reach.html", page=filling) if reach else "",
-                render_page("pages/_table.html", page=filling) if table else "",
+                i18n.render_fragment("pages/_reach.html", page=filling) if reach else "",
+                i18n.render_fragment("pages/_table.html", page=filling) if table else "",
             )
             response = Response(body)
         else:
