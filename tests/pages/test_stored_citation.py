@@ -10,11 +10,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import html
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from app.extensions import db
 from app.models import RecordCitation
 from app.pages import citation
+from tests.pages.test_kept_pages import set_kept
 from tests.support.api import Account, Api
 
 
@@ -38,13 +39,7 @@ def forge(api: Api, record_id: str, **values: Any) -> None:
     """Change the stored row by hand (as SQL would). The kept page goes unless given, so that
     the page renders itself with the citation (tests/pages/test_kept_pages.py tests it)."""
     values.setdefault("page_key", None)
-    with api.app.app_context():
-        db.session.execute(
-            update(RecordCitation)
-            .where(RecordCitation.record_id == uuid.UUID(record_id))
-            .values(**values)
-        )
-        db.session.commit()
+    set_kept(api, record_id, **values)
 
 
 def test_a_written_record_keeps_its_citation_and_the_page_shows_it(api: Api, alice: Account):
