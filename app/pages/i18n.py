@@ -140,6 +140,17 @@ class TranslatedConstants(Extension):
             index += 1
 
 
+def translations_of(language: str) -> Any:
+    """The catalogue of `language` as Flask-Babel reads it, kept by the app after its first
+    use (a page's templates are compiled with it, and the reach is written with it)."""
+    kept = current_app.extensions.setdefault("page_translations", {})
+    translations = kept.get(language)
+    if translations is None:
+        with force_locale(language):
+            translations = kept.setdefault(language, get_translations())
+    return translations
+
+
 def page_templates(language: str | None = None) -> Environment:
     """The app's templates, compiled with their constant strings in `language` (the page's
     unless given; `TranslatedConstants`): one environment per language, made by its first
@@ -148,10 +159,10 @@ def page_templates(language: str | None = None) -> Environment:
     environments = current_app.extensions.setdefault("page_templates", {})
     environment = environments.get(language)
     if environment is None:
-        with force_locale(language):
-            translations = get_translations()
         extension = type(
-            "TranslatedConstants", (TranslatedConstants,), {"translations": translations}
+            "TranslatedConstants",
+            (TranslatedConstants,),
+            {"translations": translations_of(language)},
         )
         environment = current_app.jinja_env.overlay(
             extensions=[extension], cache_size=_TEMPLATES_KEPT
@@ -166,7 +177,7 @@ def render_page(name: str, **context: Any) -> str:
 
 
 def render_fragment(name: str, **context: Any) -> str:
-    """A part of a page (`pages/_reach.html`) put into a kept page: the template alone, with
+    """A part of a page (`pages/_table.html`) put into a kept page: the template alone, with
     the translations but without the app's context processors, which work out what only a
     whole page prints (the frame's links)."""
     return page_templates().get_template(name).render(**bound_translations(), **context)

@@ -33,6 +33,7 @@ from app.pages.records import (
     Urls,
     kind_of,
     link_header,
+    reach_markup,
     signposting,
 )
 from app.stats import count_view
@@ -107,9 +108,10 @@ _READ_PAGE = (
 )
 
 
-def _page_row(record_id: uuid.UUID) -> Row[Any]:
-    """The record the public may see with what only its page shows (`_READ_PAGE`)."""
-    values = {"record_id": record_id, "language": i18n.page_language()}
+def _page_row(record_id: uuid.UUID, language: str) -> Row[Any]:
+    """The record the public may see with what only its page shows (`_READ_PAGE`), its kept
+    page in `language`."""
+    values = {"record_id": record_id, "language": language}
     row = db.session.connection().execute(_READ_PAGE, values).first()
     if row is None or not access.may_see(None, row):
         raise RecordNotFound()
@@ -150,19 +152,19 @@ def record(record_id: uuid.UUID) -> Response:
     elif wanted in exports.BY_MEDIA_TYPE:
         response = _export(_read(record_id), exports.BY_MEDIA_TYPE[wanted])
     else:
-        response = _page(_page_row(record_id))
+        language = i18n.page_language()
+        response = _page(_page_row(record_id, language), language)
     response.vary.add("Accept")
     return response
 
 
-def _page(row: Row[Any]) -> Response:
-    """The page: its kept parts filled in where they still fit (app/pages/kept.py), else
-    rendered now; the same page either way."""
+def _page(row: Row[Any], language: str) -> Response:
+    """The page in `language`: its kept parts filled in where they still fit
+    (app/pages/kept.py), else rendered now; the same page either way."""
     today = access.today()
     repository = current_app.config["REPOSITORY_NAME"]
     base = base_url()
     urls = kept.page_urls(row.id, row.path, base)
-    language = i18n.page_language()
     reach = _reach(row)
     embargoed = access.embargo_active(row, today)
     etag = _etag(*_version(row, today, urls, repository), repr(reach), language)
@@ -180,20 +182,19 @@ def _page(row: Row[Any]) -> Response:
         text, root = row.page_text, request.script_root
         if kept.fits(text, row.page_key, key, base, root):
             table = _table(row) if TABLE in text else None
-            filling = SimpleNamespace(reach=reach, table=table)
-            switch = {language: i18n.language_url(language) for language in i18n.LANGUAGES}
+            filling = SimpleNamespace(table=table)
             body = kept.filled(
                 text,
                 base,
                 root,
-                switch,
-                i18n.render_fragment("pages/_reach.html", page=filling) if reach else "",
+                i18n.language_url,
+                reach_markup(reach, language) if reach else "",
                 i18n.render_fragment("pages/_table.html", page=filling) if table else "",
             )
             response = Response(body)
         else:
             table = _table(row) if links.kind == "csv" and links.downloadable else None
-            page = _live(row, today, base, repository, reach, table)
+            page = _live(row, today, base, repository, reach, table, language)
             response = Response(render_page("pages/record.html", page=page))
     response.set_etag(etag)
     response.headers["Link"] = link_header(signposting(links))  # type: ignore[arg-type]
@@ -213,6 +214,7 @@ def _live(
     repository: str,
     reach: tuple[int, int] | None,
     table: list[list[str]] | None,
+    language: str,
 ) -> RecordPage:
     """The page's values, for a page rendered as it is viewed."""
     page = kept.page_of(row, today, base, repository)
@@ -221,7 +223,7 @@ def _live(
     cited = None
     if row.citation_key is not None:
         cited = {"key": row.citation_key, "de": row.citation_de, "en": row.citation_en}
-    page.citation = citation.page_citation(exports.csl_item(page), cited, i18n.page_language())
+    page.citation = citation.page_citation(exports.csl_item(page), cited, language)
     return page
 
 

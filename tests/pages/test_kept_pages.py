@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -176,6 +177,21 @@ def test_an_address_that_would_read_differently_renders_the_page_itself():
     assert not kept.fits("text", None, None, "http://a.example", "")  # nothing kept
     assert not kept.fits("", key, key, "http://a.example", "")
     assert not kept.fits("text", key, "other", "http://a.example", "")
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(record_id=st.uuids(), path=st.one_of(st.none(), st.text()))
+def test_a_pages_addresses_are_written_as_urlencode_writes_them(app, record_id, path):
+    with app.app_context():
+        urls = kept.page_urls(record_id, path, "https://r.example")
+        identifier = f"oai:{app.config['OAI_NAMESPACE']}:{record_id}"
+    oai = [("verb", "GetRecord"), ("metadataPrefix", "oai_dc"), ("identifier", identifier)]
+    assert urls.oai_record == f"https://r.example/oai?{urlencode(oai)}"
+    feed = "https://r.example/api/public/feed.atom"
+    assert urls.folder_feed == (f"{feed}?{urlencode([('path', path)])}" if path else feed)
+    assert urls.page == f"https://r.example/records/{record_id}"
 
 
 def test_a_kept_page_follows_the_mount_point_and_keeps_the_request_in_its_language_link(
