@@ -222,13 +222,27 @@ def filled(
 ) -> str:
     """A kept page with the address, mount point, link to the other language (its address
     from `language_url(code)`), reach and table put in."""
-    page = text.replace(BASE, base).replace(SCRIPT, root)
-    # Found by the placeholder alone, then its language: Python scans for one character many
-    # times faster than for two.
+    page = _put(text.replace(BASE, base), SCRIPT, root)
     at = page.find(LANGUAGE_LINK)
     while at >= 0:
         code = next((code for code in i18n.LANGUAGES if page.startswith(code, at + 1)), None)
         if code is not None:
             page = f"{page[:at]}{escape(language_url(code))}{page[at + 1 + len(code) :]}"
         at = page.find(LANGUAGE_LINK, at + 1)
-    return page.replace(REACH, reach).replace(TABLE, table)
+    return _put(_put(page, REACH, reach), TABLE, table)
+
+
+def _put(page: str, placeholder: str, value: str) -> str:
+    """`page.replace(placeholder, value)` for a placeholder found a few times or not at all,
+    in a fraction of its time: Python finds a character fast, but `replace` first counts them
+    one character at a time (a tenth of a page's view, on a page with non-Latin-1 text)."""
+    at = page.find(placeholder)
+    if at < 0:
+        return page
+    parts, start = [], 0
+    while at >= 0:
+        parts.append(page[start:at])
+        start = at + len(placeholder)
+        at = page.find(placeholder, start)
+    parts.append(page[start:])
+    return str(value).join(parts)  # not Markup.join, which would escape the page
