@@ -186,6 +186,14 @@ def test_a_kept_page_that_no_longer_fits_is_rendered_anew(
     assert pages(api, record["id"]) == rendered_now(api, record["id"])
 
 
+def test_a_kept_page_follows_the_oai_namespace(api: Api, alice: Account):
+    record = api.create(alice, "bericht.pdf", titel="Bericht")
+    api.app.config["OAI_NAMESPACE"] = "repository.example"
+    page = pages(api, record["id"])
+    assert f"oai%3Arepository.example%3A{record['id']}".encode() in page[0][1]
+    assert page == rendered_now(api, record["id"])
+
+
 def test_an_address_that_would_read_differently_renders_the_page_itself():
     key = "k" * 32
     assert kept.fits("text", key, key, "https://repository.example/prefix", "/prefix")
