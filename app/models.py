@@ -330,8 +330,8 @@ class RecordCitation(db.Model):
     rendered then too (app/pages/kept.py), and their own key; none where rendering failed."""
 
     __tablename__ = "record_citations"
-    # A row of both pages is kept whole in its table page, not in the TOAST table (0020).
-    __table_args__ = {"postgresql_with": {"toast_tuple_target": 8160}}
+    # On PostgreSQL a row of both pages is kept whole in its table page, not in the TOAST
+    # table: migration 0020 sets `toast_tuple_target` (SQLAlchemy 2.0 cannot declare it here).
 
     record_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("file_records.id", ondelete="CASCADE"), primary_key=True

@@ -1,7 +1,7 @@
 """`flask pages citations`: keep the Cite box and the page of every record whose kept ones are
-missing or no longer fit (after an upgrade to migration 0018 or 0019, a new release, another
-`REPOSITORY_NAME`, records written by SQL, or an embargo that has ended since the record was
-written: run it daily). Pages are right without it, only slower."""
+missing or no longer fit (after an upgrade to migration 0018, 0019 or 0020, a new release,
+another `REPOSITORY_NAME` or `OAI_NAMESPACE`, records written by SQL, or an embargo that has
+ended since the record was written: run it daily). Pages are right without it, only slower."""
 
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ compiled file. A reader chooses by `Accept-Language` or by the visible switch, w
 A page's templates come from `page_templates()`: one Jinja environment per language, whose
 templates hold their constant strings already translated (`TranslatedConstants`), so a page
 pays no gettext call for them; strings with values and plurals are translated while rendering
-(`bound_translations`). Either way a page is the same (tests/pages/test_language.py).
+(`bound_translations`; the reach's, by `records.reach_markup` with `translations_of`). Either
+way a page is the same (tests/pages/test_language.py).
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ language (which keeps the request's parameters) and the reach figures. So the re
 (app/pages/stored.py, beside its citation) renders the whole page in each page language with
 placeholders for those, and keeps it with a key of everything else it prints (`page_key`); a
 CSV's first rows are read then too. A view whose kept page still fits puts them in (`filled`)
-and renders no template but the reach's; one whose page is missing or stale renders it
-itself. Either way the page is the same, byte for byte (tests/pages/test_kept_pages.py),
-since both come from the same templates.
+and renders no template (the reach's lines are written by `records.reach_markup`; only a CSV
+whose rows could not be read then gets its table rendered); one whose page is missing or
+stale renders it itself. Either way the page is the same, byte for byte
+(tests/pages/test_kept_pages.py), since both come from the same templates.
 
 The placeholders are characters of Unicode's private use area, which `records.clean_text`
 drops from every value a page prints, so no value can pose as one.

@@ -101,7 +101,7 @@ _READ_PAGE = (
         _CITATIONS.c.de.label("citation_de"),
         _CITATIONS.c.en.label("citation_en"),
         _CITATIONS.c.page_key,
-        # Only the page's language: a kept page is a few kilobytes, stored compressed.
+        # Only the page's language: a kept page is a few kilobytes, compressed in its row.
         case(
             (bindparam("language") == _ENGLISH, _CITATIONS.c.page_en), else_=_CITATIONS.c.page_de
         ).label("page_text"),
