@@ -9,7 +9,7 @@ from app import streaming
 from app.archives import services
 from app.auth.guard import current_user
 from app.auth.services import Caller
-from app.docs.openapi import NO_TOKEN, SERVER, Blueprint, Configured, header, private_cache
+from app.docs.openapi import NO_TOKEN, SERVER, Blueprint, header, private_cache
 from app.files import access
 from app.files.downloads import content_disposition
 from app.files.routes import PRIVATE_CACHE
@@ -44,10 +44,6 @@ class ArchiveQuerySchema(Schema):
 
 archive_query_schema = ArchiveQuerySchema()
 PARAMETERS = [{"in": "query", "schema": archive_query_schema}]
-LIMITS = (
-    "At most {zip_max_files} files and {zip_max_mb} MiB per archive on this instance "
-    "(`ZIP_MAX_FILES`, `ZIP_MAX_MB`); a folder over either limit answers 422 on `path`."
-)
 
 
 def archive_ok(cache: dict[str, Any]) -> dict[str, Any]:
@@ -136,28 +132,34 @@ def archive_response(
 @bp.get("/api/files.zip")
 @bp.doc(
     operationId="downloadFolder",
-    summary="Download a folder as one ZIP",
-    description=Configured(
-        "Your records under `path` (administrators: all) that you may download: released and "
-        "not under embargo, for administrators every one. " + LIMITS
-    ),
     parameters=PARAMETERS,
     responses={"200": archive_ok(private_cache(PRIVATE_CACHE))},
 )
 @bp.errors("Unauthenticated", "ValidationFailed", *SERVER)
 def download_folder():
+    """Download a folder as one ZIP
+
+    Your records under `path` (administrators: all) that you may download: released and not
+    under embargo, for administrators every one. At most {zip_max_files} files and {zip_max_mb}
+    MiB per archive on this instance (`ZIP_MAX_FILES`, `ZIP_MAX_MB`); a folder over either
+    limit answers 422 on `path`.
+    """
     return archive_response(current_user(), PRIVATE_CACHE)
 
 
 @bp.get("/api/public/files.zip", tags=["Public"])
 @bp.doc(
     operationId="downloadReleasedFolder",
-    summary="Download a released folder as one ZIP",
-    description=Configured("Released records under `path` that are not under embargo. " + LIMITS),
     security=NO_TOKEN,
     parameters=PARAMETERS,
     responses={"200": archive_ok(CACHED["Cache-Control"])},
 )
 @bp.errors("ValidationFailed", *SERVER, headers=CACHED)
 def download_released_folder():
+    """Download a released folder as one ZIP
+
+    Released records under `path` that are not under embargo. At most {zip_max_files} files and
+    {zip_max_mb} MiB per archive on this instance (`ZIP_MAX_FILES`, `ZIP_MAX_MB`); a folder over
+    either limit answers 422 on `path`.
+    """
     return archive_response(None, PUBLIC_CACHE)

@@ -1,12 +1,12 @@
 """The OpenAPI 3.1 document, built by flask-smorest from what each view declares beside it.
 
-A view's blueprint is this module's `Blueprint` (flask-smorest's): the view states its operation
-with `doc`, its answers with `alt_response` and `errors`, and nothing else needs to know about a
-new endpoint (a schema it names becomes a component by its class name). This module holds what
-the whole document shares: its description, the error responses, headers and the components
-that carry configured limits. What keeps the document true is the validating test client and
-Schemathesis (tests/docs). `Configured` text is formatted with the limits of the configuration;
-the document is built once per set of limits and blueprints, and shared (treat it as read-only).
+A view's blueprint is this module's `Blueprint` (flask-smorest's): the view's docstring is its
+summary and description, and it states the rest of its operation with `doc`, its answers with
+`alt_response` and `errors`; nothing else needs to know about a new endpoint (a schema it names
+becomes a component by its class name). This module holds what the whole document shares: its
+description, the error responses, headers and the components that carry configured limits.
+What keeps the document true is the validating test client and Schemathesis (tests/docs). The
+document is built once per set of limits and blueprints, and shared (treat it as read-only).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
@@ -24,7 +23,6 @@ from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
 from apispec.ext.marshmallow.field_converter import DEFAULT_FIELD_MAPPING
 from flask import Flask
 from flask_smorest.spec.plugins import FlaskPlugin
-from flask_smorest.utils import deepupdate
 from marshmallow import Schema, fields
 
 from app.detection.mime import ALLOWED_MIME_TYPES
@@ -45,7 +43,7 @@ OPENAPI_VERSION = "3.1.0"
 BEARER = "bearerAuth"
 NO_TOKEN: list[dict[str, list[str]]] = []
 SERVER = ("ServerError", "ServiceUnavailable")
-#: The settings `Configured` text may name, by the name it uses.
+#: The settings a view's docstring may name in braces (`{max_file_size:,}`), by that name.
 LIMITS = {
     "max_files": "MAX_FILES_PER_REQUEST",
     "max_file_size": "MAX_FILE_SIZE",
@@ -75,22 +73,13 @@ def openapi_document(app: Flask) -> dict[str, Any]:
     return _build(limits, blueprints)
 
 
-@dataclass(frozen=True)
-class Configured:
-    """Text that states configured limits, formatted with the names of `LIMITS` when the
-    document is built, e.g. `Configured("At most {max_file_size:,} bytes.")`."""
-
-    template: str
+def _prose(text: str, limits: dict[str, Any]) -> str:
+    """A docstring's summary or description as the document shows it: its line breaks are
+    spaces, and the names of `LIMITS` in braces are this instance's limits."""
+    return _LIMIT.sub(lambda m: format(limits[m[1]], m[2] or ""), " ".join(text.split("\n")))
 
 
-def _rendered(value: Any, limits: dict[str, Any]) -> Any:
-    if isinstance(value, Configured):
-        return value.template.format_map(limits)
-    if isinstance(value, dict):
-        return {key: _rendered(item, limits) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_rendered(item, limits) for item in value]
-    return value
+_LIMIT = re.compile(r"\{(" + "|".join(LIMITS) + r")(?::([^{}]*))?\}")
 
 
 # --- declaring operations beside their views --------------------------------------------
@@ -102,9 +91,9 @@ _VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 class Blueprint(flask_smorest.Blueprint):
     """flask-smorest's blueprint with this service's conventions: operations carry the tag
     `tag` and the error answers `errors` (by name, written out with `error_headers` if any); a
-    view's docstring is its summary, a blank line, and its description (one paragraph; its
-    line breaks are spaces); `doc(method=...)` declares one method of a view that answers
-    several."""
+    view's docstring is its summary, a blank line, and its description (one paragraph: its
+    line breaks are spaces, and a name of `LIMITS` in braces is this instance's limit), so
+    `doc` takes neither."""
 
     def __init__(
         self, *args: Any, tag: str, errors: tuple = (), error_headers: Any = None, **kw: Any
@@ -116,9 +105,10 @@ class Blueprint(flask_smorest.Blueprint):
         register = super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
         return lambda view: register(self.errors(*self.common_errors)(view))
 
-    def doc(self, method: str | None = None, **operation: Any) -> Any:  # type: ignore[override]
-        declared = {"per_method": {method.lower(): operation}} if method else operation
-        return _annotating(super().doc(**declared))
+    def doc(self, **operation: Any) -> Any:  # type: ignore[override]
+        if {"summary", "description"} & operation.keys():
+            raise TypeError("a view's docstring gives its summary and description, not doc()")
+        return _annotating(super().doc(**operation))
 
     def alt_response(self, *args: Any, **kwargs: Any) -> Any:
         return _annotating(super().alt_response(*args, **kwargs))
@@ -141,18 +131,11 @@ class Blueprint(flask_smorest.Blueprint):
 
         return declare
 
-    def _store_endpoint_docs(self, endpoint: str, *args: Any, **kw: Any) -> None:
-        super()._store_endpoint_docs(endpoint, *args, **kw)
-        for method, doc in self._docs[endpoint].items():
-            if method != "parameters":
-                doc["docstring"] = {k: " ".join(v.split("\n")) for k, v in doc["docstring"].items()}
-                manual = doc.setdefault("manual_doc", {})
-                deepupdate(manual, manual.pop("per_method", {}).get(method, {}))
-
 
 def _annotating(decorator: Callable[[View], View]) -> Callable[[View], View]:
     """flask-smorest's documenting decorator without its wrapper: the view itself carries what
-    it declares, and a request calls the view, not a stack of wrappers."""
+    it declares (in `_apidoc`, where flask-smorest keeps it), and a request calls the view, not
+    a stack of wrappers."""
 
     def annotate(view: View) -> View:
         view._apidoc = decorator(view)._apidoc  # type: ignore[attr-defined]
@@ -174,19 +157,15 @@ class _Paths(FlaskPlugin):
 
 
 class _Api(flask_smorest.Api):
-    """Only builds the document: errors keep the app's own handlers, JSON shape and error
-    responses (app/errors.py, `ERROR_RESPONSES`), and the document names its tags itself."""
+    """Only builds the document, on an app of its own: the app it describes keeps its own error
+    handlers, JSON shape and error responses (app/errors.py, `ERROR_RESPONSES`)."""
 
     DEFAULT_ERROR_RESPONSE_NAME = None
 
-    def _register_error_handlers(self) -> None: ...
+    # flask-smorest's default responses and pagination header would add its error and
+    # pagination schemas to the components (its ETag headers add nothing until used).
     def _register_responses(self) -> None: ...
-    def _register_etag_headers(self) -> None: ...
     def _register_pagination_header(self) -> None: ...
-
-    def register_blueprint(self, blp: Blueprint, **options: Any) -> None:
-        self._app.register_blueprint(blp, **options)
-        blp.register_views_in_doc(self, self._app, self.spec, name=blp.name, parameters=None)
 
 
 # --- marshmallow fields of this service -------------------------------------------------
@@ -615,6 +594,10 @@ TAGS = {
 }
 
 
+def _tags() -> list[dict[str, str]]:
+    return [{"name": name, "description": text} for name, text in TAGS.items()]
+
+
 @lru_cache(maxsize=8)
 def _build(settings: tuple, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]:
     limits = dict(settings)
@@ -631,10 +614,17 @@ def _build(settings: tuple, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]
             "marshmallow_plugin": plugin,
             "info": {"description": _description(limits)},
             "security": [{BEARER: []}],
-            "tags": [{"name": name, "description": text} for name, text in TAGS.items()],
+            "tags": _tags(),
         },
     )
     _components(api.spec, plugin, limits)
     for blueprint in blueprints:
         api.register_blueprint(blueprint)
-    return _rendered(api.spec.to_dict(), limits)
+    document = api.spec.to_dict()
+    document["tags"] = _tags()  # without the one flask-smorest adds for each blueprint
+    for item in document["paths"].values():
+        for operation in item.values():
+            for key in ("summary", "description"):
+                if isinstance(operation, dict) and key in operation:
+                    operation[key] = _prose(operation[key], limits)
+    return document

@@ -40,12 +40,10 @@ class FeedQuerySchema(Schema):
 feed_query_schema = FeedQuerySchema()
 
 
-def _feed_operation(operation_id: str, summary: str, description: str, media_type: str) -> Any:
+def _feed_operation(operation_id: str, media_type: str) -> Any:
     """The operation of a feed: the same parameters and answers, in its own media type."""
     declare = bp.doc(
         operationId=operation_id,
-        summary=summary,
-        description=description + " Revalidate with If-None-Match or If-Modified-Since.",
         security=NO_TOKEN,
         parameters=[{"in": "query", "schema": feed_query_schema}],
         responses={
@@ -131,15 +129,14 @@ def _conditional(body: bytes, content_type: str, kind: str, feed: Feed) -> Respo
 
 
 @bp.get("/feed.atom")
-@_feed_operation(
-    "getAtomFeed",
-    "Atom feed of releases",
-    "Atom 1.0: the newest 50 records a member of the public can download now, newest release "
-    "first (an embargoed record is released on the day its embargo ends). Each entry links its "
-    "record and its download as an enclosure.",
-    "application/atom+xml",
-)
+@_feed_operation("getAtomFeed", "application/atom+xml")
 def atom_feed() -> Response:
+    """Atom feed of releases
+
+    Atom 1.0: the newest 50 records a member of the public can download now, newest release
+    first (an embargoed record is released on the day its embargo ends). Each entry links its
+    record and its download as an enclosure. Revalidate with If-None-Match or If-Modified-Since.
+    """
     feed = _feed(media_only=False)
     for entry in feed.entries:
         _add_entry(feed.generator, entry)
@@ -163,14 +160,14 @@ def _with_link_attributes(atom: bytes, found: list[services.Entry]) -> bytes:
 
 
 @bp.get("/podcast.rss")
-@_feed_operation(
-    "getPodcastFeed",
-    "Podcast feed (RSS 2.0, iTunes)",
-    "RSS 2.0 with the iTunes namespace: the newest 50 downloadable audio and video records, one "
-    "`<enclosure>` each (the public download, length and type from the record).",
-    "application/rss+xml",
-)
+@_feed_operation("getPodcastFeed", "application/rss+xml")
 def podcast_feed() -> Response:
+    """Podcast feed (RSS 2.0, iTunes)
+
+    RSS 2.0 with the iTunes namespace: the newest 50 downloadable audio and video records, one
+    `<enclosure>` each (the public download, length and type from the record). Revalidate with
+    If-None-Match or If-Modified-Since.
+    """
     feed = _feed(media_only=True)
     fg = feed.generator
     fg.load_extension("podcast")

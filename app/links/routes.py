@@ -131,14 +131,16 @@ def _created(link: Any, secret: str) -> tuple[dict[str, Any], int]:
 @bp.post("/api/files/<uuid:record_id>/links", parameters=[ID_PARAMETER])
 @bp.doc(
     operationId="createFileLink",
-    summary="Create a share link to a record",
-    description="Owner or administrator (anyone else: 404, as for the record). The answer's "
-    "`url` carries the secret and is shown only here.",
     requestBody=json_body_doc(record_input),
 )
 @bp.alt_response(201, schema=CreatedLinkSchema, description="The new link, with its url.")
 @bp.errors("Unauthenticated", "BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed")
 def create_record_link(record_id: uuid.UUID):
+    """Create a share link to a record
+
+    Owner or administrator (anyone else: 404, as for the record). The answer's `url` carries
+    the secret and is shown only here.
+    """
     data = load(record_input, json_body())
     link, secret = services.create_link(
         current_user(),
@@ -151,18 +153,20 @@ def create_record_link(record_id: uuid.UUID):
 
 
 @bp.get("/api/files/<uuid:record_id>/links", parameters=[ID_PARAMETER])
-@bp.doc(operationId="listFileLinks", summary="A record's share links")
+@bp.doc(operationId="listFileLinks")
 @bp.alt_response(200, schema=LinkListSchema, description="Newest first, without secrets.")
 @bp.errors("Unauthenticated", "NotFound")
 def list_record_links(record_id: uuid.UUID):
+    """A record's share links"""
     return {"data": [_dump(row) for row in services.links_of_record(current_user(), record_id)]}
 
 
 @bp.delete("/api/files/<uuid:record_id>/links/<uuid:link_id>", parameters=[ID_PARAMETER, LINK_ID])
-@bp.doc(operationId="revokeFileLink", summary="Revoke a record's share link")
+@bp.doc(operationId="revokeFileLink")
 @bp.alt_response(204, description="Revoked: it answers 404 from the next request on.")
 @bp.errors("Unauthenticated", "NotFound")
 def revoke_record_link(record_id: uuid.UUID, link_id: uuid.UUID):
+    """Revoke a record's share link"""
     services.revoke(current_user(), link_id, record_id=record_id)
     return "", 204
 
@@ -170,14 +174,16 @@ def revoke_record_link(record_id: uuid.UUID, link_id: uuid.UUID):
 @bp.post("/api/links")
 @bp.doc(
     operationId="createPressKit",
-    summary="Create a press kit: a share link to a folder",
-    description="It covers your records in the folder and below (administrators: everyone's), "
-    "evaluated at each use: records added later appear, moved or deleted ones vanish.",
     requestBody=json_body_doc(kit_input),
 )
 @bp.alt_response(201, schema=CreatedLinkSchema, description="The new link, with its url.")
 @bp.errors("Unauthenticated", "BadRequest", "PayloadTooLarge", "ValidationFailed")
 def create_kit():
+    """Create a press kit: a share link to a folder
+
+    It covers your records in the folder and below (administrators: everyone's), evaluated at
+    each use: records added later appear, moved or deleted ones vanish.
+    """
     caller = current_user()
     data = load(kit_input, json_body())
     link, secret = services.create_link(
@@ -193,13 +199,15 @@ def create_kit():
 @bp.get("/api/links")
 @bp.doc(
     operationId="listLinks",
-    summary="Your share links",
-    description="Record links and press kits you made (administrators: everyone's).",
     parameters=[{"in": "query", "schema": query_schema}],
 )
 @bp.alt_response(200, schema=LinkListSchema, description="Newest first, without secrets.")
 @bp.errors("Unauthenticated", "ValidationFailed")
 def list_links():
+    """Your share links
+
+    Record links and press kits you made (administrators: everyone's).
+    """
     caller = current_user()
     params = load(query_schema, request.args.to_dict())
     filters = services.LinkFilters(params.get("record_id"), params.get("path"))
@@ -207,14 +215,14 @@ def list_links():
 
 
 @bp.delete("/api/links/<uuid:link_id>", parameters=[LINK_ID])
-@bp.doc(
-    operationId="revokeLink",
-    summary="Revoke a share link",
-    description="Its creator, an administrator, or the owner of its record.",
-)
+@bp.doc(operationId="revokeLink")
 @bp.alt_response(204, description="Revoked: it answers 404 from the next request on.")
 @bp.errors("Unauthenticated", "NotFound")
 def revoke_link(link_id: uuid.UUID):
+    """Revoke a share link
+
+    Its creator, an administrator, or the owner of its record.
+    """
     services.revoke(current_user(), link_id)
     return "", 204
 
@@ -243,11 +251,7 @@ def _open(secret: str) -> services.OpenLink:
 @_failures_limited
 @bp.doc(
     operationId="readSharedLink",
-    summary="What a share link opens",
     security=NO_TOKEN,
-    description="No token. A record link: the record as the public sees it (with `sperrfrist`) "
-    "and `link_expires_at`. A press kit: a page of such records with `folder` and "
-    "`link_expires_at`. Unknown or revoked: 404 (failures are rate limited per address).",
     parameters=[{"in": "query", "schema": page_query}],
     responses={
         "200": {
@@ -260,6 +264,12 @@ def _open(secret: str) -> services.OpenLink:
 )
 @bp.errors(*HOLDER_ERRORS, "ValidationFailed", headers=HOLDER_DOC_HEADERS)
 def read_shared(secret: str):
+    """What a share link opens
+
+    No token. A record link: the record as the public sees it (with `sperrfrist`) and
+    `link_expires_at`. A press kit: a page of such records with `folder` and `link_expires_at`.
+    Unknown or revoked: 404 (failures are rate limited per address).
+    """
     link = _open(secret)
     holder = link.holder
     if holder.record_id is not None:
@@ -281,10 +291,7 @@ def _time(value: Any) -> str:
 @_failures_limited
 @bp.doc(
     operationId="downloadSharedFile",
-    summary="Download a file through a share link",
     security=NO_TOKEN,
-    description="The content whatever `freigabe` and `sperrfrist` say, as long as the link "
-    "lives and names the record. Another record's id: 404.",
     parameters=DOWNLOAD_REQUEST_HEADERS,
     responses={
         **download_responses(private_cache(HOLDER_HEADERS["Cache-Control"])),
@@ -293,6 +300,11 @@ def _time(value: Any) -> str:
 )
 @bp.errors(*HOLDER_ERRORS, headers=HOLDER_DOC_HEADERS)
 def download_shared(secret: str, record_id: uuid.UUID):
+    """Download a file through a share link
+
+    The content whatever `freigabe` and `sperrfrist` say, as long as the link lives and names
+    the record. Another record's id: 404.
+    """
     link = _open(secret)
     response = download_response(
         request,
@@ -311,10 +323,7 @@ def download_shared(secret: str, record_id: uuid.UUID):
 @_failures_limited
 @bp.doc(
     operationId="downloadSharedZip",
-    summary="Download a share link's files as one ZIP",
     security=NO_TOKEN,
-    description="The kit's files (or the one file) as the folder ZIP is built, whatever "
-    "`freigabe` and `sperrfrist` say.",
     responses={
         "200": archive_ok(private_cache(HOLDER_HEADERS["Cache-Control"])),
         str(EXPIRED[0]): EXPIRED[1],
@@ -322,6 +331,11 @@ def download_shared(secret: str, record_id: uuid.UUID):
 )
 @bp.errors(*HOLDER_ERRORS, "ValidationFailed", headers=HOLDER_DOC_HEADERS)
 def download_shared_zip(secret: str):
+    """Download a share link's files as one ZIP
+
+    The kit's files (or the one file) as the folder ZIP is built, whatever `freigabe` and
+    `sperrfrist` say.
+    """
     link = _open(secret)
     name = link.holder.path or "files"
     response = archive_response(link.holder, HOLDER_HEADERS["Cache-Control"], path="", name=name)

@@ -60,12 +60,6 @@ ARGUMENTS = {
     "set": {"type": "string", "description": "A folder of path, segments joined by ':'."},
     "resumptionToken": {"type": "string", "description": "From the previous answer; alone."},
 }
-ABOUT = (
-    "OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of "
-    "`path`, datestamps are `updated_at` in UTC seconds, deletions and unreleases stay as "
-    '`<header status="deleted">` (persistent). Lists and sets come in pages with a '
-    "`resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for records)."
-)
 ANSWERS = {
     "200": {
         "description": (
@@ -118,20 +112,32 @@ def _record_id(identifier: str) -> uuid.UUID:
         raise ProtocolError("idDoesNotExist", f"No item has the identifier {identifier}.") from None
 
 
-@bp.route("/oai", methods=["GET", "POST"], endpoint="endpoint")
+@bp.get("/oai", endpoint="endpoint")
 @bp.doc(
-    method="GET",
     operationId="oaiPmhGet",
-    summary="OAI-PMH request",
+    security=NO_TOKEN,
+    responses=ANSWERS,
     parameters=[
         {"name": name, "in": "query", "required": name == "verb", "schema": schema}
         for name, schema in ARGUMENTS.items()
     ],
 )
+def endpoint() -> Response:
+    """OAI-PMH request
+
+    OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of `path`,
+    datestamps are `updated_at` in UTC seconds, deletions and unreleases stay as
+    `<header status="deleted">` (persistent). Lists and sets come in pages with a
+    `resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for records).
+    """
+    return _answer_request(request.args)
+
+
+@bp.post("/oai", endpoint="form_endpoint")
 @bp.doc(
-    method="POST",
     operationId="oaiPmhPost",
-    summary="OAI-PMH request (form-encoded body)",
+    security=NO_TOKEN,
+    responses=ANSWERS,
     requestBody={
         "required": True,
         "content": {
@@ -141,9 +147,19 @@ def _record_id(identifier: str) -> uuid.UUID:
         },
     },
 )
-@bp.doc(description=ABOUT, security=NO_TOKEN, responses=ANSWERS)
-def endpoint() -> Response:
-    source = request.form if request.method == "POST" else request.args
+def form_endpoint() -> Response:
+    """OAI-PMH request (form-encoded body)
+
+    OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of `path`,
+    datestamps are `updated_at` in UTC seconds, deletions and unreleases stay as
+    `<header status="deleted">` (persistent). Lists and sets come in pages with a
+    `resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for records).
+    """
+    return _answer_request(request.form)
+
+
+def _answer_request(source: Any) -> Response:
+    """The answer to the request's arguments (`source`: the query or the form body)."""
     arguments = {key: source.getlist(key) for key in source}
     try:
         verb, args = _check(arguments)

@@ -37,14 +37,16 @@ page_schema = RankedPageSchema()
 @bp.get("/api/files/<uuid:record_id>/stats", parameters=[ID_PARAMETER])
 @bp.doc(
     operationId="getFileStats",
-    summary="A record's downloads",
-    description="Counted downloads (COUNTER R5 rules) over a period, totals and one row per "
-    "day or month, for the owner and administrators (others: 404, as for the record).",
     parameters=[{"in": "query", "schema": record_query}],
 )
 @bp.alt_response(200, schema=RecordStatsSchema, description="Totals and one row per period.")
 @bp.errors("Unauthenticated", "NotFound", "ValidationFailed", *SERVER)
 def record_stats(record_id: uuid.UUID):
+    """A record's downloads
+
+    Counted downloads (COUNTER R5 rules) over a period, totals and one row per day or month,
+    for the owner and administrators (others: 404, as for the record).
+    """
     access.read_record(current_user(), record_id)
     params = load(record_query, request.args.to_dict())
     return record_stats_schema.dump(
@@ -55,14 +57,16 @@ def record_stats(record_id: uuid.UUID):
 @bp.get("/api/stats")
 @bp.doc(
     operationId="listStats",
-    summary="Downloads per record",
-    description="Records with counted downloads in the period, most used first (`sort`), "
-    "100 a page; administrators only.",
     parameters=[{"in": "query", "schema": ranked_query}],
 )
 @bp.alt_response(200, schema=RankedPageSchema, description="One page.")
 @bp.errors("Unauthenticated", "AdministratorsOnly", "ValidationFailed", *SERVER)
 def ranked_stats():
+    """Downloads per record
+
+    Records with counted downloads in the period, most used first (`sort`), 100 a page;
+    administrators only.
+    """
     if not current_user().is_admin:
         raise AdministratorsOnly("Only administrators may read the statistics of all records.")
     params = load(ranked_query, request.args.to_dict())
@@ -89,14 +93,16 @@ def ranked_stats():
 @bp.get("/api/public/files/<uuid:record_id>/stats", parameters=[ID_PARAMETER], tags=["Public"])
 @bp.doc(
     operationId="getReleasedFileStats",
-    summary="A released record's downloads",
-    description="All counted downloads of a released record. 404 when the operator has "
-    "switched public statistics off (`STATS_PUBLIC`).",
     security=NO_TOKEN,
 )
 @bp.alt_response(200, schema=RecordTotalsSchema, description="The totals.", headers=CACHED)
 @bp.errors("NotFound", *SERVER, headers=CACHED)
 def public_stats(record_id: uuid.UUID):
+    """A released record's downloads
+
+    All counted downloads of a released record. 404 when the operator has switched public
+    statistics off (`STATS_PUBLIC`).
+    """
     if current_app.config["STATS_PUBLIC"] != "on":
         raise RecordNotFound()
     access.read_record(None, record_id)

@@ -81,13 +81,3 @@ CHECKSUM = header_parameter(
     "`sha1 <base64 digest>` or `sha256 <base64 digest>` of this body; a mismatch is 460.",
     {"type": "string"},
 )
-VALIDATION = (
-    "`Upload-Metadata` carries `filename` (or `name`) and the metadata fields of "
-    "`POST /api/files` (`titel`, `path`, `sperrfrist`, `freigabe`, ...), base64-encoded as tus "
-    "says; they are checked with the same rules and messages (422) before any byte is accepted."
-)
-COMPLETION = (
-    "When the last byte is in, the file goes through the type detection, size limit and record "
-    "creation of `POST /api/files`: the answer carries `Upload-Record-Id` and the record's "
-    "`Location`, or a 422 on `file` (type) with nothing stored."
-)

@@ -11,7 +11,7 @@ from flask import Response, current_app, request
 from flask.blueprints import BlueprintSetupState
 
 from app.auth.guard import caller_of, current_user, user_rate_key
-from app.docs.openapi import NO_TOKEN, Blueprint, Configured
+from app.docs.openapi import NO_TOKEN, Blueprint
 from app.errors import error_response
 from app.exceptions import RecordNotFound
 from app.extensions import limiter
@@ -22,11 +22,9 @@ from app.tus.api_doc import (
     ALWAYS,
     BYTES,
     CHECKSUM,
-    COMPLETION,
     STATE,
     TUS_RESUMABLE,
     UPLOAD_ID,
-    VALIDATION,
     WHOLE_NUMBER,
     errors,
     header,
@@ -199,13 +197,6 @@ def discover():
 @limiter.limit(_upload_rate, key_func=user_rate_key)
 @bp.doc(
     operationId="createUpload",
-    summary="Start a resumable upload (tus creation)",
-    description=Configured(
-        "At most {max_file_size:,} bytes (`Upload-Length`). "
-        + VALIDATION
-        + " With a body (creation with upload) its bytes are the first piece. Rate limited per "
-        "user (with uploads). " + COMPLETION
-    ),
     parameters=[
         TUS_RESUMABLE,
         header_parameter(
@@ -226,6 +217,17 @@ def discover():
     },
 )
 def create_upload():
+    """Start a resumable upload (tus creation)
+
+    At most {max_file_size:,} bytes (`Upload-Length`). `Upload-Metadata` carries `filename` (or
+    `name`) and the metadata fields of `POST /api/files` (`titel`, `path`, `sperrfrist`,
+    `freigabe`, ...), base64-encoded as tus says; they are checked with the same rules and
+    messages (422) before any byte is accepted. With a body (creation with upload) its bytes
+    are the first piece. Rate limited per user (with uploads). When the last byte is in, the
+    file goes through the type detection, size limit and record creation of `POST /api/files`:
+    the answer carries `Upload-Record-Id` and the record's `Location`, or a 422 on `file`
+    (type) with nothing stored.
+    """
     user = current_user()
     if "Upload-Defer-Length" in request.headers:
         raise protocol.TusError("Upload-Defer-Length is not supported; send Upload-Length.")
@@ -283,11 +285,6 @@ def upload_state(upload_id: uuid.UUID):
 )
 @bp.doc(
     operationId="appendToUpload",
-    summary="Send the next piece",
-    description=(
-        "The body is taken whole or not at all: a piece cut off by a dropped connection is not "
-        "kept, so the client resends from the offset. " + COMPLETION
-    ),
     parameters=[
         TUS_RESUMABLE,
         header_parameter("Upload-Offset", "Where this piece starts.", WHOLE_NUMBER, required=True),
@@ -308,6 +305,14 @@ def upload_state(upload_id: uuid.UUID):
     },
 )
 def append_to_upload(upload_id: uuid.UUID):
+    """Send the next piece
+
+    The body is taken whole or not at all: a piece cut off by a dropped connection is not kept,
+    so the client resends from the offset. When the last byte is in, the file goes through the
+    type detection, size limit and record creation of `POST /api/files`: the answer carries
+    `Upload-Record-Id` and the record's `Location`, or a 422 on `file` (type) with nothing
+    stored.
+    """
     current_user()
     offset = _whole_number("Upload-Offset")
     appended = _append(upload_id, offset)
