@@ -1,16 +1,20 @@
-"""The private parts of waitress and botocore that the service relies on, by name.
+"""The private parts of waitress, botocore and flask-smorest that the service relies on, by name.
 
 `app/server.py` subclasses waitress's channel, parser and tasks and reads their state;
 `app/streaming.py` hands waitress a file it can only read the way waitress 3.0 reads a
 `wsgi.file_wrapper`; `app/storage/s3.py` sends presigned reads through botocore's own
-connection pool. None of this is public API, so pyproject.toml pins both to the minor
-version checked here, and each test below names the internal it checks: an upgrade that
-moves one fails here, loudly, instead of silently switching a defence off in production.
+connection pool; `app/docs/openapi.py` overrides two of flask-smorest's hooks and sets the
+attribute its decorators keep a view's documentation in. None of this is public API, so
+pyproject.toml pins all three to the minor version checked here, and each test below names the
+internal it checks: an upgrade that moves one fails here, loudly, instead of silently switching
+a defence off in production (or changing the API document).
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
+import re
 import socket
 import threading
 import time
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import flask_smorest
 import pytest
 from botocore import hooks
 from botocore.awsrequest import AWSPreparedRequest, AWSRequest, AWSResponse
@@ -33,6 +38,7 @@ from waitress.server import create_server
 from waitress.task import ErrorTask, WSGITask
 from waitress.utilities import Error
 
+from app.docs import openapi
 from app.server import Channel, JSONErrorTask, Parser, Task
 from app.streaming import PumpedBody
 
@@ -225,14 +231,79 @@ def test_waitress_maintenance_is_what_the_idle_check_wraps(server):
     server.maintenance(time.time())
 
 
+# --- flask-smorest: the document's hooks (app/docs/openapi.py) -------------------------------
+
+#: The private names of flask-smorest that app/docs/openapi.py overrides or sets, and no others.
+SMOREST_HOOKS = {"_register_responses", "_register_pagination_header", "_apidoc"}
+
+
+def _private_names_used(path: Path) -> set[str]:
+    """The private attributes a module reads or sets and the private methods its classes
+    define (its own module-level helpers are not attributes and do not count)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            names |= {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+    return {name for name in names if name.startswith("_") and not name.startswith("__")}
+
+
+def test_flask_smorest_hooks_are_the_ones_named_in_the_pin_comment():
+    """At most four, each named in the comment above the pin, and no other private name of
+    flask-smorest in app/docs/openapi.py."""
+    library = "\n".join(p.read_text() for p in Path(flask_smorest.__file__).parent.rglob("*.py"))
+    used = {
+        name
+        for name in _private_names_used(ROOT / "app/docs/openapi.py")
+        if re.search(rf"\b{name}\b", library)
+    }
+    assert used == SMOREST_HOOKS and len(used) <= 4
+    lines = (ROOT / "pyproject.toml").read_text().splitlines()
+    pin = next(i for i, line in enumerate(lines) if line.strip().startswith('"flask-smorest'))
+    comment = []
+    for line in reversed(lines[:pin]):
+        if not line.strip().startswith("#"):
+            break
+        comment.insert(0, line)
+    for name in SMOREST_HOOKS:
+        assert name in " ".join(comment), name
+
+
+def test_flask_smorest_calls_the_overridden_hooks_when_it_builds_its_spec():
+    """`Api._init_spec` calls `_register_responses()` and `_register_pagination_header()`
+    (registering its error and pagination schemas); `_register_etag_headers` adds only lazy
+    components, so it needs no override."""
+    init_spec = inspect.getsource(flask_smorest.Api._init_spec)
+    for hook in ("_register_responses", "_register_pagination_header"):
+        assert callable(getattr(flask_smorest.Api, hook)), hook
+        assert f"self.{hook}()" in init_spec, hook
+    assert openapi._Api._register_responses is not flask_smorest.Api._register_responses
+
+
+def test_flask_smorest_keeps_a_views_documentation_in_apidoc():
+    """`doc` and `alt_response` put what they declare in the wrapper's `_apidoc`, and
+    `route` reads the view's `_apidoc` (and its docstring)."""
+    blueprint = flask_smorest.Blueprint("internals", __name__)
+
+    def view():
+        """Summary line"""
+
+    wrapped = blueprint.alt_response(204, description="None.")(blueprint.doc(operationId="x")(view))
+    assert wrapped._apidoc["manual_doc"] == {"operationId": "x"}
+    assert "response" in wrapped._apidoc
+    assert "_apidoc" in inspect.getsource(flask_smorest.Blueprint._store_endpoint_docs)
+
+
 def test_waitress_and_botocore_are_pinned_to_the_minor_version_checked_here():
-    """The pins in pyproject.toml admit the installed version and no other minor one."""
+    """The pins in pyproject.toml admit the installed version and no other minor one (and so
+    do flask-smorest's)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     pins = {
         Requirement(line).name: Requirement(line).specifier
         for line in project["project"]["dependencies"]
     }
-    for name in ("waitress", "botocore"):
+    for name in ("waitress", "botocore", "flask-smorest"):
         installed = Version(metadata.version(name))
         assert installed in pins[name], (name, installed, pins[name])
         next_minor = Version(f"{installed.major}.{installed.minor + 1}")

@@ -18,7 +18,7 @@ from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
 from app import create_app
 from app.detection.mime import ALLOWED_MIME_TYPES
-from app.docs.openapi import ID_PARAMETER, Blueprint, Configured, openapi_document
+from app.docs.openapi import ID_PARAMETER, Blueprint, openapi_document
 from app.extensions import db
 from app.schemas.records import CreateMetadataSchema, FileRecordSchema, MetadataSchema
 from tests.support.api import CREATE_FIELDS, PUBLIC_FIELDS, RECORD_FIELDS, Api
@@ -423,21 +423,26 @@ def test_an_endpoint_is_documented_by_its_view_alone(make_sqlite_app):
     extra = Blueprint("extra", __name__, tag="Files")
 
     @extra.get("/api/extra/<uuid:record_id>", parameters=[ID_PARAMETER])
-    @extra.doc(
-        operationId="readExtra",
-        summary="An extra view",
-        description=Configured("Pages of {page_size} records."),
-    )
+    @extra.doc(operationId="readExtra")
     @extra.alt_response(200, description="Fine.")
     @extra.errors("NotFound")
     def read_extra(record_id):
+        """An extra view
+
+        Pages of {page_size} records, each of at most {max_file_size:,} bytes; {page_size!r},
+        {unknown} and {"message": ...} stay as they are.
+        """
         return {}
 
-    app = make_sqlite_app(PAGE_SIZE=7)
+    app = make_sqlite_app(PAGE_SIZE=7, MAX_FILE_SIZE=12345)
     app.register_blueprint(extra)
     item = openapi_document(app)["paths"]["/api/extra/{id}"]
     assert item["parameters"] == [ID_PARAMETER]
-    assert item["get"]["description"] == "Pages of 7 records."
+    assert item["get"]["summary"] == "An extra view"
+    assert item["get"]["description"] == (
+        "Pages of 7 records, each of at most 12,345 bytes; {page_size!r}, {unknown} and "
+        '{"message": ...} stay as they are.'
+    )
     assert item["get"]["tags"] == ["Files"]
     assert item["get"]["responses"] == {
         "200": {"description": "Fine."},
@@ -448,8 +453,9 @@ def test_an_endpoint_is_documented_by_its_view_alone(make_sqlite_app):
     broken = Blueprint("broken", __name__, tag="Files")
 
     @broken.get("/api/broken/<name>")
-    @broken.doc(operationId="readBroken", summary="Undeclared path parameter")
+    @broken.doc(operationId="readBroken")
     def read_broken(name):
+        """Undeclared path parameter"""
         return {}
 
     app = make_sqlite_app()
@@ -479,6 +485,13 @@ def test_a_view_docstring_is_its_summary_and_description(make_sqlite_app):
     operation = openapi_document(app)["paths"]["/api/extra-docstring"]["get"]
     assert operation["summary"] == "An extra view"
     assert operation["description"] == "Its description runs over two lines."
+
+
+@pytest.mark.parametrize("key", ["summary", "description"])
+def test_doc_takes_no_summary_or_description(key: str):
+    """One convention: they come from the view's docstring."""
+    with pytest.raises(TypeError, match="docstring"):
+        Blueprint("extra_doc", __name__, tag="Files").doc(operationId="x", **{key: "Text"})
 
 
 def test_public_errors_carry_the_public_cache_header(document: dict[str, Any]):
