@@ -14,6 +14,7 @@ from marshmallow import Schema, fields
 
 from app.models import FileRecord
 from app.schemas.fast_dump import FastDump
+from app.schemas.field_types import format_timestamp
 from app.schemas.records import (
     FileRecordSchema,
     created_record_schema,
@@ -113,6 +114,24 @@ def test_one_record_and_the_field_sets():
     assert row["sperrfrist"] == "2026-02-28"
     assert "erstellt_von" not in row and list(row) == list(public_record_schema.dump_fields)
     assert list(FastDump(record_schema).dump(record)) == list(FileRecordSchema().dump_fields)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    instant=st.datetimes(
+        min_value=datetime(1000, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from(
+            [UTC, timezone(timedelta(hours=-7)), timezone(timedelta(hours=14))]
+        ),
+    )
+)
+def test_timestamps_are_written_as_the_original_service_wrote_them(instant: datetime):
+    """The API's one timestamp format (schemas, lists, audit trail, share links): what the
+    strftime pattern of the original service writes."""
+    written = format_timestamp(instant)
+    assert written == instant.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert len(written) == 27 and written.endswith("Z")
 
 
 def test_a_field_it_cannot_write_is_refused_when_built():

@@ -14,29 +14,18 @@ from typing import Any
 from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.orm import Session
 
-from app.audit.trail import GENESIS, canonical, entry_hash, note, plain
+from app.audit.schemas import ENTRY_FIELDS
+from app.audit.trail import GENESIS, HASHED, canonical, entry_hash, note, plain
 from app.models import AuditChainHead, AuditEntry, utcnow
 
 PRUNE = "audit.prune"
 
 
 def as_dict(entry: AuditEntry) -> dict[str, Any]:
-    """An entry as the API and the export show it."""
-    return {
-        "seq": entry.seq,
-        "chain": entry.chain,
-        "chain_seq": entry.chain_seq,
-        "at": plain(entry.at),
-        "actor_id": entry.actor_id,
-        "actor": entry.actor,
-        "action": entry.action,
-        "record_id": None if entry.record_id is None else str(entry.record_id),
-        "account_id": entry.account_id,
-        "changes": json.loads(entry.changes),
-        "request_id": entry.request_id,
-        "prev_hash": entry.prev_hash,
-        "hash": entry.hash,
-    }
+    """An entry as the API and the export show it (its `changes` as JSON, not as stored)."""
+    shown = {name: plain(getattr(entry, name)) for name in ENTRY_FIELDS}
+    shown["changes"] = json.loads(entry.changes)
+    return shown
 
 
 @dataclass(frozen=True)
@@ -109,19 +98,7 @@ def _entries(
 
 
 def _row(entry: AuditEntry) -> dict[str, Any]:
-    return {
-        "chain": entry.chain,
-        "chain_seq": entry.chain_seq,
-        "at": entry.at,
-        "actor_id": entry.actor_id,
-        "actor": entry.actor,
-        "action": entry.action,
-        "record_id": entry.record_id,
-        "account_id": entry.account_id,
-        "changes": entry.changes,
-        "request_id": entry.request_id,
-        "prev_hash": entry.prev_hash,
-    }
+    return {name: getattr(entry, name) for name in HASHED}
 
 
 def _pruned(session: Session) -> set[tuple[int, int, str]]:

@@ -2,13 +2,13 @@
 by the transaction that makes the change, so that a commit carries both or neither.
 
 Changes are seen where they are sent, not where they are made: a `before_flush` listener
-reads what each flush changes of `FileRecord`, `User` and `ApiToken` (old and new values from
-the ORM's attribute history), whoever changed it (a view, tus completion, `flask import`, an
-operator command). Just before the commit the entries are numbered and appended to one of
-several hash chains, the one whose head this transaction could lock without waiting
-(`FOR UPDATE SKIP LOCKED`): a chain's order needs its head locked until the commit, and with
-one chain every writer would queue behind the others' commits (measured: a quarter of the
-PATCH rate of 8 concurrent clients on PostgreSQL, bench/audit.py).
+reads what each flush changes of the audited models (`AUDITED`: records, accounts, tokens;
+old and new values from the ORM's attribute history), whoever changed it (a view, tus
+completion, `flask import`, an operator command). Just before the commit the entries are
+numbered and appended to one of several hash chains, the one whose head this transaction
+could lock without waiting (`FOR UPDATE SKIP LOCKED`): a chain's order needs its head locked
+until the commit, and with one chain every writer would queue behind the others' commits
+(measured: a quarter of the PATCH rate of 8 concurrent clients on PostgreSQL, bench/audit.py).
 Statements that bypass the ORM's objects (bulk `UPDATE`/`DELETE`) are not seen; the service
 changes audited tables through objects, and the one bulk change it makes (revoking a token)
 calls `note` itself.
@@ -20,8 +20,9 @@ import hashlib
 import json
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 import click
@@ -30,11 +31,16 @@ from sqlalchemy import event, func, insert, inspect, select, update
 from sqlalchemy.orm import Session
 
 from app.access_log import REQUEST_ID_ENVIRON
+from app.audit.schemas import ENTRY_FIELDS
 from app.models import ApiToken, AuditChainHead, AuditEntry, FileRecord, User, utcnow
+from app.schemas.field_types import format_timestamp
 from app.schemas.records import MetadataSchema
 
 GENESIS = "0" * 64
 _PENDING = "audit_pending"
+#: What an entry's hash covers (its fields, app/audit/schemas.py, but the database's number
+#: across chains and the hash itself).
+HASHED = tuple(name for name in ENTRY_FIELDS if name not in ("seq", "hash"))
 
 #: What a record's content is, as `file.create`, `file.replace` and `file.delete` show it.
 CONTENT = ("original_name", "size", "mime_type", "checksum_sha256")
@@ -64,7 +70,7 @@ class Pending:
 def plain(value: Any) -> Any:
     """A JSON value of a column value (dates as the API writes them)."""
     if isinstance(value, datetime):
-        return _timestamp(value)
+        return format_timestamp(value)
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, uuid.UUID):
@@ -72,31 +78,16 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _timestamp(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def entry_hash(row: dict[str, Any]) -> str:
-    """The hash of an entry: its place in its chain, its content (the `changes` as stored, a
-    canonical JSON text) and its predecessor's hash. The number across chains (`seq`, the
-    database's identity) is not in it; verify checks that it grows along each chain."""
-    content = {
-        "chain": row["chain"],
-        "chain_seq": row["chain_seq"],
-        "at": _timestamp(row["at"]),
-        "actor_id": row["actor_id"],
-        "actor": row["actor"],
-        "action": row["action"],
-        "record_id": None if row["record_id"] is None else str(row["record_id"]),
-        "account_id": row["account_id"],
-        "changes": row["changes"],
-        "request_id": row["request_id"],
-        "prev_hash": row["prev_hash"],
-    }
+    """The hash of an entry (`row`: its `HASHED` fields, others are ignored): its place in its
+    chain, its content (the `changes` as stored, a canonical JSON text) and its predecessor's
+    hash, each as the API writes it. The number across chains (`seq`, the database's identity)
+    is not in it; verify checks that it grows along each chain."""
+    content = {name: plain(row[name]) for name in HASHED}
     return hashlib.sha256(canonical(content).encode()).hexdigest()
 
 
@@ -161,6 +152,86 @@ def _values(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
     return {_LABEL.get(name, name): plain(getattr(obj, name)) for name in names}
 
 
+def _changed(obj: Any, names: tuple[str, ...]) -> dict[str, list[Any]]:
+    """The columns of `names` whose value a flush changes: [old, new] under each."""
+    changed = {}
+    for name in names:
+        was_changed, old, new = _history(obj, name)
+        if was_changed and old != new:
+            changed[name] = [plain(old), plain(new)]
+    return changed
+
+
+#: An entry of a changed or deleted row: its action and changes.
+Change = tuple[str, dict[str, Any]]
+
+
+def _record_changed(obj: FileRecord) -> Change | None:
+    content = [n for n in CONTENT + ("stored_path",) if _history(obj, n)[0]]
+    changed = _changed(obj, METADATA)
+    if content:
+        before, after = {}, {}
+        for name in CONTENT:
+            was_changed, old, new = _history(obj, name)
+            label = _LABEL.get(name, name)
+            before[label] = plain(old if was_changed else getattr(obj, name))
+            after[label] = plain(new if was_changed else getattr(obj, name))
+        return "file.replace", {"old": before, "new": after, **changed}
+    return ("file.update", changed) if changed else None
+
+
+def _account_changed(obj: User) -> Change | None:
+    changed: dict[str, Any] = _changed(obj, ACCOUNT)
+    if _history(obj, "password_hash")[0]:
+        changed["password"] = "changed"  # never the password, nor its hash
+    return ("account.update", changed) if changed else None
+
+
+def _token_about(token: ApiToken, changes: dict[str, Any]) -> tuple[None, int]:
+    changes.setdefault("token_id", token.id)
+    return None, token.user_id
+
+
+@dataclass(frozen=True)
+class Audited:
+    """What the trail records of one model's rows."""
+
+    #: A new row's action and the columns its entry shows (read at commit, defaults filled in).
+    created: tuple[str, tuple[str, ...]]
+    #: A changed row's entry, if the change is one to record.
+    changed: Callable[[Any], Change | None] | None
+    #: A deleted row's entry.
+    deleted: Callable[[Any], Change] | None
+    #: The record and the account an entry of the row is about (it may add to its changes).
+    about: Callable[[Any, dict[str, Any]], tuple[uuid.UUID | None, int | None]]
+    #: Who made a row nobody is known to have made (a token issued at sign-in: its owner).
+    owner: Callable[[Any], int] | None = None
+
+
+#: The audited models, the one list of them: a row of any other model leaves no entry.
+AUDITED: dict[type, Audited] = {
+    FileRecord: Audited(
+        created=("file.create", CONTENT + METADATA),
+        changed=_record_changed,
+        deleted=lambda record: ("file.delete", _values(record, CONTENT + METADATA)),
+        about=lambda record, _changes: (record.id, None),
+    ),
+    User: Audited(
+        created=("account.create", ACCOUNT),
+        changed=_account_changed,
+        deleted=None,
+        about=lambda user, _changes: (None, user.id),
+    ),
+    ApiToken: Audited(
+        created=("token.create", ("name",)),
+        changed=None,
+        deleted=lambda token: ("token.revoke", {"token_id": token.id, "name": token.name}),
+        about=_token_about,
+        owner=lambda token: token.user_id,
+    ),
+}
+
+
 def _record_changes(session: Session) -> list[Pending]:
     found: list[Pending] = []
     actor_id, actor = _actor()
@@ -170,45 +241,16 @@ def _record_changes(session: Session) -> list[Pending]:
         found.append(Pending(action, changes, actor_id, actor, request_id, subject=obj, **kw))
 
     for obj in session.new:
-        if isinstance(obj, FileRecord):
-            add("file.create", {}, obj, fields=CONTENT + METADATA)
-        elif isinstance(obj, User):
-            add("account.create", {}, obj, fields=ACCOUNT)
-        elif isinstance(obj, ApiToken):
-            add("token.create", {"name": obj.name}, obj)
+        if (audited := AUDITED.get(type(obj))) is not None:
+            action, shown = audited.created
+            add(action, {}, obj, fields=shown)
     for obj in session.dirty:
-        if isinstance(obj, FileRecord):
-            content = [n for n in CONTENT + ("stored_path",) if _history(obj, n)[0]]
-            changed = {}
-            for name in METADATA:
-                was_changed, old, new = _history(obj, name)
-                if was_changed and old != new:
-                    changed[name] = [plain(old), plain(new)]
-            if content:
-                before, after = {}, {}
-                for name in CONTENT:
-                    was_changed, old, new = _history(obj, name)
-                    label = _LABEL.get(name, name)
-                    before[label] = plain(old if was_changed else getattr(obj, name))
-                    after[label] = plain(new if was_changed else getattr(obj, name))
-                add("file.replace", {"old": before, "new": after, **changed}, obj)
-            elif changed:
-                add("file.update", changed, obj)
-        elif isinstance(obj, User):
-            changed = {}
-            for name in ACCOUNT:
-                was_changed, old, new = _history(obj, name)
-                if was_changed and old != new:
-                    changed[name] = [plain(old), plain(new)]
-            if _history(obj, "password_hash")[0]:
-                changed["password"] = "changed"  # never the password, nor its hash
-            if changed:
-                add("account.update", changed, obj)
+        if (audited := AUDITED.get(type(obj))) is not None and audited.changed is not None:
+            if (change := audited.changed(obj)) is not None:
+                add(*change, obj)
     for obj in session.deleted:
-        if isinstance(obj, FileRecord):
-            add("file.delete", _values(obj, CONTENT + METADATA), obj, record_id=obj.id)
-        elif isinstance(obj, ApiToken):
-            add("token.revoke", {"token_id": obj.id, "name": obj.name}, obj)
+        if (audited := AUDITED.get(type(obj))) is not None and audited.deleted is not None:
+            add(*audited.deleted(obj), obj)
     return found
 
 
@@ -222,22 +264,17 @@ def _collect(session: Session, _context: Any, _instances: Any) -> None:
 
 
 def _subject_ids(item: Pending) -> tuple[uuid.UUID | None, int | None]:
-    subject = item.subject
-    if isinstance(subject, FileRecord):
-        return subject.id, None
-    if isinstance(subject, User):
-        return None, subject.id
-    if isinstance(subject, ApiToken):
-        item.changes.setdefault("token_id", subject.id)
-        return None, subject.user_id
-    return item.record_id, item.account_id
+    if item.subject is None:
+        return item.record_id, item.account_id
+    return AUDITED[type(item.subject)].about(item.subject, item.changes)
 
 
 def _actor_name(session: Session, item: Pending, emails: dict[int, str]) -> tuple[int | None, str]:
     actor_id, actor = item.actor_id, item.actor
     subject = item.subject
-    if actor_id is None and actor is None and isinstance(subject, ApiToken):
-        actor_id = subject.user_id  # a token is created by its owner signing in
+    if actor_id is None and actor is None and subject is not None:
+        owner = AUDITED[type(subject)].owner
+        actor_id = owner(subject) if owner is not None else None
     if actor_id is None:
         return None, actor or "system"
     if actor is not None:
@@ -313,8 +350,8 @@ def _seal(session: Session) -> None:
 
 
 def _has_audited(session: Session) -> bool:
-    audited = (FileRecord, User, ApiToken)
-    return any(isinstance(obj, audited) for obj in (*session.new, *session.dirty, *session.deleted))
+    changed = (*session.new, *session.dirty, *session.deleted)
+    return any(type(obj) in AUDITED for obj in changed)
 
 
 def _forget(session: Session, *_args: Any) -> None:

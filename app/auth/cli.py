@@ -21,6 +21,7 @@ from app.auth.services import (
     set_active,
     set_password,
 )
+from app.schemas.field_types import format_timestamp
 
 TABLE_COLUMNS = ("ID", "EMAIL", "NAME", "ADMIN", "ACTIVE", "CREATED", "FILES", "TOKENS")
 
@@ -105,7 +106,7 @@ def _json_row(user: UserSummary) -> dict[str, object]:
         "name": user.name,
         "is_admin": user.is_admin,
         "is_active": user.is_active,
-        "created_at": user.created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "created_at": format_timestamp(user.created_at),
         "files": user.files,
         "tokens": user.tokens,
     }

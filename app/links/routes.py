@@ -42,6 +42,7 @@ from app.links.schemas import (
 )
 from app.models import utcnow
 from app.schemas.fast_dump import public_record_rows
+from app.schemas.field_types import format_timestamp
 from app.stats import count_download
 
 bp = Blueprint("links", __name__, tag="Share links", errors=SERVER)
@@ -284,7 +285,7 @@ def read_shared(secret: str):
 
 
 def _time(value: Any) -> str:
-    return services.audit_time(value)
+    return format_timestamp(value)
 
 
 @bp.get("/api/shared/<secret>/files/<uuid:record_id>/download", parameters=[SECRET, ID_PARAMETER])

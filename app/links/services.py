@@ -24,6 +24,7 @@ from app.exceptions import DomainError, RecordNotFound, ValidationFailed
 from app.extensions import db
 from app.files import access
 from app.models import ShareLink, User, utcnow
+from app.schemas.field_types import format_timestamp
 
 #: What `secrets.token_urlsafe(32)` makes: 256 random bits in 43 URL-safe characters.
 SECRET_FORM = re.compile(r"[A-Za-z0-9_-]{43}")
@@ -45,11 +46,7 @@ class LinkExpired(DomainError):
 
     def __init__(self, expired_at: datetime) -> None:
         self.expired_at = expired_at
-        super().__init__(f"This link expired at {audit_time(expired_at)}.")
-
-
-def audit_time(value: datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        super().__init__(f"This link expired at {format_timestamp(expired_at)}.")
 
 
 def digest(secret: str) -> str:
@@ -109,7 +106,7 @@ def _audited(link: ShareLink) -> dict[str, Any]:
         "link_id": str(link.id),
         "record_id": None if link.record_id is None else str(link.record_id),
         "path": link.path,
-        "expires_at": audit_time(link.expires_at),
+        "expires_at": format_timestamp(link.expires_at),
         "description": link.description,
     }
 

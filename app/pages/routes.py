@@ -37,7 +37,7 @@ from app.pages.records import (
     signposting,
 )
 from app.stats import count_view
-from app.stats.events import PAGE
+from app.stats.queries import human
 
 #: The public API's caching: shared caches may keep a page but must ask again before reuse.
 PUBLIC_CACHE = "public, max-age=0, must-revalidate"
@@ -75,17 +75,15 @@ class Read:
 
 
 #: Constants written into the page's read, not sent as parameters with every execution.
-_PAGE_DOOR = literal_column(f"'{PAGE}'")  # a word of the code (app/stats/events.py)
 _NONE, _ENGLISH = literal_column("0"), literal_column("'en'")
 
 
 def _reach_of(page_views: bool) -> Any:
-    """Downloads (or page views) of the record by people so far, as `record_totals` counts
-    them (app/stats/queries.py)."""
-    door = StatsDaily.door == _PAGE_DOOR if page_views else StatsDaily.door != _PAGE_DOOR
+    """Downloads (or page views) of the record by people so far, by the rule the rankings
+    count them by (app/stats/queries.py)."""
     return (
         select(func.coalesce(func.sum(StatsDaily.total), _NONE))
-        .where(StatsDaily.record_id == FileRecord.id, StatsDaily.machine.is_(False), door)
+        .where(StatsDaily.record_id == FileRecord.id, human(views=page_views))
         .scalar_subquery()
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 from marshmallow import (
@@ -11,7 +11,7 @@ from marshmallow import (
 )
 from sqlalchemy import Row
 
-from app.schemas.field_types import CalendarDate, Text, Timestamp
+from app.schemas.field_types import CalendarDate, Text, Timestamp, format_timestamp
 from app.schemas.records import public_record_schema, record_schema
 
 
@@ -36,10 +36,7 @@ def _calendar_date(value: date | None) -> str | None:
 
 
 def _timestamp(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    # Timestamp's format, written by isoformat (several times faster than strftime).
-    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    return None if value is None else format_timestamp(value)
 
 
 _WRITERS = {

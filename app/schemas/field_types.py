@@ -204,13 +204,23 @@ class CalendarDate(fields.Field):
         return None if value is None else value.isoformat()
 
 
+def format_timestamp(value: datetime) -> str:
+    """An instant as the API writes it: UTC with six fractional digits and a Z, as the original
+    service wrote them (`2026-11-26T10:00:00.000000Z`). The one writer of that format: the
+    schemas' `Timestamp`, the list pages' fast dump, the audit trail (its hashes cover it),
+    share-link answers and messages, `flask users list --json`.
+
+    Written by isoformat, several times faster than strftime and the same text (strftime
+    would write a year before 1000 with fewer than four digits; the service writes no such
+    instant: every one it shows is its own clock's)."""
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
 class Timestamp(fields.Field):
-    """UTC with six fractional digits and a Z, as the original service wrote them."""
+    """An instant as the API writes it (`format_timestamp`)."""
 
     def _serialize(self, value: datetime | None, attr: str | None, obj: Any, **kwargs: Any) -> Any:
-        if value is None:
-            return None
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return None if value is None else format_timestamp(value)
 
 
 def parse_since(value: str) -> datetime:

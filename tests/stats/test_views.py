@@ -11,7 +11,7 @@ from flask import Flask
 from lxml import html
 
 from tests.stats.conftest import Clock
-from tests.stats.test_counting import BROWSER, GOOGLEBOT, flush, public_download, stats
+from tests.stats.test_counting import BROWSER, CURL, GOOGLEBOT, flush, public_download, stats
 from tests.support.api import Account, Api
 
 OTHER_BROWSER = {"User-Agent": BROWSER["User-Agent"] + " other"}
@@ -103,3 +103,24 @@ def test_views_rank_and_enter_the_item_report(
         [record["id"], "Gelesen", "Total_Item_Requests", "2026-11", "1"],
         [record["id"], "Gelesen", "Unique_Item_Requests", "2026-11", "1"],
     ]
+
+
+def test_the_page_the_statistics_and_the_ranking_count_people_alike(
+    app: Flask, api: Api, alice: Account, admin: Account, clock: Clock
+) -> None:
+    """One rule of what people asked for (app/stats/queries.py, `human`): robots count
+    nothing, machines apart, a repeat within 30 s once; the record page's reach shows what
+    the record's statistics and the ranking show."""
+    record = api.create(alice)
+    for headers in (BROWSER, BROWSER, GOOGLEBOT, CURL, OTHER_BROWSER):
+        assert public_download(api, record["id"], headers).status_code == 200
+        assert view(api, record["id"], headers=headers).status_code == 200
+        clock.advance(5)
+    flush(app)
+    answer = stats(api, alice, record["id"])
+    assert (answer["total"], answer["machine"], answer["views"]) == (2, 1, 2)
+    ranked = api.get("/api/stats", admin, query_string={"from": "2026-11-01"}).get_json()
+    assert [(r["id"], r["total"], r["machine"], r["views"]) for r in ranked["data"]] == [
+        (record["id"], 2, 1, 2)
+    ]
+    assert reach_text(api, record["id"]) == "2 Downloads, 2 Aufrufe dieser Seite"
