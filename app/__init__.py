@@ -71,6 +71,7 @@ def _init_extensions(app: Flask) -> None:
         cache,
         models,  # noqa: F401  (registers the tables on the metadata)
         oai,
+        pages,
         search,
         stats,
     )
@@ -83,6 +84,7 @@ def _init_extensions(app: Flask) -> None:
     oai.init_app()
     audit.init_app()
     stats.init_app(app)
+    pages.init_app()
     i18n.init_app(app)
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):

@@ -326,12 +326,9 @@ class ShareLink(db.Model):
 class RecordCitation(db.Model):
     """A record's Cite box as citeproc-py rendered it when the record was written, in each
     page language, its address left as a placeholder (app/pages/citation.py); `key` tells
-    whether it still fits the record and the style. Beside it the record's page parts,
-    rendered then too (app/pages/kept.py), and their own key; none where rendering failed."""
+    whether it still fits the record and the style."""
 
     __tablename__ = "record_citations"
-    # On PostgreSQL a row of both pages is kept whole in its table page, not in the TOAST
-    # table: migration 0020 sets `toast_tuple_target` (SQLAlchemy 2.0 cannot declare it here).
 
     record_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("file_records.id", ondelete="CASCADE"), primary_key=True
@@ -339,9 +336,6 @@ class RecordCitation(db.Model):
     key: Mapped[str] = mapped_column(String(32))
     de: Mapped[str] = mapped_column(Text)
     en: Mapped[str] = mapped_column(Text)
-    page_key: Mapped[str | None] = mapped_column(String(32))
-    page_de: Mapped[str | None] = mapped_column(Text)
-    page_en: Mapped[str | None] = mapped_column(Text)
 
 
 class StatsDaily(db.Model):

@@ -68,3 +68,59 @@ def test_migrations_on_sqlite_match_the_models(tmp_path: Path):
             assert compare_metadata(context, db.metadata) == []
     finally:
         engine.dispose()
+
+
+def _citation_table(url: str) -> tuple[set[str], list[str] | None]:
+    """The columns of `record_citations` and, on PostgreSQL, its storage options."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            columns = {
+                column["name"] for column in sa.inspect(conn).get_columns("record_citations")
+            }
+            options = None
+            if conn.dialect.name == "postgresql":
+                options = conn.execute(
+                    sa.text("SELECT reloptions FROM pg_class WHERE relname = 'record_citations'")
+                ).scalar_one()
+            return columns, options
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_migration_0021_drops_the_kept_pages_and_its_downgrade_brings_them_back(
+    dialect: str, make_postgres_database, tmp_path: Path
+):
+    from flask_migrate import downgrade, upgrade
+
+    from app import create_app
+    from tests.conftest import base_config
+
+    if dialect == "sqlite":
+        url = f"sqlite:///{tmp_path / 'fresh.sqlite3'}"
+    else:
+        url = make_postgres_database()
+    app = create_app(
+        base_config(SQLALCHEMY_DATABASE_URI=url, STORAGE_LOCAL_ROOT=str(tmp_path / "unused"))
+    )
+    pages = {"page_key", "page_de", "page_en"}
+    with app.app_context():
+        upgrade(revision="0020")
+        db.engine.dispose()
+    columns, options = _citation_table(url)
+    assert pages <= columns
+    if dialect == "postgresql":
+        assert options == ["toast_tuple_target=8160"]
+    with app.app_context():
+        upgrade(revision="0021")
+        db.engine.dispose()
+    columns, options = _citation_table(url)
+    assert columns == {"record_id", "key", "de", "en"} and options is None
+    with app.app_context():
+        downgrade(revision="0020")
+        db.engine.dispose()
+    columns, options = _citation_table(url)
+    assert pages <= columns
+    if dialect == "postgresql":
+        assert options == ["toast_tuple_target=8160"]

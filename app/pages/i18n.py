@@ -11,8 +11,7 @@ compiled file. A reader chooses by `Accept-Language` or by the visible switch, w
 A page's templates come from `page_templates()`: one Jinja environment per language, whose
 templates hold their constant strings already translated (`TranslatedConstants`), so a page
 pays no gettext call for them; strings with values and plurals are translated while rendering
-(`bound_translations`; the reach's, by `records.reach_markup` with `translations_of`). Either
-way a page is the same (tests/pages/test_language.py).
+(`bound_translations`). Either way a page is the same (tests/pages/test_language.py).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ from urllib.parse import urlencode
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from flask import Flask, current_app, render_template, request
-from flask_babel import Babel, force_locale, get_locale, get_translations
+from flask_babel import Babel, get_locale, get_translations
 from jinja2 import Environment
 from jinja2.ext import Extension
 from jinja2.lexer import TOKEN_DOT, Token, TokenStream
@@ -141,29 +140,15 @@ class TranslatedConstants(Extension):
             index += 1
 
 
-def translations_of(language: str) -> Any:
-    """The catalogue of `language` as Flask-Babel reads it, kept by the app after its first
-    use (a page's templates are compiled with it, and the reach is written with it)."""
-    kept = current_app.extensions.setdefault("page_translations", {})
-    translations = kept.get(language)
-    if translations is None:
-        with force_locale(language):
-            translations = kept.setdefault(language, get_translations())
-    return translations
-
-
-def page_templates(language: str | None = None) -> Environment:
-    """The app's templates, compiled with their constant strings in `language` (the page's
-    unless given; `TranslatedConstants`): one environment per language, made by its first
-    page, and only ever used while that language is the selected one."""
-    language = language or page_language()
+def page_templates() -> Environment:
+    """The app's templates, compiled with their constant strings in the page's language
+    (`TranslatedConstants`): one environment per language, made by the first page in it."""
+    language = page_language()
     environments = current_app.extensions.setdefault("page_templates", {})
     environment = environments.get(language)
     if environment is None:
         extension = type(
-            "TranslatedConstants",
-            (TranslatedConstants,),
-            {"translations": translations_of(language)},
+            "TranslatedConstants", (TranslatedConstants,), {"translations": get_translations()}
         )
         environment = current_app.jinja_env.overlay(
             extensions=[extension], cache_size=_TEMPLATES_KEPT
@@ -175,13 +160,6 @@ def page_templates(language: str | None = None) -> Environment:
 def render_page(name: str, **context: Any) -> str:
     """`render_template` of a page's template, translated into the page's language."""
     return render_template(page_templates().get_template(name), **context)
-
-
-def render_fragment(name: str, **context: Any) -> str:
-    """A part of a page (`pages/_table.html`) put into a kept page: the template alone, with
-    the translations but without the app's context processors, which work out what only a
-    whole page prints (the frame's links)."""
-    return page_templates().get_template(name).render(**bound_translations(), **context)
 
 
 def init_app(app: Flask) -> None:

@@ -22,19 +22,14 @@ CSV_DELIMITERS = ",;\t|"
 def csv_rows(storage: Storage, stored_path: str, size: int) -> list[list[str]]:
     """The first rows of a CSV (the header included), complete rows only; none when the
     content cannot be read, so the page still shows its metadata."""
+    if size == 0:
+        return []
     try:
-        return read_csv_rows(storage, stored_path, size)
+        with storage.open(stored_path, 0, min(size, CSV_PREVIEW_BYTES) - 1) as reader:
+            sample = reader.read_all()
     except StorageError as exc:
         log.warning("no CSV preview of %s: %s", stored_path, exc)
         return []
-
-
-def read_csv_rows(storage: Storage, stored_path: str, size: int) -> list[list[str]]:
-    """`csv_rows`, but a content that cannot be read raises the storage's error."""
-    if size == 0:
-        return []
-    with storage.open(stored_path, 0, min(size, CSV_PREVIEW_BYTES) - 1) as reader:
-        sample = reader.read_all()
     text = sample.decode("utf-8-sig", errors="replace")
     if size > CSV_PREVIEW_BYTES:
         text = text.rpartition("\n")[0]  # the last line may be cut

@@ -18,7 +18,7 @@ from babel.numbers import get_decimal_symbol
 from markupsafe import Markup
 
 from app.files.access import RecordLike, embargo_active
-from app.pages.i18n import page_language, translations_of
+from app.pages.i18n import page_language
 
 #: Types whose content is data: schema.org `Dataset` with a `DataDownload` distribution.
 DATASET_TYPES = frozenset(
@@ -38,16 +38,10 @@ DATASET_TYPES = frozenset(
 OG_LOCALES = {"de": "de_DE", "en": "en_GB"}
 MEDIA_OBJECTS = {"audio": "AudioObject", "video": "VideoObject", "image": "ImageObject"}
 PDF = "application/pdf"
-#: Placeholders of a kept page (app/pages/kept.py), from Unicode's private use area: the
-#: reader's address, the reach figures, a CSV's table, the mount point and (followed by a
-#: language's code) the link to the page in another language. `clean_text` drops the
-#: characters U+E0F0 to U+E0FF from every value, so that no value can pose as one (nor as the
-#: citation's address, app/pages/citation.py).
-BASE, REACH, TABLE, SCRIPT, LANGUAGE_LINK = "\ue0f1", "\ue0f2", "\ue0f3", "\ue0f4", "\ue0f5"
 #: What HTML calls a parse error in text: controls other than tab, newline and carriage return,
-#: and noncharacters (the API keeps some of them, e.g. U+007F and U+0085); and the placeholders.
+#: and noncharacters (the API keeps some of them, e.g. U+007F and U+0085).
 _NOT_HTML = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef\ue0f0-\ue0ff"
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufdd0-\ufdef"
     + "".join(chr(plane + 0xFFFE) + chr(plane + 0xFFFF) for plane in range(0, 0x110000, 0x10000))
     + "]"
 )
@@ -100,28 +94,6 @@ class RecordPage:
     @property
     def downloadable(self) -> bool:
         return self.embargo_until is None
-
-    @property
-    def reach_lines(self) -> Markup:
-        return reach_markup(self.reach, page_language()) if self.reach else Markup("")
-
-
-def reach_markup(reach: tuple[int, int], language: str) -> Markup:
-    """The reach's two lines in a page's details, in `language`. Written here rather than by
-    a template: a kept page (app/pages/kept.py) has them put in at every view, where rendering
-    even a small template cost a tenth of the view. Translated as the templates translate:
-    the catalogue's text is markup, and only numbers are put into it."""
-    translations = translations_of(language)
-    downloads, views = (int(number) for number in reach)
-    title = translations.ugettext("Reichweite") % {}
-    downloaded = translations.ungettext("%(num)s Download", "%(num)s Downloads", downloads)
-    viewed = translations.ungettext(
-        "%(num)s Aufruf dieser Seite", "%(num)s Aufrufe dieser Seite", views
-    )
-    return Markup(
-        f'<dt>{title}</dt><dd class="reach">{downloaded % {"num": downloads}}, '
-        f"{viewed % {'num': views}}</dd>"
-    )
 
 
 def clean_text(value: str | None) -> str:

@@ -6,12 +6,14 @@ import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import date
-from types import SimpleNamespace
+from importlib import metadata
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote_plus
 
 from flask import Response, current_app, request
 from flask_babel import gettext as _
-from sqlalchemy import Row, bindparam, case, func, literal_column, select
+from sqlalchemy import Row, bindparam, func, literal_column, select
 from werkzeug.exceptions import NotFound
 
 from app.database import PREPARED
@@ -22,18 +24,18 @@ from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import base_url
 from app.links.routes import HOLDER_HEADERS
 from app.models import FileRecord, RecordCitation, StatsDaily
-from app.pages import browse, citation, exports, holder, i18n, kept, sitemap, stored  # noqa: F401
+from app.oai.routes import identifier_of
+from app.pages import browse, citation, exports, holder, i18n, sitemap  # noqa: F401
 from app.pages.blueprint import bp
 from app.pages.errors import is_holder_page, is_page
 from app.pages.i18n import render_page
 from app.pages.previews import csv_rows
 from app.pages.records import (
-    TABLE,
     RecordPage,
     Urls,
     kind_of,
     link_header,
-    reach_markup,
+    record_page,
     signposting,
 )
 from app.stats import count_view
@@ -47,6 +49,45 @@ CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-action 'sel
 #: refuses to show a PDF at all in a frame sandboxed by the embedding page's `sandbox`
 #: attribute, but shows it under this header.
 PREVIEW_POLICY = f"{CONTENT_SECURITY_POLICY}; sandbox"
+
+
+def _digest_of_files(*folders: Path) -> str:
+    """A digest of the templates and assets (folders or single files): a new release of them
+    changes every ETag (the same on every replica, as it depends on their content only)."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        for file in sorted(folder.rglob("*")) if folder.is_dir() else [folder]:
+            if file.is_file():
+                digest.update(file.relative_to(folder.parent).as_posix().encode() + b"\0")
+                digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+HERE = Path(__file__).parent
+#: What builds a page or an export besides the record: templates, assets, translations, the
+#: citation's style, the page modules and the OAI-PMH writer the Dublin Core export uses.
+LAYOUT_INPUTS = (
+    HERE / "templates",
+    HERE / "static",
+    i18n.CATALOGUES,
+    citation.STYLE,
+    *sorted(HERE.glob("*.py")),
+    HERE.parent / "oai" / "xml.py",
+)
+#: ... and the libraries that write them: a new release of any changes every ETag.
+LAYOUT_LIBRARIES = (
+    "citeproc-py",
+    "bibtexparser",
+    "rispy",
+    "datacite",
+    "Babel",
+    "flask-babel",
+    "Jinja2",
+    "MarkupSafe",
+)
+LAYOUT_DIGEST = _digest_of_files(*LAYOUT_INPUTS) + "".join(
+    metadata.version(name) for name in LAYOUT_LIBRARIES
+)
 
 
 @bp.after_app_request
@@ -75,7 +116,7 @@ class Read:
 
 
 #: Constants written into the page's read, not sent as parameters with every execution.
-_NONE, _ENGLISH = literal_column("0"), literal_column("'en'")
+_NONE = literal_column("0")
 
 
 def _reach_of(page_views: bool) -> Any:
@@ -89,20 +130,14 @@ def _reach_of(page_views: bool) -> Any:
 
 
 _CITATIONS = RecordCitation.__table__
-#: Everything a page reads in one round trip, built once: the record, its kept citation and
-#: page (app/pages/stored.py) and its reach; prepared on PostgreSQL (a primary-key lookup),
-#: with two parameters (the id and the language: 20 us less than seven).
+#: Everything a page reads in one round trip, built once: the record, its stored citation
+#: (app/pages/stored.py) and its reach; prepared on PostgreSQL (a primary-key lookup).
 _READ_PAGE = (
     select(
         *FileRecord.__table__.columns,
         _CITATIONS.c.key.label("citation_key"),
         _CITATIONS.c.de.label("citation_de"),
         _CITATIONS.c.en.label("citation_en"),
-        _CITATIONS.c.page_key,
-        # Only the page's language: a kept page is a few kilobytes, compressed in its row.
-        case(
-            (bindparam("language") == _ENGLISH, _CITATIONS.c.page_en), else_=_CITATIONS.c.page_de
-        ).label("page_text"),
         _reach_of(page_views=False).label("reach_downloads"),
         _reach_of(page_views=True).label("reach_views"),
     )
@@ -112,14 +147,40 @@ _READ_PAGE = (
 )
 
 
-def _page_row(record_id: uuid.UUID, language: str) -> Row[Any]:
-    """The record the public may see with what only its page shows (`_READ_PAGE`), its kept
-    page in `language`."""
-    values = {"record_id": record_id, "language": language}
-    row = db.session.connection().execute(_READ_PAGE, values).first()
+def _page_row(record_id: uuid.UUID) -> Row[Any]:
+    """The record the public may see with what only its page shows (`_READ_PAGE`)."""
+    row = db.session.connection().execute(_READ_PAGE, {"record_id": record_id}).first()
     if row is None or not access.may_see(None, row):
         raise RecordNotFound()
     return row
+
+
+def page_urls(record_id: Any, path: str | None, base: str) -> Urls:
+    """The addresses a record's page links to, under the service's address `base`."""
+    record_id = str(record_id)  # once: a UUID writes itself out slowly
+    page = f"{base}/records/{record_id}"
+    # As `urlencode` writes them (quote_plus), in a third of its time.
+    oai = f"verb=GetRecord&metadataPrefix=oai_dc&identifier={quote_plus(identifier_of(record_id))}"
+    feed = f"?path={quote_plus(path)}" if path else ""
+    return Urls(
+        page=page,
+        download=f"{base}/api/public/files/{record_id}/download",
+        record_json=f"{base}/api/public/files/{record_id}",
+        preview=f"{page}/preview",
+        oai_record=f"{base}/oai?{oai}",
+        folder_feed=f"{base}/api/public/feed.atom{feed}",
+        podcast_feed=f"{base}/api/public/podcast.rss",
+    )
+
+
+def page_of(record: Any, today: date, repository: str) -> RecordPage:
+    """The values of a record's page and its exports' addresses."""
+    page = record_page(record, today, page_urls(record.id, record.path, base_url()), repository)
+    page.exports = [
+        (export.label, f"{page.urls.page}/export/{export.name}", export.media_type)
+        for export in exports.EXPORTS.values()
+    ]
+    return page
 
 
 def _version(row: Any, today: date, urls: Urls, repository: str) -> tuple[str, ...]:
@@ -135,12 +196,13 @@ def _version(row: Any, today: date, urls: Urls, repository: str) -> tuple[str, .
     )
 
 
-def _read(record_id: uuid.UUID) -> Read:
-    """The record as the public API reads it, with its page's values (for the exports)."""
-    row = access.read_record(None, record_id)
+def _read(record_id: uuid.UUID, *, for_page: bool = False) -> Read:
+    """The record as the public API reads it (for a page with its stored citation and reach,
+    `_READ_PAGE`), and its page's values."""
+    row = _page_row(record_id) if for_page else access.read_record(None, record_id)
     today = access.today()
     repository = current_app.config["REPOSITORY_NAME"]
-    page = kept.page_of(row, today, base_url(), repository)
+    page = page_of(row, today, repository)
     return Read(row, today, page, _version(row, today, page.urls, repository))
 
 
@@ -156,79 +218,33 @@ def record(record_id: uuid.UUID) -> Response:
     elif wanted in exports.BY_MEDIA_TYPE:
         response = _export(_read(record_id), exports.BY_MEDIA_TYPE[wanted])
     else:
-        language = i18n.page_language()
-        response = _page(_page_row(record_id, language), language)
+        response = _page(_read(record_id, for_page=True))
     response.vary.add("Accept")
     return response
 
 
-def _page(row: Row[Any], language: str) -> Response:
-    """The page in `language`: its kept parts filled in where they still fit
-    (app/pages/kept.py), else rendered now; the same page either way."""
-    today = access.today()
-    repository = current_app.config["REPOSITORY_NAME"]
-    base = base_url()
-    urls = kept.page_urls(row.id, row.path, base)
-    reach = _reach(row)
-    embargoed = access.embargo_active(row, today)
-    etag = _etag(*_version(row, today, urls, repository), repr(reach), language)
-    links = SimpleNamespace(  # what signposting reads of a page
-        urls=urls,
-        exports=kept.export_links(urls.page),
-        mime_type=row.mime_type,
-        kind=kind_of(row.mime_type),
-        downloadable=not embargoed,
-    )
+def _page(read: Read) -> Response:
+    """The page, rendered from its one read; the citation is the stored one where it still
+    fits the record (app/pages/citation.py), else rendered now."""
+    page, row = read.page, read.row
+    language = i18n.page_language()
+    page.reach = _reach(row)
+    etag = _etag(*read.version, repr(page.reach), language)
     if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
     else:
-        key = row.page_key and kept.page_key(row, embargoed, repository, row.citation_key)
-        text, root = row.page_text, request.script_root
-        if kept.fits(text, row.page_key, key, base, root):
-            table = _table(row) if TABLE in text else None
-            filling = SimpleNamespace(table=table)
-            body = kept.filled(
-                text,
-                base,
-                root,
-                i18n.language_url,
-                reach_markup(reach, language) if reach else "",
-                i18n.render_fragment("pages/_table.html", page=filling) if table else "",
-            )
-            response = Response(body)
-        else:
-            table = _table(row) if links.kind == "csv" and links.downloadable else None
-            page = _live(row, today, base, repository, reach, table, language)
-            response = Response(render_page("pages/record.html", page=page))
+        if page.kind == "csv" and page.downloadable:
+            storage = current_app.extensions["storage"]
+            page.table = csv_rows(storage, row.stored_path, row.size)
+        stored = None
+        if row.citation_key is not None:
+            stored = {"key": row.citation_key, "de": row.citation_de, "en": row.citation_en}
+        page.citation = citation.page_citation(exports.csl_item(page), stored, language)
+        response = Response(render_page("pages/record.html", page=page))
     response.set_etag(etag)
-    response.headers["Link"] = link_header(signposting(links))  # type: ignore[arg-type]
+    response.headers["Link"] = link_header(signposting(page))
     count_view(row.id, response.status_code)
     return response
-
-
-def _table(row: Row[Any]) -> list[list[str]]:
-    """A CSV's first rows for its page (none when its content cannot be read)."""
-    return csv_rows(current_app.extensions["storage"], row.stored_path, row.size)
-
-
-def _live(
-    row: Row[Any],
-    today: date,
-    base: str,
-    repository: str,
-    reach: tuple[int, int] | None,
-    table: list[list[str]] | None,
-    language: str,
-) -> RecordPage:
-    """The page's values, for a page rendered as it is viewed."""
-    page = kept.page_of(row, today, base, repository)
-    page.reach = reach
-    page.table = table or []
-    cited = None
-    if row.citation_key is not None:
-        cited = {"key": row.citation_key, "de": row.citation_de, "en": row.citation_en}
-    page.citation = citation.page_citation(exports.csl_item(page), cited, language)
-    return page
 
 
 def _reach(row: Row[Any]) -> tuple[int, int] | None:
@@ -286,7 +302,7 @@ def preview(record_id: uuid.UUID) -> Response:
 def _etag(*parts: str) -> str:
     """The page's version: the record's, whether its embargo is over, the language, and the
     layout's (templates, assets and translations)."""
-    return hashlib.sha256("\0".join((*parts, kept.LAYOUT_DIGEST)).encode()).hexdigest()[:32]
+    return hashlib.sha256("\0".join((*parts, LAYOUT_DIGEST)).encode()).hexdigest()[:32]
 
 
 # The other pages join this blueprint (their modules import `bp`).

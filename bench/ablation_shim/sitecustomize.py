@@ -12,8 +12,8 @@ whose mechanism the app no longer has stops the server: remove the switch with t
 - ``glibc``: no ``mallopt`` tuning (glibc's default mmap threshold and arenas);
 - ``citation-style``: the Cite box renders with the Harvard style citeproc-py ships
   (harvard-cite-them-right.csl) instead of the project's compact one, where it is rendered
-  (when a record is written, and by a page without a kept citation);
-- ``stored-citation``: every page renders its Cite box itself instead of showing the one kept
+  (when a record is written, and by a page without a stored citation);
+- ``stored-citation``: every page renders its Cite box itself instead of showing the one stored
   when its record was written (used by bench/pages.py, also as
   ``stored-citation,citation-style``);
 - ``prepared-read``: no statement is prepared on the server (a landing page's read is planned
@@ -21,9 +21,7 @@ whose mechanism the app no longer has stops the server: remove the switch with t
 - ``bound-gettext``: the templates' strings go through Flask-Babel's own gettext, which looks
   the catalogue and locale up for each;
 - ``translated-templates``: the pages' templates translate their constant strings while a page
-  is rendered (Flask's own environment) instead of holding them translated since compiled;
-- ``kept-page``: every record page renders itself instead of filling in the page kept when its
-  record was written (the kept citation then still counts: ``stored-citation`` takes it out).
+  is rendered (Flask's own environment) instead of holding them translated since compiled.
 """
 
 from __future__ import annotations
@@ -41,7 +39,6 @@ _KNOWN = (
     "prepared-read",
     "bound-gettext",
     "translated-templates",
-    "kept-page",
 )
 
 
@@ -144,13 +141,6 @@ def _without_translated_templates() -> None:
 
     _require(app.pages.i18n, "page_templates")
     app.pages.i18n.page_templates = lambda *args: flask.current_app.jinja_env  # type: ignore[assignment]
-
-
-def _without_kept_page() -> None:
-    import app.pages.kept
-
-    _require(app.pages.kept, "fits")
-    app.pages.kept.fits = lambda *args: False  # type: ignore[assignment]
 
 
 def _apply() -> None:

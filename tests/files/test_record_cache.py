@@ -192,7 +192,7 @@ def test_a_download_follows_a_replace_made_elsewhere_before_its_notification(
     [
         ("UPDATE file_records SET titel = 'Von Hand'", 200),
         ("DELETE FROM file_records", 404),
-        # CASCADE: the kept citations (record_citations) refer to the records.
+        # CASCADE: the stored citations (record_citations) refer to the records.
         ("TRUNCATE file_records CASCADE", 404),
     ],
     ids=["update", "delete", "truncate"],

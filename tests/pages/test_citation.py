@@ -75,22 +75,22 @@ def test_every_record_is_cited_as_the_harvard_style_cites_it(monkeypatch):
     assert ours[(4, "report", TITLES[0], "en")].startswith("Autor0, E. <i>et al.</i> (2026)")
 
 
-def test_a_new_style_changes_every_page_etag_and_kept_page(tmp_path):
-    # The pages' ETags and kept pages end in the layout's digest, which takes in the style.
-    from app.pages import kept
+def test_a_new_style_changes_every_page_etag(tmp_path):
+    # The pages' ETags end in the layout's digest, which takes in the style file.
+    from app.pages import routes
 
     style = tmp_path / "citation.csl"
     style.write_bytes(citation.STYLE.read_bytes())
-    before = kept._digest_of_files(kept.HERE / "templates", style)
+    before = routes._digest_of_files(routes.HERE / "templates", style)
     style.write_bytes(citation.STYLE.read_bytes().replace(b'prefix="("', b'prefix="["'))
-    assert kept._digest_of_files(kept.HERE / "templates", style) != before
+    assert routes._digest_of_files(routes.HERE / "templates", style) != before
     # ... and the digest the pages use takes in the style, the code and the libraries that
     # write pages and exports.
-    assert citation.STYLE in kept.LAYOUT_INPUTS
-    for module in ("records.py", "exports.py", "citation.py", "kept.py"):
-        assert kept.HERE / module in kept.LAYOUT_INPUTS
-    assert kept.HERE.parent / "oai" / "xml.py" in kept.LAYOUT_INPUTS
-    assert kept.LAYOUT_DIGEST == kept._digest_of_files(*kept.LAYOUT_INPUTS) + "".join(
-        metadata.version(name) for name in kept.LAYOUT_LIBRARIES
+    assert citation.STYLE in routes.LAYOUT_INPUTS
+    for module in ("records.py", "exports.py", "citation.py"):
+        assert routes.HERE / module in routes.LAYOUT_INPUTS
+    assert routes.HERE.parent / "oai" / "xml.py" in routes.LAYOUT_INPUTS
+    assert routes.LAYOUT_DIGEST == routes._digest_of_files(*routes.LAYOUT_INPUTS) + "".join(
+        metadata.version(name) for name in routes.LAYOUT_LIBRARIES
     )
-    assert {"citeproc-py", "bibtexparser", "rispy", "datacite"} <= set(kept.LAYOUT_LIBRARIES)
+    assert {"citeproc-py", "bibtexparser", "rispy", "datacite"} <= set(routes.LAYOUT_LIBRARIES)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 import extruct
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from lxml import html
 from requests.utils import parse_header_links
 
@@ -177,12 +180,6 @@ def test_a_large_csv_shows_a_bounded_table_of_complete_rows(api: Api, alice: Acc
 def test_a_csv_whose_content_is_missing_still_has_its_page(api: Api, alice: Account):
     record = api.create(alice, "daten.csv", samples.csv_bytes(), titel="Daten")
     api.app.extensions["storage"].delete(api.row(record["id"]).stored_path)
-    # Its kept page shows the rows read when it was written (app/pages/kept.py) ...
-    response = page(api, record["id"])
-    assert response.status_code == 200
-    assert tree(response).xpath("string(//h1)") == "Daten" and tree(response).xpath("//table")
-    # ... and once written again, its content gone, the page has its metadata and no table.
-    api.set_columns(record["id"], titel="Daten ")
     response = page(api, record["id"])
     assert response.status_code == 200
     assert tree(response).xpath("string(//h1)") == "Daten" and not tree(response).xpath("//table")
@@ -460,3 +457,58 @@ def test_the_etag_changes_when_an_embargo_ends(api: Api, alice: Account):
     after = page(api, record["id"], headers={"If-None-Match": etag})
     assert after.status_code == 200 and after.headers["ETag"] != etag
     assert tree(after).xpath("//a[@class='download']")
+
+
+def test_a_record_changed_by_sql_shows_its_new_values(api: Api, alice: Account):
+    # Rendered from the row read at each view: no flush event needs to have seen the change.
+    import uuid
+
+    from sqlalchemy import update
+
+    from app.extensions import db
+    from app.models import FileRecord
+
+    record = api.create(alice, "bericht.pdf", titel="Alt")
+    assert tree(page(api, record["id"])).xpath("string(//h1)") == "Alt"
+    with api.app.app_context():
+        db.session.execute(
+            update(FileRecord)
+            .where(FileRecord.id == uuid.UUID(record["id"]))
+            .values(titel="Neu per SQL")
+        )
+        db.session.commit()
+    assert tree(page(api, record["id"])).xpath("string(//h1)") == "Neu per SQL"
+
+
+def test_a_page_prints_the_oai_identifiers_of_the_configured_namespace(api: Api, alice):
+    record = api.create(alice, "bericht.pdf", titel="Bericht")
+    api.app.config["OAI_NAMESPACE"] = "repository.example"
+    body = page(api, record["id"]).get_data()
+    assert f"oai%3Arepository.example%3A{record['id']}".encode() in body
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(record_id=st.uuids(), path=st.one_of(st.none(), st.text()))
+def test_a_pages_addresses_are_written_as_urlencode_writes_them(app, record_id, path):
+    from app.pages import routes
+
+    with app.app_context():
+        urls = routes.page_urls(record_id, path, "https://r.example")
+        identifier = f"oai:{app.config['OAI_NAMESPACE']}:{record_id}"
+    oai = [("verb", "GetRecord"), ("metadataPrefix", "oai_dc"), ("identifier", identifier)]
+    assert urls.oai_record == f"https://r.example/oai?{urlencode(oai)}"
+    feed = "https://r.example/api/public/feed.atom"
+    assert urls.folder_feed == (f"{feed}?{urlencode([('path', path)])}" if path else feed)
+    assert urls.page == f"https://r.example/records/{record_id}"
+
+
+def test_a_page_follows_the_mount_point_and_keeps_the_request_in_its_language_link(
+    api: Api, alice: Account
+):
+    record = api.create(alice, "bericht.pdf", titel="Eingebunden")
+    mounted = page(api, record["id"], base_url="http://localhost/repo/").get_data()
+    assert b'href="/repo/static/pages/pages.css"' in mounted
+    asked = page(api, record["id"], query_string={"utm_source": 'news"letter&x=<1>'})
+    assert b'href="?utm_source=news%22letter%26x%3D%3C1%3E&amp;lang=en"' in asked.get_data()

@@ -1,6 +1,7 @@
-"""The Cite box is rendered when a record is written and kept in `record_citations`; a page
+"""The Cite box is rendered when a record is written and stored in `record_citations`; a page
 uses it while it fits the record and otherwise renders the citation itself. Either way the
-page shows the same citation."""
+page shows the same citation. `flask pages refresh-citations` renders the missing and stale
+ones, and only those."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import html
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.extensions import db
 from app.models import RecordCitation
 from app.pages import citation
-from tests.pages.test_kept_pages import set_kept
 from tests.support.api import Account, Api
 
 
@@ -36,10 +36,14 @@ def stored(api: Api, record_id: str) -> list[RecordCitation]:
 
 
 def forge(api: Api, record_id: str, **values: Any) -> None:
-    """Change the stored row by hand (as SQL would). The kept page goes unless given, so that
-    the page renders itself with the citation (tests/pages/test_kept_pages.py tests it)."""
-    values.setdefault("page_key", None)
-    set_kept(api, record_id, **values)
+    """Change the stored row by hand (as SQL would)."""
+    with api.app.app_context():
+        db.session.execute(
+            update(RecordCitation)
+            .where(RecordCitation.record_id == uuid.UUID(record_id))
+            .values(**values)
+        )
+        db.session.commit()
 
 
 def test_a_written_record_keeps_its_citation_and_the_page_shows_it(api: Api, alice: Account):
@@ -160,7 +164,7 @@ def test_only_the_statements_that_ask_are_prepared_on_postgresql(postgres_url, t
         by_path = select(FileRecord.id).where(FileRecord.path.like("a%"))
         for _ in range(20):
             connection.execute(by_path).all()
-        connection.execute(routes._READ_PAGE, {"record_id": uuid.uuid4(), "language": "de"}).all()
+        connection.execute(routes._READ_PAGE, {"record_id": uuid.uuid4()}).all()
         prepared = connection.execute(text("SELECT statement FROM pg_prepared_statements"))
         (statement,) = prepared.scalars().all()
         assert "record_citations" in statement and "LIKE" not in statement
@@ -169,26 +173,59 @@ def test_only_the_statements_that_ask_are_prepared_on_postgresql(postgres_url, t
         db.engine.dispose()
 
 
-def test_the_operator_keeps_the_citations_of_records_written_by_hand(api: Api, runner, alice):
-    # As after the upgrade to migration 0018, or records written by SQL: no kept citation.
+def test_the_operator_renders_the_missing_and_stale_citations_and_only_those(
+    api: Api, runner, alice, monkeypatch
+):
+    # As after the upgrade to migration 0018, or records written by SQL: no stored citation.
+    from app.pages import stored as stored_module
+
     first = api.create(alice, "eins.pdf", titel="Eins", autoren="Muster, Erika")
     second = api.create(alice, "zwei.pdf", titel="Zwei")
+    third = api.create(alice, "drei.pdf", titel="Drei")
     german = cite_box(api, first["id"])
+    rendered: list[str] = []
+    real = stored_module.stored_citations
+
+    def counted(item: dict[str, Any]) -> dict[str, str]:
+        rendered.append(item["id"])
+        return real(item)
+
+    monkeypatch.setattr(stored_module, "stored_citations", counted)
     with api.app.app_context():
-        db.session.query(RecordCitation).delete()
+        db.session.query(RecordCitation).where(
+            RecordCitation.record_id != uuid.UUID(third["id"])
+        ).delete()
         db.session.commit()
-    forged_key = "0" * 32
-    result = runner.invoke(args=["pages", "citations"])
+    result = runner.invoke(args=["pages", "refresh-citations"])
     assert result.exit_code == 0, result.output
-    assert result.output == "citations and pages: 2 records checked, 2 kept anew\n"
+    assert result.output == "citations: 3 records checked, 2 rendered and stored\n"
+    assert sorted(rendered) == sorted([first["id"], second["id"]])  # not the fitting third
     assert len(stored(api, first["id"])) == len(stored(api, second["id"])) == 1
     forge(api, first["id"], de=stored(api, first["id"])[0].de.replace("Eins", "Gefälscht"))
-    assert "<i>Gefälscht</i>" in cite_box(api, first["id"])  # the page shows what was kept
-    forge(api, first["id"], key=forged_key)  # a row that no longer fits is kept anew
-    result = runner.invoke(args=["pages", "citations"])
-    assert result.output == "citations and pages: 2 records checked, 1 kept anew\n"
+    assert "<i>Gefälscht</i>" in cite_box(api, first["id"])  # the page shows what was stored
+    # A row that no longer fits (another style or release, a record changed by SQL) is
+    # rendered anew; the others are only checked, by their key, without rendering.
+    forge(api, first["id"], key="0" * 32)
+    rendered.clear()
+    result = runner.invoke(args=["pages", "refresh-citations"])
+    assert result.output == "citations: 3 records checked, 1 rendered and stored\n"
+    assert rendered == [first["id"]]
     assert cite_box(api, first["id"]) == german
-    assert runner.invoke(args=["pages", "citations"]).output.endswith(", 0 kept anew\n")
+    rendered.clear()
+    result = runner.invoke(args=["pages", "refresh-citations"])
+    assert result.output.endswith(", 0 rendered and stored\n") and rendered == []
+
+
+def test_the_citation_is_stored_by_a_listener_the_app_wires(app):
+    # Wired by `init_app` (app/__init__.py), once however many apps are made, not on import.
+    from sqlalchemy import event
+
+    from app.models import FileRecord
+    from app.pages import init_app, stored
+
+    init_app()
+    assert event.contains(FileRecord, "after_insert", stored._inserted)
+    assert event.contains(FileRecord, "after_update", stored._updated)
 
 
 def test_a_citation_that_cannot_be_rendered_does_not_stop_the_write(api, alice, monkeypatch):
