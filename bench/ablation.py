@@ -14,11 +14,10 @@ PostgreSQL, SeaweedFS and files, and their measurements alternate (A B C, B C A,
 - glibc tuning (shim ``glibc``: no ``mallopt``): memory of three transfers at once (a fresh
   server per measurement, transfer.py's scenario); S3 uploads, local uploads, download.
 
-The settings are the app's own; the other mechanisms have none, so the server child gets
-``bench/ablation_shim`` on its PYTHONPATH and ``BENCH_ABLATE=<name>``: its ``sitecustomize``
-patches the mechanism away before ``flask serve`` builds the app (the server log shows a line
-``ablation shim: without <name>``, checked here). A mechanism the app no longer has stops the
-shim, and so the run: its variant goes when the mechanism goes.
+Each variant is a server started by ``bench.common.app_server(..., without=NAME)``, the one
+with/without switch of the benchmarks (bench/ablation_shim: the setting, else a patch). A
+mechanism the app no longer has stops the shim, and so the run: its variant goes with it.
+``--without NAME`` measures only those mechanisms (default: all five of this script).
 
 Per target the figure is the median over the repetitions (for throughput: service / baseline,
 the baseline measured in the same rotation; for memory: peak RSS - idle RSS). The *effect* is
@@ -29,6 +28,7 @@ quartiles straddle 5 %.
 
     .venv/bin/python -m bench.ablation                 # 7 repetitions (~15 min)
     .venv/bin/python -m bench.ablation --reps 3 --big-mib 40 --small-count 5 --duration 2
+    .venv/bin/python -m bench.ablation --only metadata --without token-cache
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ from types import SimpleNamespace
 from typing import Any
 
 from bench.common import (
-    ROOT,
     MiB,
     Postgres,
     Report,
@@ -67,55 +66,35 @@ from bench.common import (
     s3_client,
     s3_settings,
     start_s3,
+    without_option,
     workspace,
 )
 from bench.metadata import run_wrk
 from bench.transfer import Service, file_args, memory, timed_upload, write_mp4
 
 EMAIL, PASSWORD = "bench-ablation@example.org", "bench password 1234"
-SHIM = ROOT / "bench" / "ablation_shim"
 THRESHOLD = 0.05
-
-#: Server variants: name -> (extra settings, shim switches).
-VARIANTS: dict[str, tuple[dict[str, str], str]] = {
-    "with all": ({}, ""),
-    "no record cache": ({"RECORD_CACHE_SECONDS": "0"}, ""),
-    "no token cache": ({"TOKEN_CACHE_SECONDS": "0"}, ""),
-    "no presigned reads": ({}, "presigned"),
-    "no background commits": ({}, "commits"),
-    "no glibc tuning": ({}, "glibc"),
-}
-#: Mechanism -> the variant without it.
+WITH = "with all"
+#: Mechanism -> its name for ``without`` (the variant without it).
 MECHANISMS = {
-    "record cache": "no record cache",
-    "token cache": "no token cache",
-    "presigned S3 reads": "no presigned reads",
-    "background commits": "no background commits",
-    "glibc tuning": "no glibc tuning",
+    "record cache": "record-cache",
+    "token cache": "token-cache",
+    "presigned S3 reads": "presigned",
+    "background commits": "commits",
+    "glibc tuning": "glibc",
 }
+CHOSEN: set[str] = set(MECHANISMS.values())
 
 
-def variant_env(base: dict[str, str], variant: str) -> dict[str, str]:
-    settings, shim = VARIANTS[variant]
-    env = {**base, **settings}
-    env.pop("BENCH_ABLATE", None)
-    if shim:
-        env["BENCH_ABLATE"] = shim
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SHIM), base.get("PYTHONPATH")]))
-    return env
-
-
-def check_shim(log_path: Path, variant: str) -> None:
-    shim = VARIANTS[variant][1]
-    if shim and f"ablation shim: without {shim}" not in log_path.read_text(errors="replace"):
-        raise RuntimeError(f"{variant}: the shim did not run (see {log_path})")
+def chosen(*variants: str) -> list[str]:
+    """The variants of a part that this run measures: "with all" and the chosen ones."""
+    return [WITH, *(v for v in variants if v in CHOSEN)]
 
 
 def start(stack: contextlib.ExitStack, tag: str, env: dict, variant: str, workdir: Path) -> Server:
-    name = f"{tag}-{variant.replace(' ', '-')}"
-    server = app_server(name, variant_env(env, variant), workdir)
+    without = "" if variant == WITH else variant
+    server = app_server(f"{tag}-{variant.replace(' ', '-')}", env, workdir, without=without)
     stack.callback(server.stop)
-    check_shim(server.log_path, variant)
     return server
 
 
@@ -152,10 +131,10 @@ class Target:
     def effect(self, variant: str) -> tuple[float, list[float]]:
         """How much better "with all" is than ``variant``, and the paired per-repetition
         effects (the baseline cancels out of those)."""
-        w, wo = self.figure("with all"), self.figure(variant)
+        w, wo = self.figure(WITH), self.figure(variant)
         paired = [
             (a / b if self.higher_is_better else b / a) - 1
-            for a, b in zip(self.runs["with all"], self.runs[variant], strict=True)
+            for a, b in zip(self.runs[WITH], self.runs[variant], strict=True)
             if a > 0 and b > 0
         ]
         return ((w / wo) if self.higher_is_better else (wo / w)) - 1, paired
@@ -174,6 +153,8 @@ class Target:
 def rotate(
     reps: int, warmup: int, runners: dict[str, Callable[[], float]], label: str
 ) -> dict[str, list[float]]:
+    if not set(runners) & CHOSEN:
+        return {}
     log(f"{label}: {', '.join(runners)}; {reps} reps, load {loadavg()}")
     runs = alternate(
         reps, [(name, lambda rep, f=fn: f()) for name, fn in runners.items()], warmup=warmup
@@ -199,15 +180,15 @@ def metadata_targets(
     )
     prepare_database(env)
     make_user(env, EMAIL, PASSWORD)
-    variants = ["with all", "no record cache", "no token cache"]
+    variants = chosen("record-cache", "token-cache")
     servers = {v: start(stack, "meta", env, v, workdir) for v in variants}
     tokens = {v: login(s.port, EMAIL, PASSWORD) for v, s in servers.items()}
     sample = workdir / "sample.csv"
     sample.write_text("jahr;wert\n2024;1\n2025;2\n")
     out = workdir / "created.json"
-    first = servers["with all"]
+    first = servers[WITH]
     curl(
-        ["-H", f"Authorization: Bearer {tokens['with all']}", "-F", f"files[]=@{sample}"]
+        ["-H", f"Authorization: Bearer {tokens[WITH]}", "-F", f"files[]=@{sample}"]
         + ["-F", "titel=Messwerte", "-o", str(out), f"{first.base_url}/api/files"]
     )
     record_id = json.loads(out.read_text())["files"][0]["id"]
@@ -251,10 +232,10 @@ def s3_targets(
     env = app_env(url, s3_settings(s3, bucket), workdir / "s3-tmp")
     prepare_database(env)
     make_user(env, EMAIL, PASSWORD)
-    variants = ["with all", "no record cache", "no presigned reads", "no glibc tuning"]
+    variants = chosen("record-cache", "presigned", "glibc")
     servers = {v: start(stack, "s3", env, v, workdir) for v in variants}
     services = {v: Service(s, login(s.port, EMAIL, PASSWORD), workdir) for v, s in servers.items()}
-    [record_id] = services["with all"].upload([files["big"]])["ids"]
+    [record_id] = services[WITH].upload([files["big"]])["ids"]
     import psycopg
 
     with psycopg.connect(url) as conn:
@@ -279,9 +260,8 @@ def s3_targets(
             raise RuntimeError(f"download {variant}: {record['http_code']}")
         return mib_per_s(size, record["time_total"])
 
-    chosen = ["with all", "no presigned reads", "no glibc tuning"]
     runners: dict[str, Callable[[], float]] = {"curl presigned S3": lambda: download(None)}
-    runners.update({v: (lambda v=v: download(v)) for v in chosen})
+    runners.update({v: (lambda v=v: download(v)) for v in chosen("presigned", "glibc")})
     runs = rotate(args.reps, 1, runners, f"download 1 x {args.big_mib} MiB (MiB/s)")
     targets.append(
         Target(f"download {args.big_mib} MiB / curl", "", True, runs, "curl presigned S3")
@@ -310,9 +290,8 @@ def s3_targets(
             raise RuntimeError(f"range {variant}: bad answers")
         return mib_per_s(len(offsets) * MiB, sum(r["time_total"] for r in records))
 
-    chosen = ["with all", "no record cache", "no presigned reads"]
     runners = {"curl presigned S3": lambda: slices(None)}
-    runners.update({v: (lambda v=v: slices(v)) for v in chosen})
+    runners.update({v: (lambda v=v: slices(v)) for v in chosen("record-cache", "presigned")})
     runs = rotate(args.reps, 1, runners, f"Range {args.slices} x 1 MiB (MiB/s)")
     targets.append(Target("Range 1 MiB / curl", "", True, runs, "curl presigned S3"))
 
@@ -330,13 +309,12 @@ def s3_targets(
         run = timed_upload(services[variant], paths, {})
         return mib_per_s(sum(p.stat().st_size for p in paths), run["seconds"])
 
-    chosen = ["with all", "no glibc tuning"]
     for label, paths in (
         (f"S3 upload 1 x {args.big_mib} MiB / boto3", [files["big"]]),
         (f"S3 upload {args.small_count} x {args.small_mib} MiB / boto3", files["small"]),
     ):
         runners = {"boto3 upload_file": lambda p=paths: direct(p)}
-        runners.update({v: (lambda v=v, p=paths: upload(v, p)) for v in chosen})
+        runners.update({v: (lambda v=v, p=paths: upload(v, p)) for v in chosen("glibc")})
         runs = rotate(args.reps, 1, runners, f"{label} (MiB/s)")
         targets.append(Target(label, "", True, runs, "boto3 upload_file"))
 
@@ -344,14 +322,13 @@ def s3_targets(
         server.stop()
 
     # Memory: a fresh server per measurement (transfer.py's scenario), alternating.
-    token = services["with all"].token
+    token = services[WITH].token
     growth: dict[str, list[float]] = {}
 
     def peak(variant: str) -> float:
         scratch = Report("ablation-memory", {})
-        memory(scratch, SimpleNamespace(reps=1), variant_env(env, variant), workdir, files,
-               record_id, token)  # fmt: skip
-        check_shim(workdir / "app-memory-0.log", variant)
+        without = "" if variant == WITH else variant
+        memory(scratch, SimpleNamespace(reps=1), env, workdir, files, record_id, token, without)
         run = scratch.data["memory"][0]
         growth.setdefault(variant, []).append(run["idle_rss"] / MiB)
         return run["growth"] / MiB
@@ -359,7 +336,7 @@ def s3_targets(
     runs = rotate(
         args.reps,
         0,
-        {v: (lambda v=v: peak(v)) for v in ("with all", "no glibc tuning")},
+        {v: (lambda v=v: peak(v)) for v in chosen("glibc")},
         "memory: peak RSS - idle RSS, 3 transfers at once (MiB)",
     )
     print("  idle RSS (MiB): " + "; ".join(f"{v} {median(x):.1f}" for v, x in growth.items()))
@@ -374,7 +351,7 @@ def local_targets(
     stack: contextlib.ExitStack, args: argparse.Namespace, workdir: Path, pg: Postgres, files: dict
 ) -> list[Target]:
     url = pg.create("bench_ablation_local")
-    variants = ["with all", "no background commits", "no glibc tuning"]
+    variants = chosen("commits", "glibc")
     servers = {}
     for v in variants:
         env = app_env(
@@ -474,7 +451,9 @@ def main() -> None:
         "--only", default="metadata,s3,local", help="comma-separated parts [metadata,s3,local]"
     )
     parser.add_argument("--keep", action="store_true", help="keep the work folder and logs")
+    without_option(parser, "measure only these mechanisms")
     args = parser.parse_args()
+    CHOSEN.intersection_update(",".join(args.without).split(",") if args.without else CHOSEN)
     report = Report("ablation", vars(args).copy())
     parts = set(args.only.split(","))
     load_start = loadavg()

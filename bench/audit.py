@@ -1,6 +1,7 @@
 """What the audit trail costs concurrent writers (issue 23): 8 clients PATCH their records at
-once, against the service as it is and against the same code with the trail's listeners
-removed, on PostgreSQL (where writers really run side by side), alternating in one run.
+once, against the service as it is and against the same code without the trail's listeners
+(``without="audit-trail"``), on PostgreSQL (where writers really run side by side),
+alternating in one run.
 
 Target: PATCHes per second with the trail at least 0.9 of those without.
 
@@ -15,14 +16,12 @@ import json
 import sys
 import threading
 import time
-from pathlib import Path
 
 from bench.common import (
-    PYTHON,
     Postgres,
     Server,
     app_env,
-    free_port,
+    app_server,
     log,
     login,
     make_user,
@@ -33,41 +32,6 @@ from bench.common import (
 )
 
 TARGET = 0.9
-
-
-def start_server(name: str, env: dict[str, str], workdir: Path, trail: bool) -> Server:
-    """The app under waitress as `flask serve` runs it, both contenders started the same way;
-    without the trail, its listeners are removed (this module's main)."""
-    port = free_port()
-    command = [PYTHON, "-m", "bench.audit", "--serve", str(port)]
-    if not trail:
-        command.append("--untrailed")
-    return Server(name, command, env, workdir / f"{name}.log", port).start()
-
-
-def serve(port: int, trail: bool) -> None:
-    from sqlalchemy import event
-    from sqlalchemy.orm import Session
-
-    from app import create_app
-    from app.audit import trail
-    from app.server import make_server, release_freed_memory_to_the_system
-
-    release_freed_memory_to_the_system()
-    app = create_app()
-    for name, listener in (
-        ()
-        if trail
-        else (
-            ("before_flush", trail._collect),
-            ("before_commit", trail._seal),
-            ("after_rollback", trail._forget),
-            ("after_soft_rollback", trail._forget),
-        )
-    ):
-        event.remove(Session, name, listener)
-    server = make_server(app, host="127.0.0.1", port=port, threads=app.config["SERVER_THREADS"])
-    server.run()
 
 
 def prepare(server: Server, env: dict[str, str], clients: int) -> list[tuple[str, list[str]]]:
@@ -141,26 +105,21 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--patches", type=int, default=150, help="per client and repetition")
     parser.add_argument("--repetitions", type=int, default=3)
-    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--untrailed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        serve(args.serve, trail=not args.untrailed)
-        return 0
 
     postgres = Postgres()
     with workspace("audit") as work:
         servers = []
         try:
             contenders = {}
-            for name, trail in (("trail", True), ("no trail", False)):
+            for name, without in (("trail", ""), ("no trail", "audit-trail")):
                 env = app_env(
                     postgres.create("bench_audit"),
                     {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(work / name)},
                     work / f"{name}-tmp",
                 )
                 prepare_database(env)
-                started = start_server(name.replace(" ", "-"), env, work, trail)
+                started = app_server(name.replace(" ", "-"), env, work, without=without)
                 servers.append(started)
                 contenders[name] = (started, prepare(started, env, args.clients))
             rates: dict[str, list[float]] = {name: [] for name in contenders}

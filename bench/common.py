@@ -8,6 +8,7 @@ Results go to ``bench/results/<name>-<time>.json`` and ``<name>-latest.json`` (g
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import http.client
 import json
@@ -89,20 +90,6 @@ class Postgres:
         import psycopg
 
         return psycopg.connect(self.admin_url, autocommit=True)
-
-    def version(self) -> dict[str, str]:
-        with self._admin() as conn:
-            info = {"version": conn.execute("SELECT version()").fetchone()[0]}
-            for name in (
-                "shared_buffers",
-                "work_mem",
-                "effective_cache_size",
-                "max_parallel_workers_per_gather",
-                "random_page_cost",
-                "jit",
-            ):
-                info[name] = conn.execute(f"SHOW {name}").fetchone()[0]
-        return info
 
     def create(self, prefix: str = "bench") -> str:
         name = f"{prefix}_{uuid.uuid4().hex[:10]}"
@@ -285,13 +272,74 @@ class Server:
             time.sleep(0.02)
 
 
-def app_server(name: str, env: dict[str, str], workdir: Path, threads: int | None = None) -> Server:
-    """``flask serve`` (waitress, the production server and settings) on a free port."""
+def app_server(
+    name: str, env: dict[str, str], workdir: Path, threads: int | None = None, without: str = ""
+) -> Server:
+    """``flask serve`` (waitress, the production server and settings) on a free port;
+    ``without``: mechanisms taken out (``without()``)."""
     port = free_port()
     command = [PYTHON, "-m", "flask", "--app", "wsgi", "serve", "--port", str(port)]
     if threads:
         command += ["--threads", str(threads)]
-    return Server(name, command, env, workdir / f"{name}.log", port).start()
+    server = Server(name, command, without_env(env, without), workdir / f"{name}.log", port)
+    server.start()
+    try:
+        check_without(server.log_path, without)
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
+
+
+# --- with and without a mechanism -------------------------------------------------------
+
+SHIM = ROOT / "bench" / "ablation_shim"
+
+
+def _shim_names() -> tuple[str, ...]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_shim", SHIM / "sitecustomize.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.KNOWN
+
+
+#: What ``--without NAME`` can take out (bench/ablation_shim/sitecustomize.py: a setting of the
+#: app where it has one, else a patch in the server child).
+WITHOUT = _shim_names()
+
+
+def without_env(env: dict[str, str], names: str) -> dict[str, str]:
+    """The settings of a server without the mechanisms ``names`` (comma-separated; "" = all)."""
+    if not names:
+        return env
+    unknown = set(names.split(",")) - set(WITHOUT)
+    if unknown:
+        raise ValueError(f"unknown {sorted(unknown)}; known {', '.join(WITHOUT)}")
+    path = os.pathsep.join(filter(None, [str(SHIM), env.get("PYTHONPATH")]))
+    return {**env, "BENCH_ABLATE": names, "PYTHONPATH": path}
+
+
+def check_without(log_path: Path, names: str) -> None:
+    """Fails unless the server logging to ``log_path`` runs without ``names``."""
+    if names and f"ablation shim: without {names}" not in log_path.read_text(errors="replace"):
+        raise RuntimeError(f"the shim did not take out {names} (see {log_path})")
+
+
+def without_option(parser: Any, what: str) -> None:
+    """``--without NAME`` (repeatable; several joined by commas): one more server each."""
+
+    def checked(value: str) -> str:
+        try:
+            without_env({}, value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
+
+    parser.add_argument("--without", action="append", default=[], type=checked, metavar="NAME",
+                        help=f"{what} (repeatable; {', '.join(WITHOUT)})")  # fmt: skip
 
 
 def bare_server(name: str, workdir: Path, target_dir: Path) -> Server:
@@ -611,123 +659,21 @@ class Report:
 def _python() -> str:
     """The interpreter as a command to type in the repository root."""
     path = Path(PYTHON)
-    try:
-        return str(path.relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
-def _first_line(command: Sequence[str]) -> str:
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "not found"
-    text = (out.stdout or out.stderr).strip()
-    return text.splitlines()[0] if text else "unknown"
-
-
-def _package_versions(names: Sequence[str]) -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = {}
-    for name in names:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = "not installed"
-    return found
-
-
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def _meminfo(name: str) -> int:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(name + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _disk(path: Path) -> dict[str, Any]:
-    usage = shutil.disk_usage(path)
-    device, fstype = "unknown", "unknown"
-    best = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/mounts").read_text().splitlines():
-            dev, mount, kind, *_ = line.split()
-            if str(path).startswith(mount) and len(mount) > len(best):
-                best, device, fstype = mount, dev, kind
-    rotational = "unknown"
-    block = Path(device).name
-    with contextlib.suppress(OSError):
-        rotational = Path(f"/sys/block/{block}/queue/rotational").read_text().strip()
-    return {
-        "device": device,
-        "filesystem": fstype,
-        "size_gib": round(usage.total / 2**30),
-        "free_gib": round(usage.free / 2**30),
-        "rotational_flag": rotational,
-    }
-
-
-def _git() -> str:
-    try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "app", "migrations", "wsgi.py"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    except OSError:
-        return "unknown"
-    return rev + (" (app has uncommitted changes)" if dirty else "")
-
-
-_MACHINE: dict[str, Any] = {}
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def machine() -> dict[str, Any]:
-    """What the numbers were measured on; cached for the run."""
-    if _MACHINE:
-        return _MACHINE
-    from tests.support.seaweedfs import find_weed
-
-    try:
-        weed = _first_line([find_weed(), "version"])
-    except Exception:
-        weed = "not found"
-    try:
-        postgres = Postgres().version()
-    except Exception as exc:
-        postgres = {"version": f"unreachable: {exc}"}
-    _MACHINE.update(
-        {
-            "nproc": os.cpu_count(),
-            "cpus_usable": len(os.sched_getaffinity(0)),
-            "cpu": _cpu_model(),
-            "memory_gib": round(_meminfo("MemTotal") / 2**30, 1),
-            "kernel": platform.release(),
-            "os": _first_line(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
-            "disk": _disk(RESULTS if RESULTS.exists() else ROOT),
-            "python": platform.python_version(),
-            "packages": _package_versions(
-                ["flask", "werkzeug", "waitress", "sqlalchemy", "psycopg", "boto3", "botocore"]
-            ),
-            "seaweedfs": weed,
-            "postgresql": postgres,
-            "curl": _first_line(["curl", "--version"]),
-            "wrk": _first_line(["wrk", "--version"]),
-            "load_average_at_start": os.getloadavg(),
-            "git": _git(),
-        }
+    """What the numbers were measured on (BENCHMARKS.md's "Machine" is kept by hand)."""
+    git = ["git", "-C", str(ROOT)]
+    revision = subprocess.run(
+        [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     )
-    return _MACHINE
+    dirty = subprocess.run([*git, "status", "--porcelain", "--", "app", "migrations", "wsgi.py"],
+                           capture_output=True, text=True)  # fmt: skip
+    return {
+        "nproc": os.cpu_count(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "load_average_at_start": os.getloadavg(),
+        "git": revision.stdout.strip() + (" (app changed)" if dirty.stdout.strip() else ""),
+    }

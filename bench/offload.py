@@ -1,6 +1,6 @@
 """DOWNLOAD_OFFLOAD=nginx measured (issue 27): docs/nginx.conf run as tests/test_reverse_proxy.py
 runs it, in front of two servers on the same database and storage, one with the setting on and
-one without, all contenders alternating in the same run:
+one without (``without_env(env, "offload")``), all contenders alternating in the same run:
 
 - a 200 MiB public download through nginx with offload on, against nginx sending the same
   bytes as a static file (local) or proxied straight from S3 with a presigned URL (s3): the
@@ -31,6 +31,7 @@ from bench.common import (
     MiB,
     Postgres,
     alternate,
+    check_without,
     curl,
     log,
     login,
@@ -42,6 +43,7 @@ from bench.common import (
     s3_settings,
     sqlalchemy_url,
     start_s3,
+    without_env,
     workspace,
 )
 from bench.transfer import write_mp4
@@ -124,10 +126,10 @@ def stacks(backend: str, work: Path) -> Iterator[tuple[Stack, Stack, str, list[s
         database = postgres.create("offload")
         base = dict(DATABASE_URL=sqlalchemy_url(database), PROXY_COUNT="1", **storage)
         base.update(RATELIMIT_UPLOADS="1000 per minute")
-        env_off = clean_env(**base)
         env_on = clean_env(**base, DOWNLOAD_OFFLOAD="nginx")
-        prepare_database(env_off)
-        make_user(env_off, "bench@example.org", "bench password")
+        env_off = without_env(env_on, "offload")
+        prepare_database(env_on)
+        make_user(env_on, "bench@example.org", "bench password")
 
         if backend == "local":
             site = offload_site("local", f"{storage_dir}/")
@@ -143,6 +145,7 @@ def stacks(backend: str, work: Path) -> Iterator[tuple[Stack, Stack, str, list[s
             folder.mkdir()
         on = exits.enter_context(running_stack(folders[0], env_on, with_peer(site, peer)))
         off = exits.enter_context(running_stack(folders[1], env_off, with_peer(site, peer)))
+        check_without(off.app_log, "offload")
 
         size = 200 * MiB if SIZE_MIB is None else SIZE_MIB * MiB
         source = write_mp4(work / "large.mp4", size)

@@ -1,5 +1,6 @@
 """What counting downloads costs the downloads (issue 26): the same service with statistics on
-and off (`STATS`), alternating in one run, each on its own SQLite database and local storage:
+and off (``without="stats"``: `STATS=off`), alternating in one run, each on its own SQLite
+database and local storage:
 
 - the throughput of one 200 MiB public download (MiB/s, the median of the repetitions);
 - the requests per second of 4 KiB public downloads, 8 clients on keep-alive connections.
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 
 from bench.common import (
+    MiB,
     Server,
     app_env,
     app_server,
@@ -34,7 +36,6 @@ from bench.common import (
     workspace,
 )
 
-MiB = 1024 * 1024
 TARGET = 0.97
 CLIENTS = 8
 CHUNK = 1024 * 1024
@@ -55,18 +56,17 @@ def make_files(folder: Path, size_mib: int) -> None:
     (folder / "small.csv").write_bytes((line * (4096 // len(line) + 1))[:4096])
 
 
-def start(name: str, work: Path, files: Path, stats: str) -> tuple[Server, dict[str, str]]:
+def start(name: str, work: Path, files: Path, without: str) -> tuple[Server, dict[str, str]]:
     env = app_env(
         f"sqlite:///{work / name / 'db.sqlite3'}",
         {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(work / name / "storage")},
         work / name / "tmp",
-        STATS=stats,
     )
     (work / name).mkdir(parents=True, exist_ok=True)
     prepare_database(env)
     make_user(env, "bench@example.org", "bench-password")
     flask_cli("import", str(files), "--owner", "bench@example.org", env=env, timeout=900)
-    server = app_server(name, env, work)
+    server = app_server(name, env, work, without=without)
     token = login(server.port, "bench@example.org", "bench-password")
     status, _, body = request(
         server.port, "GET", "/api/files", headers={"Authorization": f"Bearer {token}"}
@@ -138,7 +138,8 @@ def main() -> int:
         rates: dict[str, list[float]] = {"on": [], "off": []}
         try:
             for stats in ("on", "off"):
-                servers[stats] = start(f"stats-{stats}", work, files, stats)
+                without = "" if stats == "on" else "stats"
+                servers[stats] = start(f"stats-{stats}", work, files, without)
             for repetition in range(args.repetitions):
                 order = ["on", "off"] if repetition % 2 == 0 else ["off", "on"]
                 for stats in order:

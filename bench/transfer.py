@@ -630,11 +630,13 @@ def memory(
     files: dict,
     record_id: str,
     token: str,
+    without: str = "",
 ) -> None:
-    """Three clients at once against a freshly started, warmed-up server."""
+    """Three clients at once against a freshly started, warmed-up server (``without``:
+    mechanisms taken out, for bench.ablation)."""
     results = []
     for rep in range(args.reps):
-        server = app_server(f"app-memory-{rep}", env, workdir)
+        server = app_server(f"app-memory-{rep}", env, workdir, without=without)
         try:
             service = Service(server, token, workdir)
             # Warm-up: every code path of the scenario once, so that imports and caches
