@@ -373,7 +373,7 @@ def local_targets(
 
     def bare_upload(paths: list[Path]) -> float:
         out = workdir / "bare-answer.json"
-        [record] = curl([*file_args(paths), "-F", "path=bench/transfer", "-o", str(out)]
+        [record] = curl([*file_args(paths), "-o", str(out)]
                         + [f"{bare.base_url}/upload"])  # fmt: skip
         if record["http_code"] != 201:
             raise RuntimeError(f"bare upload answered {record['http_code']}")

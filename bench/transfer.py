@@ -83,6 +83,7 @@ FORWARDER_TARGET = 0.9
 DIRECT_UPLOAD = "boto3 upload_file"
 DIRECT_DOWNLOAD = "curl presigned S3"
 FORWARDER = "bare forwarder"
+SERVICE = "service POST /api/files"
 #: The two download forwarders: the presigned GET (the app's read) is the ceiling of the
 #: downloads, the faster one; get_object (the issue's specification) is for information.
 FORWARDER_PRESIGNED = "bare forwarder presigned GET"
@@ -115,7 +116,8 @@ def write_mp4(path: Path, size: int) -> Path:
 
 
 def file_args(files: list[Path]) -> list[str]:
-    args: list[str] = []
+    """curl's form of an upload: the files and a path."""
+    args = ["-F", "path=bench/transfer"]
     for path in files:
         args += ["-F", f"files[]=@{path};type=video/mp4"]
     return args
@@ -134,19 +136,9 @@ class Service:
         """POST /api/files with the files (and a path); returns timing and the new ids."""
         request_id = f"bench-{uuid.uuid4().hex}"
         out = self.workdir / f"{request_id}.json"
-        [record] = curl(
-            [
-                *self.auth,
-                "-H",
-                f"X-Request-ID: {request_id}",
-                *file_args(files),
-                "-F",
-                "path=bench/transfer",
-                "-o",
-                str(out),
-                f"{self.server.base_url}/api/files",
-            ]
-        )
+        headers = [*self.auth, "-H", f"X-Request-ID: {request_id}"]
+        url = f"{self.server.base_url}/api/files"
+        [record] = curl([*headers, *file_args(files), "-o", str(out), url])
         body = json.loads(out.read_text() or "{}")
         out.unlink()
         if record["http_code"] != 201:
@@ -199,77 +191,25 @@ def summarize(
     reference: str | None = None,
     others: tuple[str, ...] = (),
 ) -> None:
-    """Medians, the target ratio service/``baseline`` and, with ``reference`` (direct S3
-    beside the forwarder), the informational ratios service/reference and
-    baseline/reference; with ``others`` (further forwarders), service/other for each."""
-    for variant in runs.values():
-        for run in variant:
-            run["mib_s"] = mib_per_s(nbytes, run["seconds"])
-    base = median(r["mib_s"] for r in runs[baseline])
-    serv = median(r["mib_s"] for r in runs[service])
-    ratio = serv / base
+    """Medians in MiB/s and the target ratio service/``baseline``; for information the ratios
+    to ``reference`` (direct S3 beside the forwarder) and to ``others`` (further forwarders)."""
+    mib_s = {name: [mib_per_s(nbytes, r["seconds"]) for r in rs] for name, rs in runs.items()}
+    medians = {name: median(values) for name, values in mib_s.items()}
     report.data.setdefault("runs", {})[key] = runs
-    entry = {
-        "key": key,
-        "label": label,
-        "bytes": nbytes,
-        "baseline": baseline,
-        "service": service,
-        "baseline_mib_s": base,
-        "service_mib_s": serv,
-        "ratio": ratio,
-        "target": target,
-        "baseline_runs_mib_s": [r["mib_s"] for r in runs[baseline]],
-        "service_runs_mib_s": [r["mib_s"] for r in runs[service]],
-    }
-    if others:
-        entry["others"] = {
-            name: {
-                "mib_s": median(r["mib_s"] for r in runs[name]),
-                "runs_mib_s": [r["mib_s"] for r in runs[name]],
-                "service_ratio": serv / median(r["mib_s"] for r in runs[name]),
-            }
-            for name in others
-        }
-    if reference is not None:
-        ref = median(r["mib_s"] for r in runs[reference])
-        entry.update(
-            {
-                "reference": reference,
-                "reference_mib_s": ref,
-                "reference_runs_mib_s": [r["mib_s"] for r in runs[reference]],
-                "ratio_to_reference": serv / ref,
-                "baseline_to_reference": base / ref,
-            }
-        )
-    report.data.setdefault("summary", []).append(entry)
+    report.data.setdefault("mib_s", {})[key] = mib_s
     print_table(
-        ["variant", *[f"rep{i + 1} MiB/s" for i in range(len(runs[baseline]))], "median MiB/s"],
-        [
-            [name, *[r["mib_s"] for r in variant], median(r["mib_s"] for r in variant)]
-            for name, variant in runs.items()
-        ],
+        ["variant", *[f"rep{i + 1} MiB/s" for i in range(len(mib_s[baseline]))], "median MiB/s"],
+        [[name, *values, medians[name]] for name, values in mib_s.items()],
     )
     what = "service/forwarder" if baseline.startswith(FORWARDER) else "service/baseline"
-    report.check(f"{label}: {what} throughput", ratio, target, True)
+    report.check(f"{label}: {what} throughput", medians[service] / medians[baseline], target, True)
+    info = {f"service/{name}": medians[service] / medians[name] for name in others}
     if reference is not None:
-        for name, value in (
-            ("service/direct S3", entry["ratio_to_reference"]),
-            ("forwarder/direct S3", entry["baseline_to_reference"]),
-        ):
-            print(f"info  {label}: {name} throughput: {value:.3f}", flush=True)
-            report.data.setdefault("informational", []).append(
-                {"target": f"{label}: {name} throughput", "value": value, "unit": ""}
-            )
-    for name, other in entry.get("others", {}).items():
-        print(f"info  {label}: service/{name} throughput: {other['service_ratio']:.3f}")
-        report.data.setdefault("informational", []).append(
-            {
-                "target": f"{label}: service/{name} throughput",
-                "value": other["service_ratio"],
-                "unit": "",
-            }
-        )
+        info["service/direct S3"] = medians[service] / medians[reference]
+        info["forwarder/direct S3"] = medians[baseline] / medians[reference]
+    for name, value in info.items():
+        print(f"info  {label}: {name} throughput: {value:.3f}", flush=True)
+    report.data.setdefault("informational", {})[label] = info
 
 
 def s3_uploads(
@@ -288,16 +228,8 @@ def s3_uploads(
         """The same request (curl, the same multipart form) to the bare forwarder."""
         key = f"bench/forwarder/{uuid.uuid4()}"
         out = forwarder.log_path.with_suffix(".answer.json")
-        [record] = curl(
-            [
-                *file_args(paths),
-                "-F",
-                "path=bench/transfer",
-                "-o",
-                str(out),
-                f"{forwarder.base_url}/s3?key={quote(key)}",
-            ]
-        )
+        url = f"{forwarder.base_url}/s3?key={quote(key)}"
+        [record] = curl([*file_args(paths), "-o", str(out), url])
         if record["http_code"] != 201:
             raise RuntimeError(f"forwarder upload answered {record['http_code']}")
         client.delete_object(Bucket=bucket, Key=key)
@@ -329,64 +261,29 @@ def s3_uploads(
         variants = [(DIRECT_UPLOAD, lambda rep, p=paths: direct(p))]
         if with_forwarder:
             variants.append((FORWARDER, lambda rep, p=paths: forwarded(p)))
-        variants.append(
-            ("service POST /api/files", lambda rep, p=paths: timed_upload(service, p, categories))
-        )
+        variants.append((SERVICE, lambda rep, p=paths: timed_upload(service, p, categories)))
         runs = alternate(args.reps, variants, warmup=args.warmup)
-        explain_upload(runs["service POST /api/files"], nbytes)
-        if with_forwarder:
-            summarize(
-                report,
-                key,
-                label,
-                runs,
-                nbytes,
-                FORWARDER,
-                "service POST /api/files",
-                FORWARDER_TARGET,
-                reference=DIRECT_UPLOAD,
-            )
-        else:
-            summarize(
-                report, key, label, runs, nbytes, DIRECT_UPLOAD, "service POST /api/files", 0.8
-            )
+        explain_upload(runs[SERVICE], nbytes)
+        baseline, target = (FORWARDER, FORWARDER_TARGET) if with_forwarder else (DIRECT_UPLOAD, 0.8)
+        reference = DIRECT_UPLOAD if with_forwarder else None
+        summarize(report, key, label, runs, nbytes, baseline, SERVICE, target, reference)
         if key == "upload_s3_single":
-            check_temp(report, "S3 upload", runs["service POST /api/files"])
+            check_temp(report, "S3 upload", runs[SERVICE])
     client.close()
 
 
 def explain_upload(runs: list[dict], nbytes: int) -> None:
     """Where an upload's time goes: waitress receives (and spools) the whole body before
     the app sees it; the access log's duration is the app's part."""
-    for run in runs:
-        if run.get("server_ms") is not None:
-            app_s = run["server_ms"] / 1000
-            run["receive_seconds"] = max(0.0, run["seconds"] - app_s)
-            run["app_seconds"] = app_s
-    rows = [
-        [
-            i + 1,
-            r["seconds"],
-            r.get("receive_seconds", float("nan")),
-            r.get("app_seconds", float("nan")),
-            r["temp_peak"].get("spool", 0) / MiB,
-            r["temp_peak"].get("storage_tmp", 0) / MiB,
-            r["rss_peak"] / MiB,
-        ]
-        for i, r in enumerate(runs)
-    ]
-    print_table(
-        [
-            "service rep",
-            "total s",
-            "before app s",
-            "in app s",
-            "spool MiB",
-            "storage .tmp MiB",
-            "RSS MiB",
-        ],
-        rows,
-    )
+    rows = []
+    for i, r in enumerate(runs):
+        app_s = r["server_ms"] / 1000 if r.get("server_ms") is not None else float("nan")
+        r["app_seconds"], r["receive_seconds"] = app_s, max(0.0, r["seconds"] - app_s)
+        peaks = r["temp_peak"]
+        rows.append([i + 1, r["seconds"], r["receive_seconds"], app_s, peaks.get("spool", 0) / MiB,
+                     peaks.get("storage_tmp", 0) / MiB, r["rss_peak"] / MiB])  # fmt: skip
+    headers = ["service rep", "total s", "before app s", "in app s", "spool MiB"]
+    print_table([*headers, "storage .tmp MiB", "RSS MiB"], rows)
 
 
 def check_temp(report: Report, label: str, runs: list[dict]) -> None:
@@ -549,7 +446,6 @@ def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir
             url,
             {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(storage_root)},
             workdir / "local-tmp",
-            **args.extra_env,
         )
         prepare_database(env)
         make_user(env, EMAIL, PASSWORD)
@@ -565,16 +461,8 @@ def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir
 
             def bare_upload(paths: list[Path]) -> dict[str, Any]:
                 out = workdir / "bare-answer.json"
-                [record] = curl(
-                    [
-                        *file_args(paths),
-                        "-F",
-                        "path=bench/transfer",
-                        "-o",
-                        str(out),
-                        f"{bare.base_url}/upload",
-                    ]
-                )
+                url = f"{bare.base_url}/upload"
+                [record] = curl([*file_args(paths), "-o", str(out), url])
                 if record["http_code"] != 201:
                     raise RuntimeError(f"bare upload answered {record['http_code']}")
                 for leftover in bare_dir.iterdir():
@@ -596,13 +484,13 @@ def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir
                     [
                         ("bare waitress to disk", lambda rep, p=paths: bare_upload(p)),
                         (
-                            "service POST /api/files",
+                            SERVICE,
                             lambda rep, p=paths: timed_upload(service, p, categories),
                         ),
                     ],
                     warmup=args.warmup,
                 )
-                explain_upload(runs["service POST /api/files"], nbytes)
+                explain_upload(runs[SERVICE], nbytes)
                 summarize(
                     report,
                     key,
@@ -610,11 +498,11 @@ def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir
                     runs,
                     nbytes,
                     "bare waitress to disk",
-                    "service POST /api/files",
+                    SERVICE,
                     0.8,
                 )
                 if key == "upload_local_single":
-                    check_temp(report, "local upload", runs["service POST /api/files"])
+                    check_temp(report, "local upload", runs[SERVICE])
         finally:
             server.stop()
             bare.stop()
@@ -713,27 +601,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5, help="repetitions (>= 3) [5]")
     parser.add_argument("--warmup", type=int, default=1, help="unrecorded runs first [1]")
     parser.add_argument("--slices", type=int, default=64, help="1 MiB Range requests [64]")
-    parser.add_argument(
-        "--only",
-        default=",".join(PARTS),
-        help=f"comma-separated subset of {','.join(PARTS)} [all]",
-    )
+    parser.add_argument("--only", default=",".join(PARTS), help=f"subset of {','.join(PARTS)}")
     parser.add_argument("--keep", action="store_true", help="keep the work folder and logs")
-    parser.add_argument(
-        "--forward-read-bytes",
-        type=int,
-        default=None,
-        help="largest read1 of the bare forwarder's S3 reads [the service's, 262144]",
-    )
-    parser.add_argument(
-        "--app-env",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="extra environment of the app servers, for experiments (repeatable)",
-    )
     args = parser.parse_args()
-    args.extra_env = dict(item.split("=", 1) for item in args.app_env)
     report = Report("transfer", vars(args).copy())
 
     with contextlib.ExitStack() as stack:
@@ -755,9 +625,7 @@ def main() -> None:
         postgres = Postgres()
         stack.callback(postgres.drop_all)
         args.database_url = postgres.create("bench_transfer")
-        env = app_env(
-            args.database_url, s3_settings(s3, bucket), workdir / "app-tmp", **args.extra_env
-        )
+        env = app_env(args.database_url, s3_settings(s3, bucket), workdir / "app-tmp")
         prepare_database(env)
         make_user(env, EMAIL, PASSWORD)
         server = app_server("app-s3", env, workdir)
@@ -768,9 +636,7 @@ def main() -> None:
         parts = set(args.only.split(","))
         forwarder = None
         if parts & {"s3-uploads", "downloads"}:
-            forwarder = forwarder_server(
-                "forwarder", workdir, s3_settings(s3, bucket), args.forward_read_bytes
-            )
+            forwarder = forwarder_server("forwarder", workdir, s3_settings(s3, bucket))
             stack.callback(forwarder.stop)
         if "s3-uploads" in parts:
             s3_uploads(report, args, service, forwarder, s3, bucket, files)
@@ -789,40 +655,6 @@ def main() -> None:
         shutil.rmtree(workdir / "seaweedfs" / "data", ignore_errors=True)
     report.params.pop("database_url", None)
     report.save(latest=set(args.only.split(",")) == set(PARTS))
-    print_summary(report)
-
-
-def print_summary(report: Report) -> None:
-    print()
-    print_table(
-        [
-            "scenario",
-            "baseline",
-            "baseline MiB/s",
-            "service MiB/s",
-            "ratio",
-            "target",
-            "direct MiB/s",
-            "service/direct",
-            "forwarder/direct",
-        ],
-        [
-            [
-                s["label"],
-                s["baseline"],
-                s["baseline_mib_s"],
-                s["service_mib_s"],
-                s["ratio"],
-                s["target"],
-                s.get("reference_mib_s", "-"),
-                s.get("ratio_to_reference", "-"),
-                s.get("baseline_to_reference", "-"),
-            ]
-            for s in report.data.get("summary", [])
-        ],
-    )
-    failed = [c for c in report.checks if not c["pass"]]
-    print(f"\n{len(report.checks) - len(failed)} targets met, {len(failed)} missed")
 
 
 if __name__ == "__main__":
