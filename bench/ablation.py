@@ -192,7 +192,6 @@ def metadata_targets(
         + ["-F", "titel=Messwerte", "-o", str(out), f"{first.base_url}/api/files"]
     )
     record_id = json.loads(out.read_text())["files"][0]["id"]
-    wrk_args = SimpleNamespace(wrk_threads=1, connections=8, duration=args.duration)
 
     def measure(variant: str) -> float:
         """req/s of the record GET over /healthz's, measured back to back on one server."""
@@ -202,7 +201,7 @@ def metadata_targets(
             (f"{server.base_url}/healthz", []),
             (f"{server.base_url}/api/files/{record_id}", auth),
         ]
-        results = [run_wrk(u, h, wrk_args) for u, h in pair]
+        results = [run_wrk(u, h, args.duration) for u, h in pair]
         for result in results:
             if result["non_2xx"] or result["socket_errors"]:
                 raise RuntimeError(f"{variant}: {result}")

@@ -1,9 +1,9 @@
 """The baselines' own server: a bare WSGI app under waitress with the service's settings.
 
 ``POST /upload`` copies the request body to a file in ``--dir`` (temporary name, fsync, rename:
-what the local storage backend does on commit) and answers ``{"size": n}``; ``GET /json``
-answers ``{"status": "ok"}`` without any framework. The server is built by the app's own
-``app.server.make_server``, so it has exactly the waitress settings of ``flask serve``.
+what the local storage backend does on commit) and answers ``{"size": n}``. The server is built
+by the app's own ``app.server.make_server``, so it has exactly the waitress settings of
+``flask serve``.
 
 With ``--s3`` it is also the bare forwarder, the ceiling the service's S3 transfers are
 measured against (issue 12): the S3 backend is built from the app's own settings in the
@@ -11,8 +11,8 @@ environment (``STORAGE_BACKEND=s3``, ``S3_BUCKET``, ``S3_ENDPOINT_URL``... throu
 ``app.storage.create_storage``, so the same boto3 client configuration), and
 
 - ``GET /s3?key=K`` is ``get_object`` of K (with the request's ``Range`` header passed on:
-  206 with ``Content-Range``) whose body is read with ``read1`` of up to ``--read-bytes`` (the
-  service's storage read size) and sent the way the service sends: through
+  206 with ``Content-Range``) whose body is read with ``read1`` of up to the service's storage
+  read size and sent the way the service sends: through
   ``app.streaming.event_loop_body``, i.e. a ``wsgi.file_wrapper`` around a ``PumpedBody``
   that waitress's event loop sends from while a pump thread reads ahead (bodies of up to
   1 MiB, like the 1 MiB Range reads, go to waitress as the plain iterable, as in the service);
@@ -49,7 +49,6 @@ from app.storage.base import ObjectReader
 from app.streaming import READ_BYTES, event_loop_body
 
 READ_SIZE = MiB  # what the app's multipart reader asks waitress for
-FORWARD_READ_BYTES = READ_BYTES  # what the service asks S3 for per read (app/streaming.py)
 #: Steps in which the forwarder reads an upload's spooled body into its writer: the writer's
 #: first part. Steps of 2 MiB and more took less of the forwarder's CPU than 1 MiB steps, and
 #: larger ones no more (BENCHMARKS.md, "Ceiling: a bare forwarder").
@@ -63,22 +62,14 @@ class BareApp:
         "MAX_CONTENT_LENGTH": MAX_REQUEST_SIZE,
     }
 
-    def __init__(
-        self,
-        target: Path,
-        storage: Any = None,
-        read_bytes: int = FORWARD_READ_BYTES,
-    ) -> None:
+    def __init__(self, target: Path, storage: Any = None) -> None:
         self.target = target
         self.storage = storage  # an S3Storage for the forwarder's /s3, else None
-        self.read_bytes = read_bytes
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
         method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")
-        if path == "/json" and method == "GET":
-            return self._answer(start_response, "200 OK", {"status": "ok"})
         if path == "/upload" and method in ("POST", "PUT"):
             size = self._store(environ["wsgi.input"])
             return self._answer(start_response, "201 Created", {"size": size})
@@ -118,12 +109,11 @@ class BareApp:
         response = self.storage.client.get_object(**kwargs)
         length = int(response["ContentLength"])
         raw = response["Body"]._raw_stream  # urllib3's response, which has read1
-        read_bytes = self.read_bytes
 
         def chunks() -> Iterable[bytes]:
             left = length
             while left:
-                chunk = raw.read1(min(read_bytes, left))
+                chunk = raw.read1(min(READ_BYTES, left))
                 if not chunk:
                     raise OSError(f"S3 body ended {left} bytes early")
                 left -= len(chunk)
@@ -142,7 +132,7 @@ class BareApp:
         if range_header:
             first, _, last = range_header.removeprefix("bytes=").partition("-")
             start, end = int(first), int(last) if last else None
-        reader = self.storage.open(key, start, end, chunk_size=self.read_bytes)
+        reader = self.storage.open(key, start, end, chunk_size=READ_BYTES)
         content_range = None
         if range_header:
             content_range = f"bytes {start}-{start + reader.length - 1}/{reader.size}"
@@ -155,11 +145,8 @@ class BareApp:
         reader: ObjectReader,
         content_range: str | None,
     ) -> Iterable[bytes]:
-        headers = [
-            ("Content-Type", "application/octet-stream"),
-            ("Content-Length", str(reader.length)),
-            ("Accept-Ranges", "bytes"),
-        ]
+        headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
+        headers.append(("Content-Length", str(reader.length)))
         status = "200 OK"
         if content_range:
             status = "206 Partial Content"
@@ -205,43 +192,25 @@ class BareApp:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--threads", type=int, default=8, help="as SERVER_THREADS [8]")
     parser.add_argument("--dir", type=Path, required=True, help="where uploads are written")
-    parser.add_argument(
-        "--s3",
-        action="store_true",
-        help="serve /s3 (the forwarder) with the S3 backend of the app's settings in the env",
-    )
-    parser.add_argument(
-        "--read-bytes",
-        type=int,
-        default=FORWARD_READ_BYTES,
-        help=f"largest read1 of a forwarded S3 body [{FORWARD_READ_BYTES}]",
-    )
-    parser.add_argument(
-        "--default-malloc",
-        action="store_true",
-        help="leave glibc's malloc settings alone (flask serve sets them, and so does this)",
-    )
+    parser.add_argument("--s3", action="store_true", help="also /s3, the forwarder (S3 from env)")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    if not args.default_malloc:
-        # What `flask serve` does before its threads start: 1 MiB chunks come from the heap
-        # instead of a fresh mmap each (which costs the copy loops a page fault per page).
-        release_freed_memory_to_the_system()
+    # What `flask serve` does before its threads start: 1 MiB chunks come from the heap
+    # instead of a fresh mmap each (which costs the copy loops a page fault per page).
+    release_freed_memory_to_the_system()
     storage = None
     if args.s3:
         from app.storage import create_storage
 
         storage = create_storage(os.environ)
-    app = BareApp(args.dir, storage=storage, read_bytes=args.read_bytes)
+    app = BareApp(args.dir, storage=storage)
     server = make_server(
         app,  # type: ignore[arg-type]
-        host=args.host,
+        host="127.0.0.1",
         port=args.port,
-        threads=args.threads,
+        threads=BareApp.config["SERVER_THREADS"],
         may_send_large_body=lambda _authorization: True,  # the same hold-and-admit path
     )
     print(f"Serving on http://{server.effective_host}:{server.effective_port}", flush=True)

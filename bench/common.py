@@ -342,41 +342,25 @@ def without_option(parser: Any, what: str) -> None:
                         help=f"{what} (repeatable; {', '.join(WITHOUT)})")  # fmt: skip
 
 
-def bare_server(name: str, workdir: Path, target_dir: Path) -> Server:
-    """The baseline WSGI app of bench/bare.py under waitress with the app's settings."""
+def bare_server(
+    name: str, workdir: Path, target_dir: Path | None = None, s3: dict[str, str] | None = None
+) -> Server:
+    """bench/bare.py under waitress with the app's settings; with ``s3`` (the app's S3 settings,
+    ``s3_settings(...)``) also the bare S3 forwarder of issue 12."""
     port = free_port()
+    target_dir = target_dir or workdir / f"{name}-target"
     target_dir.mkdir(parents=True, exist_ok=True)
     command = [PYTHON, "-m", "bench.bare", "--port", str(port), "--dir", str(target_dir)]
-    env = clean_env(TMPDIR=str(workdir / f"{name}-tmp"))
+    env = clean_env(TMPDIR=str(workdir / f"{name}-tmp"), **(s3 or {}))
     Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
-    return Server(name, command, env, workdir / f"{name}.log", port).start()
-
-
-def forwarder_server(
-    name: str, workdir: Path, storage: dict[str, str], read_bytes: int | None = None
-) -> Server:
-    """bench/bare.py with ``--s3``: the bare S3 forwarder (issue 12), its S3 backend built
-    from ``storage`` (the app's settings, e.g. ``s3_settings(...)``), same waitress settings."""
-    port = free_port()
-    target_dir = workdir / f"{name}-target"
-    target_dir.mkdir(parents=True, exist_ok=True)
-    command = [PYTHON, "-m", "bench.bare", "--port", str(port), "--dir", str(target_dir), "--s3"]
-    if read_bytes:
-        command += ["--read-bytes", str(read_bytes)]
-    env = clean_env(TMPDIR=str(workdir / f"{name}-tmp"), **storage)
-    Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+    command += ["--s3"] if s3 else []
     return Server(name, command, env, workdir / f"{name}.log", port).start()
 
 
 def request(
-    port: int,
-    method: str,
-    path: str,
-    body: bytes | None = None,
-    headers: dict[str, str] | None = None,
-    timeout: float = 120,
+    port: int, method: str, path: str, body: bytes | None = None, headers: dict | None = None
 ) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
         conn.request(method, path, body=body, headers=headers or {})
         response = conn.getresponse()
@@ -385,34 +369,27 @@ def request(
         conn.close()
 
 
+JSON = {"Content-Type": "application/json"}
+
+
 def login(port: int, email: str, password: str) -> str:
     """A bearer token through the API (POST /api/tokens)."""
     body = json.dumps({"email": email, "password": password, "token_name": "bench"}).encode()
-    status, _, data = request(
-        port, "POST", "/api/tokens", body, {"Content-Type": "application/json"}
-    )
+    status, _, data = request(port, "POST", "/api/tokens", body, JSON)
     if status != 201:
         raise RuntimeError(f"login failed: {status} {data[:300]!r}")
     return json.loads(data)["token"]
 
 
 def make_user(env: dict[str, str], email: str, password: str, admin: bool = False) -> None:
-    if admin:
-        flask_cli("provision-admin", "--email", email, "--password", password, env=env)
-    else:
-        flask_cli(
-            "create-user", "--email", email, "--name", "Bench", "--password", password, env=env
-        )
+    command = ["provision-admin"] if admin else ["create-user", "--name", "Bench"]
+    flask_cli(*command, "--email", email, "--password", password, env=env)
 
 
 def curl(args: list[str], timeout: float = 900) -> list[dict[str, Any]]:
     """Run curl; one ``%{json}`` record per transfer (time_total, size_*, http_code...)."""
-    done = subprocess.run(
-        ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    command = ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"')]
     if done.returncode != 0 or not records:
         raise RuntimeError(f"curl failed ({done.returncode}): {done.stderr.strip()[:500]}")
@@ -621,21 +598,13 @@ class Report:
         op = ">=" if higher_is_better else "<="
         verdict = "PASS" if ok else "FAIL"
         print(f"{verdict}  {target}: {value:.3f}{unit} (target {op} {limit}{unit})", flush=True)
-        self.checks.append(
-            {
-                "target": target,
-                "value": value,
-                "limit": limit,
-                "op": op,
-                "unit": unit,
-                "pass": ok,
-            }
-        )
+        check = {"target": target, "value": value, "limit": limit, "op": op, "unit": unit}
+        self.checks.append({**check, "pass": ok})
         return ok
 
     def save(self, latest: bool = True) -> Path:
-        """Write the JSON; ``latest`` also as ``<name>-latest.json`` (what plots and the
-        report read), which partial runs leave alone."""
+        """Write the JSON; ``latest`` also as ``<name>-latest.json`` (partial runs leave it
+        alone); print the verdicts again, for BENCHMARKS.md."""
         RESULTS.mkdir(parents=True, exist_ok=True)
         document = {
             "name": self.name,
@@ -652,7 +621,10 @@ class Report:
         path.write_text(text)
         if latest:
             (RESULTS / f"{self.name}-latest.json").write_text(text)
-        log(f"results: {path.relative_to(ROOT)}")
+        log(f"results: {path.relative_to(ROOT)} ({document['machine']['git']})")
+        for c in self.checks:
+            verdict = "PASS" if c["pass"] else "FAIL"
+            print(f"{verdict}  {c['target']}: {c['value']:.3f}{c['unit']} ({c['op']} {c['limit']})")
         return path
 
 

@@ -59,7 +59,6 @@ from bench.common import (
     app_server,
     bare_server,
     curl,
-    forwarder_server,
     log,
     login,
     make_user,
@@ -636,7 +635,7 @@ def main() -> None:
         parts = set(args.only.split(","))
         forwarder = None
         if parts & {"s3-uploads", "downloads"}:
-            forwarder = forwarder_server("forwarder", workdir, s3_settings(s3, bucket))
+            forwarder = bare_server("forwarder", workdir, s3=s3_settings(s3, bucket))
             stack.callback(forwarder.stop)
         if "s3-uploads" in parts:
             s3_uploads(report, args, service, forwarder, s3, bucket, files)
