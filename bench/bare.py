@@ -10,21 +10,17 @@ measured against (issue 12): the S3 backend is built from the app's own settings
 environment (``STORAGE_BACKEND=s3``, ``S3_BUCKET``, ``S3_ENDPOINT_URL``... through
 ``app.storage.create_storage``, so the same boto3 client configuration), and
 
-- ``GET /s3?key=K`` is ``get_object`` of K (with the request's ``Range`` header passed on:
-  206 with ``Content-Range``) whose body is read with ``read1`` of up to the service's storage
-  read size and sent the way the service sends: through
+- ``GET /s3?key=K`` reads K with the app's own read path, ``S3Storage.open`` (a presigned GET,
+  its URL reused, sent through botocore's pool, ``read1``; ``Range: bytes=a-b`` passed on as
+  start and end: 206 with ``Content-Range``), and sends it the way the service sends: through
   ``app.streaming.event_loop_body``, i.e. a ``wsgi.file_wrapper`` around a ``PumpedBody``
   that waitress's event loop sends from while a pump thread reads ahead (bodies of up to
   1 MiB, like the 1 MiB Range reads, go to waitress as the plain iterable, as in the service);
-- ``GET /s3?key=K&read=presigned`` is the same with the app's own read path instead of
-  ``get_object``: ``S3Storage.open`` (a presigned GET, its URL reused, sent through botocore's
-  pool, ``read1``), the ``Range`` given as start and end;
 - ``POST /s3?key=K`` hands the request body (waitress's spool) to the app's S3 writer
   (``storage.writer(K)``, ``write``, ``commit``: the same multipart upload, part sizes and
   parts in flight), read with ``readinto`` in steps of ``UPLOAD_READ_BYTES`` into one reused
-  buffer, and answers ``{"size": n}``; the body is stored as it
-  comes (a multipart form stays one object with its framing): no parsing, no hashing, no type
-  check, no database.
+  buffer, and answers ``{"size": n}``; the body is stored as it comes (a multipart form stays
+  one object with its framing): no parsing, no hashing, no type check, no database.
 
     python -m bench.bare --port 8001 --dir /tmp/bare
     STORAGE_BACKEND=s3 S3_BUCKET=b S3_ENDPOINT_URL=http://... python -m bench.bare --port 8001 \
@@ -76,8 +72,6 @@ class BareApp:
         if path == "/s3" and self.storage is not None:
             query = dict(parse_qsl(environ.get("QUERY_STRING", "")))
             key = query.get("key", "")
-            if method == "GET" and query.get("read") == "presigned":
-                return self._forward_presigned(environ, start_response, key)
             if method == "GET":
                 return self._forward_download(environ, start_response, key)
             if method in ("POST", "PUT"):
@@ -100,33 +94,8 @@ class BareApp:
     def _forward_download(
         self, environ: dict[str, Any], start_response: Callable[..., Any], key: str
     ) -> Iterable[bytes]:
-        """``get_object``, its body read with ``read1`` and sent from waitress's event loop
-        as the service sends: no Flask, no database."""
-        kwargs = {"Bucket": self.storage.bucket, "Key": key}
-        range_header = environ.get("HTTP_RANGE")
-        if range_header:
-            kwargs["Range"] = range_header
-        response = self.storage.client.get_object(**kwargs)
-        length = int(response["ContentLength"])
-        raw = response["Body"]._raw_stream  # urllib3's response, which has read1
-
-        def chunks() -> Iterable[bytes]:
-            left = length
-            while left:
-                chunk = raw.read1(min(READ_BYTES, left))
-                if not chunk:
-                    raise OSError(f"S3 body ended {left} bytes early")
-                left -= len(chunk)
-                yield chunk
-
-        reader = ObjectReader(chunks(), length, raw.close)
-        return self._send(environ, start_response, reader, response.get("ContentRange"))
-
-    def _forward_presigned(
-        self, environ: dict[str, Any], start_response: Callable[..., Any], key: str
-    ) -> Iterable[bytes]:
-        """The app's own read (``S3Storage.open``: a presigned GET through botocore's pool,
-        ``read1``), sent the same way. Ranges of the form ``bytes=a-b`` or ``bytes=a-``."""
+        """The app's own read (``S3Storage.open``), sent as the service sends. Ranges of the
+        form ``bytes=a-b`` or ``bytes=a-``."""
         start, end = 0, None
         range_header = environ.get("HTTP_RANGE")
         if range_header:
@@ -152,8 +121,6 @@ class BareApp:
             status = "206 Partial Content"
             headers.append(("Content-Range", content_range))
         start_response(status, headers)
-        # The service's send path (app/streaming.py): over 1 MiB a PumpedBody in a
-        # wsgi.file_wrapper, sent by the event loop; up to 1 MiB the reader itself.
         return event_loop_body(environ, reader, reader.length)
 
     def _forward_upload(self, stream: Any, key: str) -> int:

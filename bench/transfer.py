@@ -1,19 +1,13 @@
-"""Transfers: uploads and downloads through the service against the bare forwarder and
-direct S3.
+"""Transfers: uploads and downloads through the service against the bare forwarder, direct
+S3 and a bare waitress endpoint.
 
 Targets (issue items 2-4, measured against the ceiling of the architecture since issue 12):
 - S3 transfers >= 0.9 of the bare forwarder of bench/bare.py (``--s3``: a bare WSGI app under
   the same waitress settings, no Flask, no database), measured in the same run: upload of one
   200 MiB file (the request body handed to the app's S3 writer), download of 200 MiB
-  (authenticated and public) and 64 Range requests of 1 MiB. Downloads and Range run two
-  forwarders, both sending the way the service sends (``app.streaming.event_loop_body``): one
-  reading with the app's own presigned GET (``S3Storage.open``), the ceiling, because it is
-  the faster (less CPU per request, the same per byte; BENCHMARKS.md), one with
-  ``get_object`` and ``read1`` (the issue's specification), whose ratio is shown for
-  information. (Taking the better median of the two in each run would put the ceiling on
-  the noise of two samples.) The ratios to direct S3 (boto3 ``upload_file``; ``curl`` on a
-  presigned URL of the same object straight from SeaweedFS) are shown beside them, for
-  information, as is the forwarder's own ratio to direct S3;
+  (authenticated and public) and 64 Range requests of 1 MiB, which the forwarder reads with
+  the app's own presigned GET (``S3Storage.open``) and sends the way the service sends
+  (``app.streaming.event_loop_body``);
 - 25 files of 8 MiB in one request to S3 >= 0.8 of 25 direct ``upload_file`` calls (one after
   the other);
 - upload to the local backend >= 0.8 of the same request copied to disk by a bare waitress
@@ -80,14 +74,9 @@ PARTS = ("s3-uploads", "downloads", "memory", "local-uploads")
 #: The target of the S3 transfers: service / bare forwarder (issue 12).
 FORWARDER_TARGET = 0.9
 DIRECT_UPLOAD = "boto3 upload_file"
-DIRECT_DOWNLOAD = "curl presigned S3"
 FORWARDER = "bare forwarder"
 SERVICE = "service POST /api/files"
-#: The two download forwarders: the presigned GET (the app's read) is the ceiling of the
-#: downloads, the faster one; get_object (the issue's specification) is for information.
-FORWARDER_PRESIGNED = "bare forwarder presigned GET"
-FORWARDER_GET_OBJECT = "bare forwarder get_object"
-FORWARDER_READS = {FORWARDER_PRESIGNED: "&read=presigned", FORWARDER_GET_OBJECT: ""}
+BARE = "bare waitress to disk"
 
 
 # --- test files -------------------------------------------------------------------------
@@ -133,11 +122,9 @@ class Service:
 
     def upload(self, files: list[Path]) -> dict[str, Any]:
         """POST /api/files with the files (and a path); returns timing and the new ids."""
-        request_id = f"bench-{uuid.uuid4().hex}"
-        out = self.workdir / f"{request_id}.json"
-        headers = [*self.auth, "-H", f"X-Request-ID: {request_id}"]
+        out = self.workdir / f"{uuid.uuid4().hex}.json"
         url = f"{self.server.base_url}/api/files"
-        [record] = curl([*headers, *file_args(files), "-o", str(out), url])
+        [record] = curl([*self.auth, *file_args(files), "-o", str(out), url])
         body = json.loads(out.read_text() or "{}")
         out.unlink()
         if record["http_code"] != 201:
@@ -146,7 +133,6 @@ class Service:
             "seconds": record["time_total"],
             "bytes_sent": record["size_upload"],
             "ids": [item["id"] for item in body["files"]],
-            "request_id": request_id,
         }
 
     def delete(self, ids: list[str]) -> None:
@@ -160,17 +146,11 @@ class Service:
             if status != 204:
                 raise RuntimeError(f"delete answered {status}: {data[:200]!r}")
 
-    def server_ms(self, request_ids: list[str]) -> list[float | None]:
-        times = self.server.server_times(request_ids)
-        return [times.get(rid) for rid in request_ids]
-
 
 def timed_upload(service: Service, files: list[Path], categories: dict[str, Path]) -> dict:
     with Sampler(service.server.pid, file_categories=categories) as sampler:
         run = service.upload(files)
     run["temp_peak"] = sampler.peak_files()
-    run["rss_peak"] = sampler.peak_rss
-    [run["server_ms"]] = service.server_ms([run.pop("request_id")])
     service.delete(run.pop("ids"))
     return run
 
@@ -179,47 +159,33 @@ def timed_upload(service: Service, files: list[Path], categories: dict[str, Path
 
 
 def summarize(
-    report: Report,
-    key: str,
-    label: str,
-    runs: dict[str, list[dict]],
-    nbytes: int,
-    baseline: str,
-    service: str,
-    target: float,
-    reference: str | None = None,
-    others: tuple[str, ...] = (),
-) -> None:
-    """Medians in MiB/s and the target ratio service/``baseline``; for information the ratios
-    to ``reference`` (direct S3 beside the forwarder) and to ``others`` (further forwarders)."""
+    report: Report, label: str, runs: dict[str, list[dict]], nbytes: int, baseline: str,
+    service: str, target: float,
+) -> None:  # fmt: skip
+    """Medians in MiB/s and the target ratio service/``baseline``."""
     mib_s = {name: [mib_per_s(nbytes, r["seconds"]) for r in rs] for name, rs in runs.items()}
     medians = {name: median(values) for name, values in mib_s.items()}
-    report.data.setdefault("runs", {})[key] = runs
-    report.data.setdefault("mib_s", {})[key] = mib_s
+    report.data.setdefault("mib_s", {})[label] = mib_s
     print_table(
         ["variant", *[f"rep{i + 1} MiB/s" for i in range(len(mib_s[baseline]))], "median MiB/s"],
         [[name, *values, medians[name]] for name, values in mib_s.items()],
     )
-    what = "service/forwarder" if baseline.startswith(FORWARDER) else "service/baseline"
+    what = "service/forwarder" if baseline == FORWARDER else "service/baseline"
     report.check(f"{label}: {what} throughput", medians[service] / medians[baseline], target, True)
-    info = {f"service/{name}": medians[service] / medians[name] for name in others}
-    if reference is not None:
-        info["service/direct S3"] = medians[service] / medians[reference]
-        info["forwarder/direct S3"] = medians[baseline] / medians[reference]
-    for name, value in info.items():
-        print(f"info  {label}: {name} throughput: {value:.3f}", flush=True)
-    report.data.setdefault("informational", {})[label] = info
+
+
+def check_temp(report: Report, label: str, runs: list[dict]) -> None:
+    """The waitress spool is the one copy of the request (1 % slack: its multipart framing)."""
+    copies = max(r["temp_peak"].get("spool", 0) / r["bytes_sent"] for r in runs)
+    report.check(f"{label}: temporary disk (copies of the request)", copies, 1.01, False, "x")
 
 
 def s3_uploads(
-    report: Report,
-    args: argparse.Namespace,
-    service: Service,
-    forwarder: Server,
-    s3: Any,
-    bucket: str,
-    files: dict,
-) -> None:
+    report: Report, args: argparse.Namespace, service: Service, forwarder: Server, s3: Any,
+    bucket: str, files: dict,
+) -> None:  # fmt: skip
+    """1 x 200 MiB against the forwarder (target 0.9); 25 x 8 MiB in one request against
+    25 direct ``upload_file`` calls one after the other (target 0.8)."""
     client = s3_client(s3)
     categories = {"spool": Path(service.server.env["TMPDIR"])}
 
@@ -244,140 +210,58 @@ def s3_uploads(
             client.delete_object(Bucket=bucket, Key=key)
         return {"seconds": seconds}
 
-    # The single upload is measured against the forwarder (target) and direct S3 (for
-    # information); 25 files in one request against 25 direct uploads, as before.
-    for key, label, paths, with_forwarder in (
-        ("upload_s3_single", f"upload 1 x {args.big_mib} MiB to S3", [files["big"]], True),
-        (
-            "upload_s3_many",
-            f"upload {args.small_count} x {args.small_mib} MiB to S3",
-            files["small"],
-            False,
-        ),
+    single = f"upload 1 x {args.big_mib} MiB to S3"
+    many = f"upload {args.small_count} x {args.small_mib} MiB to S3"
+    for label, paths, baseline, target in (
+        (single, [files["big"]], FORWARDER, FORWARDER_TARGET),
+        (many, files["small"], DIRECT_UPLOAD, 0.8),
     ):
         log(label)
-        nbytes = sum(p.stat().st_size for p in paths)
-        variants = [(DIRECT_UPLOAD, lambda rep, p=paths: direct(p))]
-        if with_forwarder:
-            variants.append((FORWARDER, lambda rep, p=paths: forwarded(p)))
+        other = forwarded if baseline == FORWARDER else direct
+        variants = [(baseline, lambda rep, p=paths, f=other: f(p))]
         variants.append((SERVICE, lambda rep, p=paths: timed_upload(service, p, categories)))
         runs = alternate(args.reps, variants, warmup=args.warmup)
-        explain_upload(runs[SERVICE], nbytes)
-        baseline, target = (FORWARDER, FORWARDER_TARGET) if with_forwarder else (DIRECT_UPLOAD, 0.8)
-        reference = DIRECT_UPLOAD if with_forwarder else None
-        summarize(report, key, label, runs, nbytes, baseline, SERVICE, target, reference)
-        if key == "upload_s3_single":
+        nbytes = sum(p.stat().st_size for p in paths)
+        summarize(report, label, runs, nbytes, baseline, SERVICE, target)
+        if label == single:
             check_temp(report, "S3 upload", runs[SERVICE])
     client.close()
 
 
-def explain_upload(runs: list[dict], nbytes: int) -> None:
-    """Where an upload's time goes: waitress receives (and spools) the whole body before
-    the app sees it; the access log's duration is the app's part."""
-    rows = []
-    for i, r in enumerate(runs):
-        app_s = r["server_ms"] / 1000 if r.get("server_ms") is not None else float("nan")
-        r["app_seconds"], r["receive_seconds"] = app_s, max(0.0, r["seconds"] - app_s)
-        peaks = r["temp_peak"]
-        rows.append([i + 1, r["seconds"], r["receive_seconds"], app_s, peaks.get("spool", 0) / MiB,
-                     peaks.get("storage_tmp", 0) / MiB, r["rss_peak"] / MiB])  # fmt: skip
-    headers = ["service rep", "total s", "before app s", "in app s", "spool MiB"]
-    print_table([*headers, "storage .tmp MiB", "RSS MiB"], rows)
-
-
-def check_temp(report: Report, label: str, runs: list[dict]) -> None:
-    copies = max(r["temp_peak"].get("spool", 0) / r["bytes_sent"] for r in runs)
-    report.data.setdefault("temp_disk", {})[label] = {
-        "spool_copies_max": copies,
-        "storage_tmp_peak_bytes": max(r["temp_peak"].get("storage_tmp", 0) for r in runs),
-        "request_bytes": runs[0]["bytes_sent"],
-    }
-    # 1 % slack: the spool holds the multipart framing too, the request's own bytes.
-    report.check(f"{label}: temporary disk (copies of the request)", copies, 1.01, False, "x")
-
-
 def downloads(
-    report: Report,
-    args: argparse.Namespace,
-    service: Service,
-    forwarder: Server,
-    s3: Any,
-    bucket: str,
-    big: Path,
+    report: Report, args: argparse.Namespace, service: Service, forwarder: Server, big: Path
 ) -> str:
-    """Returns the id of the uploaded record (reused by the memory scenario)."""
-    upload = service.upload([big])
-    [record_id] = upload["ids"]
+    """200 MiB (token and public) and Range 1 MiB against the forwarder's presigned read;
+    returns the id of the uploaded record (reused by the memory scenario)."""
+    [record_id] = service.upload([big])["ids"]
     import psycopg
 
     with psycopg.connect(args.database_url) as conn:
-        key = conn.execute(
-            "SELECT stored_path FROM file_records WHERE id = %s", (record_id,)
-        ).fetchone()[0]
-    client = s3_client(s3)
-    presigned = client.generate_presigned_url(
-        "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=6 * 3600
-    )
-    client.close()
+        query = "SELECT stored_path FROM file_records WHERE id = %s"
+        key = conn.execute(query, (record_id,)).fetchone()[0]
     size = big.stat().st_size
+    base = service.server.base_url
     urls = {
-        DIRECT_DOWNLOAD: (presigned, []),
-        **{
-            name: (f"{forwarder.base_url}/s3?key={quote(key)}{query}", [])
-            for name, query in FORWARDER_READS.items()
-        },
-        "service download": (
-            f"{service.server.base_url}/api/files/{record_id}/download",
-            service.auth,
-        ),
-        "service public download": (
-            f"{service.server.base_url}/api/public/files/{record_id}/download",
-            [],
-        ),
+        FORWARDER: (f"{forwarder.base_url}/s3?key={quote(key)}", []),
+        "service download": (f"{base}/api/files/{record_id}/download", service.auth),
+        "service public download": (f"{base}/api/public/files/{record_id}/download", []),
     }
-    spool = {"spool": Path(service.server.env["TMPDIR"])}
 
     def whole(name: str) -> dict[str, Any]:
         url, headers = urls[name]
-        with Sampler(service.server.pid, file_categories=spool) as sampler:
-            [record] = curl([*headers, "-o", os.devnull, url])
+        [record] = curl([*headers, "-o", os.devnull, url])
         if record["http_code"] != 200 or record["size_download"] != size:
             raise RuntimeError(f"{name}: {record['http_code']}, {record['size_download']} bytes")
-        return {
-            "seconds": record["time_total"],
-            "temp_peak": sampler.peak_files(),
-            "rss_peak": sampler.peak_rss,
-        }
+        return {"seconds": record["time_total"]}
 
     log(f"download 1 x {args.big_mib} MiB")
-    runs = alternate(
-        args.reps, [(name, lambda rep, n=name: whole(n)) for name in urls], warmup=args.warmup
-    )
-    for name in ("service download", "service public download"):
-        print(
-            f"  {name}: response spool peak "
-            f"{max(r['temp_peak'].get('spool', 0) for r in runs[name]) / MiB:.1f} MiB"
-        )
-    for key_, label, name in (
-        ("download_s3", f"download 1 x {args.big_mib} MiB (token)", "service download"),
-        (
-            "download_s3_public",
-            f"public download 1 x {args.big_mib} MiB",
-            "service public download",
-        ),
+    runs = alternate(args.reps, [(n, lambda rep, n=n: whole(n)) for n in urls], warmup=args.warmup)
+    for label, name in (
+        (f"download 1 x {args.big_mib} MiB (token)", "service download"),
+        (f"public download 1 x {args.big_mib} MiB", "service public download"),
     ):
-        summarize(
-            report,
-            key_,
-            label,
-            {k: runs[k] for k in (DIRECT_DOWNLOAD, *FORWARDER_READS, name)},
-            size,
-            FORWARDER_PRESIGNED,
-            name,
-            FORWARDER_TARGET,
-            reference=DIRECT_DOWNLOAD,
-            others=(FORWARDER_GET_OBJECT,),
-        )
+        variant = {k: runs[k] for k in (FORWARDER, name)}
+        summarize(report, label, variant, size, FORWARDER, name, FORWARDER_TARGET)
 
     rng = random.Random(42)
     offsets = [rng.randrange(0, size - MiB) for _ in range(args.slices)]
@@ -385,67 +269,36 @@ def downloads(
     def slices(name: str) -> dict[str, Any]:
         url, headers = urls[name]
         chain: list[str] = []
-        request_ids = [f"bench-{uuid.uuid4().hex}" for _ in offsets]
         for i, start in enumerate(offsets):
-            if i:
-                chain.append("--next")
-            chain += [*headers, "-H", "Expect:", "-H", f"X-Request-ID: {request_ids[i]}"]
-            chain += ["-r", f"{start}-{start + MiB - 1}", "-w", "%{json}\n", "-o", os.devnull, url]
+            chain += ["--next"] if i else []
+            chain += [*headers, "-H", "Expect:", "-r", f"{start}-{start + MiB - 1}"]
+            chain += ["-w", "%{json}\n", "-o", os.devnull, url]
         records = curl(chain)
         bad = [r for r in records if r["http_code"] != 206 or r["size_download"] != MiB]
         if bad or len(records) != len(offsets):
             raise RuntimeError(f"{name}: range answers {bad[:1]}")
-        times = [r["time_total"] for r in records]
-        server = (
-            [t for t in service.server_ms(request_ids) if t is not None]
-            if name.startswith("service")
-            else []
-        )
-        return {
-            "seconds": sum(times),
-            "slice_ms_median": median(times) * 1000,
-            "server_ms_median": median(server) if server else None,
-        }
+        return {"seconds": sum(r["time_total"] for r in records)}
 
     log(f"range requests: {args.slices} x 1 MiB")
+    names = (FORWARDER, "service download")
     runs = alternate(
-        args.reps,
-        [
-            (name, lambda rep, n=name: slices(n))
-            for name in (DIRECT_DOWNLOAD, *FORWARDER_READS, "service download")
-        ],
-        warmup=args.warmup,
+        args.reps, [(n, lambda rep, n=n: slices(n)) for n in names], warmup=args.warmup
     )
-    for name, variant in runs.items():
-        line = f"  {name}: median slice {median(r['slice_ms_median'] for r in variant):.2f} ms"
-        if variant[0]["server_ms_median"] is not None:
-            line += f" (in the app {median(r['server_ms_median'] for r in variant):.2f} ms)"
-        print(line)
+    label = f"Range {args.slices} x 1 MiB"
     summarize(
-        report,
-        "range_s3",
-        f"Range {args.slices} x 1 MiB",
-        runs,
-        args.slices * MiB,
-        FORWARDER_PRESIGNED,
-        "service download",
-        FORWARDER_TARGET,
-        reference=DIRECT_DOWNLOAD,
-        others=(FORWARDER_GET_OBJECT,),
+        report, label, runs, args.slices * MiB, FORWARDER, "service download", FORWARDER_TARGET
     )
     return record_id
 
 
 def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir: Path) -> None:
+    """1 x 200 MiB and 25 x 8 MiB to the local backend against bench/bare.py (target 0.8)."""
     postgres = Postgres()
     try:
         url = postgres.create("bench_transfer_local")
         storage_root = workdir / "local-storage"
-        env = app_env(
-            url,
-            {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(storage_root)},
-            workdir / "local-tmp",
-        )
+        storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(storage_root)}
+        env = app_env(url, storage, workdir / "local-tmp")
         prepare_database(env)
         make_user(env, EMAIL, PASSWORD)
         server = app_server("app-local", env, workdir)
@@ -453,54 +306,30 @@ def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir
         bare = bare_server("bare", workdir, bare_dir)
         try:
             service = Service(server, login(server.port, EMAIL, PASSWORD), workdir)
-            categories = {
-                "spool": Path(env["TMPDIR"]),
-                "storage_tmp": storage_root / ".tmp",
-            }
+            categories = {"spool": Path(env["TMPDIR"]), "storage_tmp": storage_root / ".tmp"}
 
             def bare_upload(paths: list[Path]) -> dict[str, Any]:
                 out = workdir / "bare-answer.json"
-                url = f"{bare.base_url}/upload"
-                [record] = curl([*file_args(paths), "-o", str(out), url])
+                [record] = curl([*file_args(paths), "-o", str(out), f"{bare.base_url}/upload"])
                 if record["http_code"] != 201:
                     raise RuntimeError(f"bare upload answered {record['http_code']}")
                 for leftover in bare_dir.iterdir():
                     leftover.unlink()
                 return {"seconds": record["time_total"], "bytes_sent": record["size_upload"]}
 
-            for key, label, paths in (
-                ("upload_local_single", f"upload 1 x {args.big_mib} MiB to local", [files["big"]]),
-                (
-                    "upload_local_many",
-                    f"upload {args.small_count} x {args.small_mib} MiB to local",
-                    files["small"],
-                ),
-            ):
+            single = f"upload 1 x {args.big_mib} MiB to local"
+            many = f"upload {args.small_count} x {args.small_mib} MiB to local"
+            for label, paths in ((single, [files["big"]]), (many, files["small"])):
                 log(label)
-                nbytes = sum(p.stat().st_size for p in paths)
                 runs = alternate(
                     args.reps,
-                    [
-                        ("bare waitress to disk", lambda rep, p=paths: bare_upload(p)),
-                        (
-                            SERVICE,
-                            lambda rep, p=paths: timed_upload(service, p, categories),
-                        ),
-                    ],
+                    [(BARE, lambda rep, p=paths: bare_upload(p)),
+                     (SERVICE, lambda rep, p=paths: timed_upload(service, p, categories))],
                     warmup=args.warmup,
-                )
-                explain_upload(runs[SERVICE], nbytes)
-                summarize(
-                    report,
-                    key,
-                    label,
-                    runs,
-                    nbytes,
-                    "bare waitress to disk",
-                    SERVICE,
-                    0.8,
-                )
-                if key == "upload_local_single":
+                )  # fmt: skip
+                nbytes = sum(p.stat().st_size for p in paths)
+                summarize(report, label, runs, nbytes, BARE, SERVICE, 0.8)
+                if label == single:
                     check_temp(report, "local upload", runs[SERVICE])
         finally:
             server.stop()
@@ -640,7 +469,7 @@ def main() -> None:
         if "s3-uploads" in parts:
             s3_uploads(report, args, service, forwarder, s3, bucket, files)
         if "downloads" in parts:
-            record_id = downloads(report, args, service, forwarder, s3, bucket, files["big"])
+            record_id = downloads(report, args, service, forwarder, files["big"])
         else:
             [record_id] = service.upload([files["big"]])["ids"]
         server.stop()
