@@ -372,6 +372,31 @@ def request(
 JSON = {"Content-Type": "application/json"}
 
 
+class Client:
+    """Requests over one keep-alive connection, each with a request id for the access log."""
+
+    def __init__(self, server: Server, tokens: dict[str, str] | None = None) -> None:
+        self.server = server
+        self.tokens = tokens or {}
+        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+
+    def get(self, url: str, who: str | None = None, **headers: str) -> tuple[str, int, Any, bytes]:
+        """(request id, status, headers, body); fails on an error status."""
+        request_id = f"bench-{uuid.uuid4().hex}"
+        headers["X-Request-ID"] = request_id
+        if who:
+            headers["Authorization"] = f"Bearer {self.tokens[who]}"
+        self.conn.request("GET", url, headers=headers)
+        response = self.conn.getresponse()
+        body = response.read()
+        if response.status >= 400:
+            raise RuntimeError(f"GET {url} answered {response.status}: {body[:300]!r}")
+        return request_id, response.status, response.headers, body
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def login(port: int, email: str, password: str) -> str:
     """A bearer token through the API (POST /api/tokens)."""
     body = json.dumps({"email": email, "password": password, "token_name": "bench"}).encode()
@@ -540,6 +565,18 @@ class Sampler:
 def median(values: Iterable[float]) -> float:
     values = list(values)
     return statistics.median(values) if values else float("nan")
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))]
+
+
+def p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
 
 
 def mib_per_s(nbytes: float, seconds: float) -> float:

@@ -6,12 +6,11 @@ by bench/seed.py). At each size a freshly started ``flask serve`` answers, in tu
 - ``admin_path_freigabe``: path prefix and release filter (``?path=reports/2019&freigabe=1``);
 - ``public``: the public list (``GET /api/public/files``);
 - ``user_own``: the own list of the user who owns the most records;
-- ``admin_all_deep``: ``admin_all`` at the page halfway through (OFFSET paging, for contrast);
 - keyset pages: from ``?cursor=`` (empty: the first keyset page) each
   answer's ``next_cursor`` is followed through ``--walk-pages`` pages of each list
   (``user_own`` all the way), checking order and duplicates on the way.
 Server time is the app's own ``duration_ms`` from its access log (the request id is set by
-the client); client time over keep-alive loopback is recorded beside it.
+the client).
 
 The SQL is the app's own: the list requests are replayed in-process (Flask test client) with
 SQLAlchemy's ``before_cursor_execute`` hook catching every statement on ``file_records`` or
@@ -33,19 +32,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
 import json
 import logging
 import re
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from bench.common import (
+    Client,
     Report,
-    Server,
     app_server,
     flask_cli,
     log,
@@ -53,6 +50,7 @@ from bench.common import (
     make_user,
     median,
     migrated_postgres,
+    p95,
     print_table,
 )
 from bench.seed import Seeder
@@ -70,58 +68,27 @@ TARGET_MS = {"admin_all": 50, "admin_path_freigabe": 50, "public": 50, "user_own
 KEYSET_TARGET_MS = 15
 
 
-class Client:
-    """Sequential requests over one keep-alive connection, each with its own request id."""
-
-    def __init__(self, server: Server, tokens: dict[str, str]) -> None:
-        self.server = server
-        self.tokens = tokens
-        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-
-    def get(self, who: str | None, url: str) -> tuple[str, float, dict[str, Any]]:
-        request_id = f"bench-{uuid.uuid4().hex}"
-        headers = {"X-Request-ID": request_id}
-        if who:
-            headers["Authorization"] = f"Bearer {self.tokens[who]}"
-        began = time.perf_counter()
-        self.conn.request("GET", url, headers=headers)
-        response = self.conn.getresponse()
-        body = response.read()
-        client_ms = (time.perf_counter() - began) * 1000
-        if response.status != 200:
-            raise RuntimeError(f"GET {url} answered {response.status}: {body[:300]!r}")
-        return request_id, client_ms, json.loads(body)
-
-    def close(self) -> None:
-        self.conn.close()
-
-
 def measure(
     client: Client, kinds: dict[str, tuple[str | None, str]], requests: int, warmup: int
 ) -> dict[str, dict[str, Any]]:
     """Round-robin over the kinds, ``warmup`` unrecorded rounds first."""
-    ids: dict[str, list[tuple[str, float]]] = {kind: [] for kind in kinds}
+    ids: dict[str, list[str]] = {kind: [] for kind in kinds}
     totals: dict[str, Any] = {}
     names = list(kinds)
     for round_ in range(warmup + requests):
         shift = round_ % len(names)
         for kind in names[shift:] + names[:shift]:
             who, url = kinds[kind]
-            request_id, client_ms, body = client.get(who, url)
-            totals[kind] = body.get("total")
+            request_id, _, _, body = client.get(url, who)
+            totals[kind] = json.loads(body).get("total")
             if round_ >= warmup:
-                ids[kind].append((request_id, client_ms))
-    server = client.server.server_times(rid for pairs in ids.values() for rid, _ in pairs)
+                ids[kind].append(request_id)
+    server = client.server.server_times(rid for rids in ids.values() for rid in rids)
     results = {}
-    for kind, pairs in ids.items():
-        server_ms = [server[rid] for rid, _ in pairs if rid in server]
-        results[kind] = {
-            "server_ms": server_ms,
-            "client_ms": [ms for _, ms in pairs],
-            "median_server_ms": median(server_ms),
-            "median_client_ms": median(ms for _, ms in pairs),
-            "total": totals[kind],
-        }
+    for kind, rids in ids.items():
+        server_ms = [server[rid] for rid in rids if rid in server]
+        results[kind] = {"server_ms": server_ms, "median_server_ms": median(server_ms)}
+        results[kind]["total"] = totals[kind]
     return results
 
 
@@ -132,7 +99,8 @@ def walk(client: Client, who: str | None, url: str, pages: int) -> dict[str, Any
     """
     separator = "&" if "?" in url else "?"
     # An empty cursor asks for the first keyset page (no total).
-    request_id, _, body = client.get(who, f"{url}{separator}cursor=")
+    request_id, _, _, data = client.get(f"{url}{separator}cursor=", who)
+    body = json.loads(data)
     if "next_cursor" not in body:
         raise RuntimeError(f"{url}: no next_cursor in the envelope of a keyset page")
     page_ids = [request_id]
@@ -153,18 +121,18 @@ def walk(client: Client, who: str | None, url: str, pages: int) -> dict[str, Any
         if not cursor or (pages and len(page_ids) >= pages):
             break
         cursors.append(cursor)
-        request_id, _, body = client.get(who, f"{url}{separator}cursor={quote(cursor)}")
+        request_id, _, _, data = client.get(f"{url}{separator}cursor={quote(cursor)}", who)
+        body = json.loads(data)
         page_ids.append(request_id)
     times = client.server.server_times(page_ids)
     server_ms = [times[rid] for rid in page_ids if rid in times]
-    ordered = sorted(server_ms)
     return {
         "pages": len(page_ids),
         "records": len(seen),
         "server_ms": server_ms,
         "median_ms": median(server_ms),
-        "p95_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
-        "max_ms": ordered[-1],
+        "p95_ms": p95(server_ms),
+        "max_ms": max(server_ms),
         "problems": problems[:5],
         "sample_cursor": cursors[len(cursors) // 2] if cursors else None,
     }
@@ -324,11 +292,8 @@ def main() -> None:
                     "user": login(server.port, email, USER_PASSWORD),
                 }
                 client = Client(server, tokens)
-                kinds = dict(KINDS)
-                deep_page = max(1, size // 100 // 2)
-                kinds["admin_all_deep"] = ("admin", f"/api/files?page={deep_page}")
-                log(f"  {args.requests} requests per list kind (deep page {deep_page})")
-                results = measure(client, kinds, args.requests, args.warmup)
+                log(f"  {args.requests} requests per list kind")
+                results = measure(client, KINDS, args.requests, args.warmup)
                 keyset = {}
                 for kind, (who, url) in KINDS.items():
                     pages = 0 if kind == "user_own" else args.walk_pages
@@ -336,17 +301,14 @@ def main() -> None:
                 client.close()
             finally:
                 server.stop()
-            rows = [
-                [kind, r["median_server_ms"], r["median_client_ms"], r["total"]]
-                for kind, r in results.items()
-            ]
+            rows = [[kind, r["median_server_ms"], "", r["total"]] for kind, r in results.items()]
             rows += [
                 [f"keyset {kind} ({w['pages']} pages)", w["median_ms"], w["p95_ms"], w["max_ms"]]
                 for kind, w in keyset.items()
             ]
-            print_table(["list", "server ms (median)", "client ms / p95", "total / max"], rows)
+            print_table(["list", "server ms (median)", "p95", "total / max"], rows)
             log("  EXPLAIN ANALYZE of the app's statements")
-            to_explain = [(kind, who, url) for kind, (who, url) in kinds.items()]
+            to_explain = [(kind, who, url) for kind, (who, url) in KINDS.items()]
             for kind, walked in keyset.items():
                 if walked["sample_cursor"]:
                     who, url = KINDS[kind]
@@ -390,7 +352,7 @@ def evaluate(report: Report, sizes: list[int], levels: dict[str, Any]) -> None:
                 *[levels[str(s)]["lists"][kind]["median_server_ms"] for s in sizes],
                 large["lists"][kind]["median_server_ms"] / small["lists"][kind]["median_server_ms"],
             ]
-            for kind in [*KINDS, "admin_all_deep"]
+            for kind in KINDS
         ],
     )
     for kind, limit in TARGET_MS.items():
@@ -413,8 +375,6 @@ def evaluate(report: Report, sizes: list[int], levels: dict[str, Any]) -> None:
         if walked["problems"]:
             print(f"WARN  keyset {kind}: {walked['problems']}")
     for label, plans in large["plans"].items():
-        if label == "admin_all_deep":
-            continue
         report.check(
             f"EXPLAIN {label}: every statement uses an index",
             float(all(p["uses_index"] for p in plans)),

@@ -27,29 +27,10 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 COLUMNS = (
-    "id",
-    "user_id",
-    "stored_path",
-    "checksum_sha256",
-    "original_name",
-    "mime_type",
-    "size",
-    "aktiv_id",
-    "path",
-    "reprotyp",
-    "titel",
-    "beschreibung",
-    "autoren",
-    "sachschlagwoerter",
-    "org_themen",
-    "sperrfrist",
-    "reihenfolge",
-    "freigabe",
-    "erstellt_von",
-    "freigegeben_von",
-    "created_at",
-    "updated_at",
-)
+    "id user_id stored_path checksum_sha256 original_name mime_type size aktiv_id path reprotyp "
+    "titel beschreibung autoren sachschlagwoerter org_themen sperrfrist reihenfolge freigabe "
+    "erstellt_von freigegeben_von created_at updated_at"
+).split()
 YEARS = 10
 BATCH = 20_000
 
@@ -144,10 +125,8 @@ def _text(value: Any) -> str:
     """One field of COPY's text format (the generated values hold no tab, newline or \\)."""
     if value is None:
         return "\\N"
-    if value is True:
-        return "t"
-    if value is False:
-        return "f"
+    if isinstance(value, bool):
+        return "t" if value else "f"
     return str(value)
 
 
