@@ -583,6 +583,34 @@ def mib_per_s(nbytes: float, seconds: float) -> float:
     return nbytes / MiB / seconds if seconds > 0 else float("nan")
 
 
+def concurrent_rate(
+    port: int, clients: int, requests: int, send: Callable[[Any, int, int], int]
+) -> float:
+    """Requests per second of ``clients`` threads started at once, each on its own keep-alive
+    connection making ``requests`` calls of ``send(connection, client, i)`` (which returns the
+    answer's status); fails on any error status."""
+    errors: list[int] = []
+    barrier = threading.Barrier(clients + 1)
+
+    def client(n: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        barrier.wait()
+        errors.extend(status for i in range(requests) if (status := send(conn, n, i)) >= 400)
+        conn.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    if errors:
+        raise RuntimeError(f"{len(errors)} requests failed: {errors[:5]}")
+    return clients * requests / elapsed
+
+
 def alternate(
     repetitions: int, variants: Sequence[tuple[str, Callable[[int], Any]]], warmup: int = 0
 ) -> dict[str, list[Any]]:
