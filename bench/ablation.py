@@ -12,7 +12,7 @@ PostgreSQL, SeaweedFS and files, and their measurements alternate (A B C, B C A,
 - background commits of local files (shim ``commits``): local uploads, 200 MiB and
   25 x 8 MiB, over the bare waitress endpoint;
 - glibc tuning (shim ``glibc``: no ``mallopt``): memory of three transfers at once (a fresh
-  server per measurement, transfer.py's scenario); S3 uploads, local uploads, download.
+  server per measurement, transfer.py's scenario).
 
 Each variant is a server started by ``bench.common.app_server(..., without=NAME)``, the one
 with/without switch of the benchmarks (bench/ablation_shim: the setting, else a patch). A
@@ -39,9 +39,9 @@ import json
 import os
 import random
 import statistics
-import time
 import uuid
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -74,6 +74,7 @@ from bench.transfer import Service, file_args, memory, timed_upload, write_mp4
 
 EMAIL, PASSWORD = "bench-ablation@example.org", "bench password 1234"
 THRESHOLD = 0.05
+BARE = "bare waitress to disk"
 WITH = "with all"
 #: Mechanism -> its name for ``without`` (the variant without it).
 MECHANISMS = {
@@ -105,22 +106,16 @@ def loadavg() -> str:
 # --- one target: variants measured alternately ------------------------------------------
 
 
+@dataclass
 class Target:
-    """One target's runs per variant; ``value`` turns one run into the target's figure."""
+    """One target's runs per variant (MiB/s, ratio or MiB per repetition); with ``baseline``
+    the figure of a variant is its median over the baseline's."""
 
-    def __init__(
-        self,
-        name: str,
-        unit: str,
-        higher_is_better: bool,
-        runs: dict[str, list[float]],
-        baseline: str | None = None,
-    ) -> None:
-        self.name = name
-        self.unit = unit
-        self.higher_is_better = higher_is_better
-        self.runs = runs  # variant -> per-repetition raw values (MiB/s, ratio, MiB)
-        self.baseline = baseline
+    name: str
+    unit: str
+    higher_is_better: bool
+    runs: dict[str, list[float]]
+    baseline: str | None = None
 
     def figure(self, variant: str) -> float:
         value = median(self.runs[variant])
@@ -140,14 +135,8 @@ class Target:
         return ((w / wo) if self.higher_is_better else (wo / w)) - 1, paired
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "unit": self.unit,
-            "higher_is_better": self.higher_is_better,
-            "baseline": self.baseline,
-            "runs": self.runs,
-            "figures": {v: self.figure(v) for v in self.runs if v != self.baseline},
-        }
+        figures = {v: self.figure(v) for v in self.runs if v != self.baseline}
+        return {**asdict(self), "figures": figures}
 
 
 def rotate(
@@ -170,7 +159,7 @@ def rotate(
 
 
 def metadata_targets(
-    stack: contextlib.ExitStack, args: argparse.Namespace, workdir: Path, pg: Postgres
+    stack: contextlib.ExitStack, args: argparse.Namespace, workdir: Path, pg: Postgres, _: dict
 ) -> list[Target]:
     url = pg.create("bench_ablation_meta")
     env = app_env(
@@ -231,61 +220,51 @@ def s3_targets(
     env = app_env(url, s3_settings(s3, bucket), workdir / "s3-tmp")
     prepare_database(env)
     make_user(env, EMAIL, PASSWORD)
-    variants = chosen("record-cache", "presigned", "glibc")
+    variants = chosen("record-cache", "presigned")
     servers = {v: start(stack, "s3", env, v, workdir) for v in variants}
     services = {v: Service(s, login(s.port, EMAIL, PASSWORD), workdir) for v, s in servers.items()}
     [record_id] = services[WITH].upload([files["big"]])["ids"]
     import psycopg
 
     with psycopg.connect(url) as conn:
-        key = conn.execute(
-            "SELECT stored_path FROM file_records WHERE id = %s", (record_id,)
-        ).fetchone()[0]
+        query = "SELECT stored_path FROM file_records WHERE id = %s"
+        key = conn.execute(query, (record_id,)).fetchone()[0]
     presigned = client.generate_presigned_url(
         "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=6 * 3600
     )
     size = files["big"].stat().st_size
-    targets = []
+
+    def target(variant: str | None) -> tuple[str, list[str]]:
+        if variant is None:
+            return presigned, []
+        base = services[variant].server.base_url
+        return f"{base}/api/files/{record_id}/download", services[variant].auth
 
     def download(variant: str | None) -> float:
-        if variant is None:
-            target, headers = presigned, []
-        else:
-            service = services[variant]
-            target = f"{service.server.base_url}/api/files/{record_id}/download"
-            headers = service.auth
-        [record] = curl([*headers, "-o", os.devnull, target])
+        url, headers = target(variant)
+        [record] = curl([*headers, "-o", os.devnull, url])
         if record["http_code"] != 200 or record["size_download"] != size:
             raise RuntimeError(f"download {variant}: {record['http_code']}")
         return mib_per_s(size, record["time_total"])
 
     runners: dict[str, Callable[[], float]] = {"curl presigned S3": lambda: download(None)}
-    runners.update({v: (lambda v=v: download(v)) for v in chosen("presigned", "glibc")})
+    runners.update({v: (lambda v=v: download(v)) for v in chosen("presigned")})
     runs = rotate(args.reps, 1, runners, f"download 1 x {args.big_mib} MiB (MiB/s)")
-    targets.append(
-        Target(f"download {args.big_mib} MiB / curl", "", True, runs, "curl presigned S3")
-    )
+    label = f"download {args.big_mib} MiB / curl"
+    targets = [Target(label, "", True, runs, "curl presigned S3")]
 
     rng = random.Random(42)
     offsets = [rng.randrange(0, size - MiB) for _ in range(args.slices)]
 
     def slices(variant: str | None) -> float:
-        if variant is None:
-            target, headers = presigned, []
-        else:
-            service = services[variant]
-            target = f"{service.server.base_url}/api/files/{record_id}/download"
-            headers = service.auth
+        url, headers = target(variant)
         chain: list[str] = []
         for i, begin in enumerate(offsets):
-            if i:
-                chain.append("--next")
+            chain += ["--next"] if i else []
             chain += [*headers, "-H", "Expect:", "-r", f"{begin}-{begin + MiB - 1}"]
-            chain += ["-w", "%{json}\n", "-o", os.devnull, target]
+            chain += ["-w", "%{json}\n", "-o", os.devnull, url]
         records = curl(chain)
-        if len(records) != len(offsets) or any(
-            r["http_code"] != 206 or r["size_download"] != MiB for r in records
-        ):
+        if [(r["http_code"], r["size_download"]) for r in records] != [(206, MiB)] * len(offsets):
             raise RuntimeError(f"range {variant}: bad answers")
         return mib_per_s(len(offsets) * MiB, sum(r["time_total"] for r in records))
 
@@ -293,29 +272,6 @@ def s3_targets(
     runners.update({v: (lambda v=v: slices(v)) for v in chosen("record-cache", "presigned")})
     runs = rotate(args.reps, 1, runners, f"Range {args.slices} x 1 MiB (MiB/s)")
     targets.append(Target("Range 1 MiB / curl", "", True, runs, "curl presigned S3"))
-
-    def direct(paths: list[Path]) -> float:
-        keys = [f"bench/direct/{uuid.uuid4()}" for _ in paths]
-        began = time.perf_counter()
-        for path, key in zip(paths, keys, strict=True):
-            client.upload_file(str(path), bucket, key)
-        seconds = time.perf_counter() - began
-        for key in keys:
-            client.delete_object(Bucket=bucket, Key=key)
-        return mib_per_s(sum(p.stat().st_size for p in paths), seconds)
-
-    def upload(variant: str, paths: list[Path]) -> float:
-        run = timed_upload(services[variant], paths, {})
-        return mib_per_s(sum(p.stat().st_size for p in paths), run["seconds"])
-
-    for label, paths in (
-        (f"S3 upload 1 x {args.big_mib} MiB / boto3", [files["big"]]),
-        (f"S3 upload {args.small_count} x {args.small_mib} MiB / boto3", files["small"]),
-    ):
-        runners = {"boto3 upload_file": lambda p=paths: direct(p)}
-        runners.update({v: (lambda v=v, p=paths: upload(v, p)) for v in chosen("glibc")})
-        runs = rotate(args.reps, 1, runners, f"{label} (MiB/s)")
-        targets.append(Target(label, "", True, runs, "boto3 upload_file"))
 
     for server in servers.values():
         server.stop()
@@ -339,9 +295,7 @@ def s3_targets(
         "memory: peak RSS - idle RSS, 3 transfers at once (MiB)",
     )
     print("  idle RSS (MiB): " + "; ".join(f"{v} {median(x):.1f}" for v, x in growth.items()))
-    memory_target = Target("memory: peak - idle RSS (MiB)", " MiB", False, runs)
-    memory_target.idle = growth  # type: ignore[attr-defined]
-    targets.append(memory_target)
+    targets.append(Target("memory: peak - idle RSS (MiB)", " MiB", False, runs))
     client.close()
     return targets
 
@@ -350,17 +304,11 @@ def local_targets(
     stack: contextlib.ExitStack, args: argparse.Namespace, workdir: Path, pg: Postgres, files: dict
 ) -> list[Target]:
     url = pg.create("bench_ablation_local")
-    variants = chosen("commits", "glibc")
+    variants = chosen("commits")
     servers = {}
     for v in variants:
-        env = app_env(
-            url,
-            {
-                "STORAGE_BACKEND": "local",
-                "STORAGE_LOCAL_ROOT": str(workdir / f"local-{v.replace(' ', '-')}"),
-            },
-            workdir / "local-tmp",
-        )
+        storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / f"local-{v}")}
+        env = app_env(url, storage, workdir / "local-tmp")
         if not servers:
             prepare_database(env)
             make_user(env, EMAIL, PASSWORD)
@@ -372,8 +320,7 @@ def local_targets(
 
     def bare_upload(paths: list[Path]) -> float:
         out = workdir / "bare-answer.json"
-        [record] = curl([*file_args(paths), "-o", str(out)]
-                        + [f"{bare.base_url}/upload"])  # fmt: skip
+        [record] = curl([*file_args(paths), "-o", str(out), f"{bare.base_url}/upload"])
         if record["http_code"] != 201:
             raise RuntimeError(f"bare upload answered {record['http_code']}")
         for leftover in bare_dir.iterdir():
@@ -389,12 +336,10 @@ def local_targets(
         (f"local upload 1 x {args.big_mib} MiB / bare", [files["big"]]),
         (f"local upload {args.small_count} x {args.small_mib} MiB / bare", files["small"]),
     ):
-        runners: dict[str, Callable[[], float]] = {
-            "bare waitress to disk": lambda p=paths: bare_upload(p)
-        }
+        runners: dict[str, Callable[[], float]] = {BARE: lambda p=paths: bare_upload(p)}
         runners.update({v: (lambda v=v, p=paths: upload(v, p)) for v in variants})
         runs = rotate(args.local_reps, 1, runners, f"{label} (MiB/s)")
-        targets.append(Target(label, "", True, runs, "bare waitress to disk"))
+        targets.append(Target(label, "", True, runs, BARE))
     for server in [*servers.values(), bare]:
         server.stop()
     return targets
@@ -418,37 +363,23 @@ def verdicts(targets: list[Target]) -> list[dict[str, Any]]:
                 continue
             effect, paired = target.effect(variant)
             low, high = quartiles(paired)
-            rows.append(
-                {
-                    "mechanism": mechanism,
-                    "target": target.name,
-                    "with": target.figure("with all"),
-                    "without": target.figure(variant),
-                    "effect": effect,
-                    "paired_q1": low,
-                    "paired_q3": high,
-                    "paired": paired,
-                    "keep": effect >= THRESHOLD,
-                    "marginal": low < THRESHOLD <= high,
-                }
-            )
+            row = {"mechanism": mechanism, "target": target.name, "effect": effect}
+            row |= {"with": target.figure(WITH), "without": target.figure(variant)}
+            row |= {"paired_q1": low, "paired_q3": high, "paired": paired}
+            rows.append(row | {"keep": effect >= THRESHOLD, "marginal": low < THRESHOLD <= high})
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Each performance mechanism, with and without.")
     parser.add_argument("--reps", type=int, default=7, help="repetitions [7]")
-    parser.add_argument(
-        "--local-reps", type=int, default=9, help="repetitions of the local uploads [9]"
-    )
+    parser.add_argument("--local-reps", type=int, default=9, help="of the local uploads [9]")
     parser.add_argument("--duration", type=int, default=5, help="seconds per wrk run [5]")
     parser.add_argument("--big-mib", type=int, default=200, help="the single file [200]")
     parser.add_argument("--small-mib", type=int, default=8, help="each of the many files [8]")
     parser.add_argument("--small-count", type=int, default=25, help="how many [25]")
     parser.add_argument("--slices", type=int, default=64, help="1 MiB Range requests [64]")
-    parser.add_argument(
-        "--only", default="metadata,s3,local", help="comma-separated parts [metadata,s3,local]"
-    )
+    parser.add_argument("--only", default="metadata,s3,local", help="parts [metadata,s3,local]")
     parser.add_argument("--keep", action="store_true", help="keep the work folder and logs")
     without_option(parser, "measure only these mechanisms")
     args = parser.parse_args()
@@ -464,40 +395,26 @@ def main() -> None:
         stack.callback(pg.drop_all)
         files: dict[str, Any] = {}
         if parts & {"s3", "local"}:
-            files = {
-                "big": write_mp4(workdir / "big.mp4", args.big_mib * MiB),
-                "small": [
-                    write_mp4(workdir / f"small-{i:02d}.mp4", args.small_mib * MiB)
-                    for i in range(args.small_count)
-                ],
-            }
-        if "metadata" in parts:
-            with contextlib.ExitStack() as phase:
-                targets += metadata_targets(phase, args, workdir, pg)
-        if "s3" in parts:
-            with contextlib.ExitStack() as phase:
-                targets += s3_targets(phase, args, workdir, pg, files)
-        if "local" in parts:
-            with contextlib.ExitStack() as phase:
-                targets += local_targets(phase, args, workdir, pg, files)
+            files["big"] = write_mp4(workdir / "big.mp4", args.big_mib * MiB)
+            small = [workdir / f"small-{i:02d}.mp4" for i in range(args.small_count)]
+            files["small"] = [write_mp4(path, args.small_mib * MiB) for path in small]
+        for part, measure in (("metadata", metadata_targets), ("s3", s3_targets),
+                              ("local", local_targets)):  # fmt: skip
+            if part in parts:
+                with contextlib.ExitStack() as phase:
+                    targets += measure(phase, args, workdir, pg, files)
     load_end = loadavg()
     rows = verdicts(targets)
     print(f"\nload average: at start {load_start}; at end {load_end}")
     print_table(
         ["mechanism", "target", "with", "without", "effect %", "paired q1-q3 %", "verdict"],
         [
-            [
-                r["mechanism"],
-                r["target"],
-                r["with"],
-                r["without"],
-                f"{r['effect'] * 100:+.1f}",
-                f"{r['paired_q1'] * 100:+.1f}..{r['paired_q3'] * 100:+.1f}",
-                ("keep" if r["keep"] else "remove") + (" (marginal)" if r["marginal"] else ""),
-            ]
+            [r["mechanism"], r["target"], r["with"], r["without"], f"{r['effect'] * 100:+.1f}",
+             f"{r['paired_q1'] * 100:+.1f}..{r['paired_q3'] * 100:+.1f}",
+             ("keep" if r["keep"] else "remove") + (" (marginal)" if r["marginal"] else "")]
             for r in rows
         ],
-    )
+    )  # fmt: skip
     print("\nper mechanism (keep when any of its targets moves by >= 5 %):")
     for mechanism in MECHANISMS:
         mine = [r for r in rows if r["mechanism"] == mechanism]
@@ -512,14 +429,8 @@ def main() -> None:
                 f"{best['effect'] * 100:+.1f} % on {best['target']}"
                 + "".join(f"; costs {-r['effect'] * 100:.1f} % on {r['target']}" for r in costs)
             )
-    report.data = {
-        "load_average": {"start": load_start, "end": load_end},
-        "targets": [t.as_dict() for t in targets],
-        "verdicts": rows,
-        "idle_rss_mib": next(
-            (getattr(t, "idle", None) for t in targets if hasattr(t, "idle")), None
-        ),
-    }
+    report.data = {"load_average": {"start": load_start, "end": load_end}, "verdicts": rows}
+    report.data["targets"] = [t.as_dict() for t in targets]
     report.save()
 
 
