@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.support.server import free_port
+from tests.support.server import clean_env, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -38,8 +38,6 @@ PYTHON = sys.executable
 
 #: The server the throwaway databases are made on (libpq URL, user with CREATEDB).
 PG_ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-#: Settings of the developer's shell that must not reach the servers started here.
-_SETTINGS_PREFIXES = ("S3_", "STORAGE_", "DATABASE_URL", "ADMIN_", "RATELIMIT_", "AWS_", "TMPDIR")
 
 
 def log(message: str) -> None:
@@ -53,22 +51,18 @@ def stamp() -> str:
     return datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def workspace(name: str, keep: bool = False) -> contextlib.AbstractContextManager[Path]:
+@contextlib.contextmanager
+def workspace(name: str, keep: bool = False) -> Iterator[Path]:
     """A fresh folder under bench/results/work, removed afterwards unless ``keep``."""
-
-    @contextlib.contextmanager
-    def manage() -> Iterator[Path]:
-        path = WORK / f"{name}-{stamp()}-{uuid.uuid4().hex[:6]}"
-        path.mkdir(parents=True)
-        try:
-            yield path
-        finally:
-            if keep:
-                log(f"work folder kept: {path}")
-            else:
-                shutil.rmtree(path, ignore_errors=True)
-
-    return manage()
+    path = WORK / f"{name}-{stamp()}-{uuid.uuid4().hex[:6]}"
+    path.mkdir(parents=True)
+    try:
+        yield path
+    finally:
+        if keep:
+            log(f"work folder kept: {path}")
+        else:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 # --- PostgreSQL -------------------------------------------------------------------------
@@ -96,11 +90,7 @@ class Postgres:
         with self._admin() as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         self.created.append(name)
-        return self.url_of(name)
-
-    def url_of(self, name: str) -> str:
-        base, _, _ = self.admin_url.rpartition("/")
-        return f"{base}/{name}"
+        return f"{self.admin_url.rpartition('/')[0]}/{name}"
 
     def drop_all(self) -> None:
         with self._admin() as conn:
@@ -112,18 +102,7 @@ class Postgres:
 # --- the app and other servers ----------------------------------------------------------
 
 
-def clean_env(**settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTINGS_PREFIXES)}
-    env.update(settings)
-    return env
-
-
-def app_env(
-    database_url: str,
-    storage: dict[str, str],
-    tmpdir: Path,
-    **extra: str,
-) -> dict[str, str]:
+def app_env(database_url: str, storage: dict[str, str], tmpdir: Path, **extra: str) -> dict:
     """Settings of a benchmarked app: its database, storage and a TMPDIR of its own.
 
     Rate limits are raised so that repetitions are never refused; everything else keeps the
@@ -151,25 +130,16 @@ def migrated_postgres(
     if not keep:
         stack.callback(postgres.drop_all)
     database_url = postgres.create(f"bench_{name}")
-    env = app_env(
-        database_url,
-        {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")},
-        workdir / "app-tmp",
-    )
+    storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")}
+    env = app_env(database_url, storage, workdir / "app-tmp")
     prepare_database(env)
     return workdir, database_url, env
 
 
-def flask_cli(*args: str, env: dict[str, str], timeout: float = 300) -> str:
+def flask_cli(*args: str, env: dict[str, str]) -> str:
     """Run a ``flask --app wsgi`` command; fails loudly with its output."""
-    done = subprocess.run(
-        [PYTHON, "-m", "flask", "--app", "wsgi", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    command = [PYTHON, "-m", "flask", "--app", "wsgi", *args]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"flask {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout
@@ -204,14 +174,12 @@ class Server:
 
     def start(self, timeout: float = 60) -> Server:
         self._log_file = self.log_path.open("wb")
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=ROOT,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-        )
+        output = {
+            "stdin": subprocess.DEVNULL,
+            "stdout": self._log_file,
+            "stderr": subprocess.STDOUT,
+        }
+        self.process = subprocess.Popen(self.command, cwd=ROOT, env=self.env, **output)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -272,15 +240,11 @@ class Server:
             time.sleep(0.02)
 
 
-def app_server(
-    name: str, env: dict[str, str], workdir: Path, threads: int | None = None, without: str = ""
-) -> Server:
+def app_server(name: str, env: dict[str, str], workdir: Path, without: str = "") -> Server:
     """``flask serve`` (waitress, the production server and settings) on a free port;
-    ``without``: mechanisms taken out (``without()``)."""
+    ``without``: mechanisms taken out (``without_env``)."""
     port = free_port()
     command = [PYTHON, "-m", "flask", "--app", "wsgi", "serve", "--port", str(port)]
-    if threads:
-        command += ["--threads", str(threads)]
     server = Server(name, command, without_env(env, without), workdir / f"{name}.log", port)
     server.start()
     try:
@@ -312,7 +276,7 @@ WITHOUT = _shim_names()
 
 
 def without_env(env: dict[str, str], names: str) -> dict[str, str]:
-    """The settings of a server without the mechanisms ``names`` (comma-separated; "" = all)."""
+    """The settings of a server without the mechanisms ``names`` (comma-separated; "": none)."""
     if not names:
         return env
     unknown = set(names.split(",")) - set(WITHOUT)
@@ -432,20 +396,15 @@ def start_s3(workdir: Path) -> Any:
 
 
 def s3_client(server: Any) -> Any:
-    return server.client(
-        retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=300
-    )
+    retries = {"mode": "standard", "max_attempts": 3}
+    return server.client(retries=retries, connect_timeout=5, read_timeout=300)
 
 
 def s3_settings(server: Any, bucket: str) -> dict[str, str]:
-    return {
-        "STORAGE_BACKEND": "s3",
-        "S3_BUCKET": bucket,
-        "S3_ENDPOINT_URL": server.endpoint_url,
-        "S3_REGION": server.region,
-        "AWS_ACCESS_KEY_ID": server.access_key,
-        "AWS_SECRET_ACCESS_KEY": server.secret_key,
-    }
+    """The app's settings for ``bucket`` on the SeaweedFS ``server``."""
+    settings = {"STORAGE_BACKEND": "s3", "S3_BUCKET": bucket, "S3_REGION": server.region}
+    settings |= {"S3_ENDPOINT_URL": server.endpoint_url, "AWS_ACCESS_KEY_ID": server.access_key}
+    return settings | {"AWS_SECRET_ACCESS_KEY": server.secret_key}
 
 
 # --- memory and temporary disk of a process --------------------------------------------
@@ -453,13 +412,9 @@ def s3_settings(server: Any, bucket: str) -> dict[str, str]:
 
 def proc_status(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM (peak RSS) of a process, in bytes, from /proc/<pid>/status."""
-    values = {}
     with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            name, _, rest = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
-                values[name] = int(rest.split()[0]) * 1024
-    return values
+        fields = [line.partition(":") for line in status]
+    return {k: int(v.split()[0]) * 1024 for k, _, v in fields if k in ("VmRSS", "VmHWM")}
 
 
 def reset_peak_rss(pid: int) -> bool:
@@ -499,11 +454,8 @@ def open_file_usage(pid: int, categories: dict[str, Path]) -> dict[str, int]:
             continue
         if target.endswith(" (deleted)"):
             target = target[: -len(" (deleted)")]
-        name = next(
-            (n for n, folder in categories.items() if target.startswith(str(folder) + os.sep)),
-            "other",
-        )
-        usage[name] += info.st_size
+        inside = [n for n, folder in categories.items() if target.startswith(f"{folder}{os.sep}")]
+        usage[(inside or ["other"])[0]] += info.st_size
     return usage
 
 
@@ -511,10 +463,7 @@ class Sampler:
     """Samples a process's RSS (and optionally its open temporary files) in a thread."""
 
     def __init__(
-        self,
-        pid: int,
-        interval: float = 0.02,
-        file_categories: dict[str, Path] | None = None,
+        self, pid: int, interval: float = 0.02, file_categories: dict | None = None
     ) -> None:
         self.pid = pid
         self.interval = interval

@@ -59,7 +59,7 @@ def start(name: str, work: Path, files: Path, without: str) -> tuple[Server, dic
     env = app_env(f"sqlite:///{work / name / 'db.sqlite3'}", storage, work / name / "tmp")
     prepare_database(env)
     make_user(env, "bench@example.org", "bench-password")
-    flask_cli("import", str(files), "--owner", "bench@example.org", env=env, timeout=900)
+    flask_cli("import", str(files), "--owner", "bench@example.org", env=env)
     server = app_server(name, env, work, without=without)
     token = login(server.port, "bench@example.org", "bench-password")
     headers = {"Authorization": f"Bearer {token}"}
