@@ -15,9 +15,7 @@ the client).
 The SQL is the app's own: the list requests are replayed in-process (Flask test client) with
 SQLAlchemy's ``before_cursor_execute`` hook catching every statement on ``file_records`` or
 ``file_path_counts``, which then runs under ``EXPLAIN (ANALYZE, BUFFERS)`` with its
-parameters (the custom plan) and,
-prepared with ``plan_cache_mode = force_generic_plan``, as the generic plan a prepared
-statement may switch to (psycopg prepares a statement after 5 executions on a connection).
+parameters.
 
 Targets at the largest size: median server time below 50 ms for ``admin_all``,
 ``admin_path_freigabe`` and ``public``, below 15 ms for ``user_own``; median grows at most 3x
@@ -188,49 +186,18 @@ def capture_sql(
     return found
 
 
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-
-
 def explain(database_url: str, statements: list[tuple[str, dict[str, Any]]]) -> list[dict]:
-    """EXPLAIN ANALYZE of each statement: custom plan and forced generic plan."""
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of each statement with its parameters."""
     import psycopg
-    from psycopg import sql
 
     plans = []
     with psycopg.connect(database_url, autocommit=True) as conn:
         for statement, params in statements:
-            custom = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, params).fetchall()
-            custom_text = "\n".join(row[0] for row in custom)
-            order: list[str] = []
-
-            def number(match: re.Match[str], order: list[str] = order) -> str:
-                if match[1] not in order:
-                    order.append(match[1])
-                return f"${order.index(match[1]) + 1}"
-
-            prepared = _PLACEHOLDER.sub(number, statement).replace("%%", "%")
-            literals = ", ".join(sql.Literal(params[name]).as_string(conn) for name in order)
-            conn.execute("SET plan_cache_mode = force_generic_plan")
-            conn.execute(f"PREPARE bench_q AS {prepared}")
-            try:
-                execute = f"EXECUTE bench_q({literals})" if order else "EXECUTE bench_q"
-                generic = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS) {execute}").fetchall()
-            finally:
-                conn.execute("DEALLOCATE bench_q")
-                conn.execute("RESET plan_cache_mode")
-            generic_text = "\n".join(row[0] for row in generic)
-            plans.append(
-                {
-                    "sql": statement,
-                    "params": {k: str(v) for k, v in params.items()},
-                    "plan": custom_text,
-                    "execution_ms": _execution_ms(custom_text),
-                    "uses_index": _uses_index(custom_text),
-                    "generic_plan": generic_text,
-                    "generic_execution_ms": _execution_ms(generic_text),
-                    "generic_uses_index": _uses_index(generic_text),
-                }
-            )
+            rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, params).fetchall()
+            plan = "\n".join(row[0] for row in rows)
+            params = {k: str(v) for k, v in params.items()}
+            plans.append({"sql": statement, "params": params, "plan": plan})
+            plans[-1] |= {"execution_ms": _execution_ms(plan), "uses_index": _uses_index(plan)}
     return plans
 
 
@@ -281,7 +248,7 @@ def main() -> None:
             timings = seeder.grow_to(size)
             seconds = time.perf_counter() - began
             log(f"  {seconds:.1f} s ({', '.join(f'{k} {v:.1f} s' for k, v in timings.items())})")
-            email, owned = seeder.heaviest_user()
+            email, _owned = seeder.heaviest_user()
             if email != heavy_email:
                 flask_cli("users", "set-password", email, "--password", USER_PASSWORD, env=env)
                 heavy_email = email
@@ -317,23 +284,13 @@ def main() -> None:
                     to_explain.append((f"keyset_{kind}", who, cursor_url))
             statements = capture_sql(database_url, workdir, to_explain, tokens)
             plans = {label: explain(database_url, found) for label, found in statements.items()}
-            for label, label_plans in plans.items():
-                summary = ", ".join(
-                    f"{p['execution_ms']} ms{'' if p['uses_index'] else ' NO INDEX'}"
-                    f" (generic {p['generic_execution_ms']} ms)"
-                    for p in label_plans
-                )
-                print(f"    {label}: {summary}")
-            levels[str(size)] = {
-                "records": size,
-                "seed_seconds": seconds,
-                "seed_timings": timings,
-                "table": seeder.table_size(),
-                "heaviest_user_records": owned,
-                "lists": results,
-                "keyset": keyset,
-                "plans": plans,
-            }
+            for label, found in plans.items():
+                ms = [
+                    f"{p['execution_ms']} ms{'' if p['uses_index'] else ' NO INDEX'}" for p in found
+                ]
+                print(f"    {label}: {', '.join(ms)}")
+            levels[str(size)] = {"records": size, "seed_seconds": seconds, "seed_timings": timings}
+            levels[str(size)] |= {"lists": results, "keyset": keyset, "plans": plans}
         if args.keep:
             log(f"database kept: {database_url}")
     evaluate(report, sizes, levels)
@@ -341,46 +298,27 @@ def main() -> None:
 
 
 def evaluate(report: Report, sizes: list[int], levels: dict[str, Any]) -> None:
-    small, large = levels[str(sizes[0])], levels[str(sizes[-1])]
-    n = f"{sizes[-1]:,}"
+    large, n = levels[str(sizes[-1])], f"{sizes[-1]:,}"
     print()
+    medians = {k: [levels[str(s)]["lists"][k]["median_server_ms"] for s in sizes] for k in KINDS}
     print_table(
         ["list", *[f"{s:,}" for s in sizes], "growth"],
-        [
-            [
-                kind,
-                *[levels[str(s)]["lists"][kind]["median_server_ms"] for s in sizes],
-                large["lists"][kind]["median_server_ms"] / small["lists"][kind]["median_server_ms"],
-            ]
-            for kind in KINDS
-        ],
+        [[kind, *values, values[-1] / values[0]] for kind, values in medians.items()],
     )
     for kind, limit in TARGET_MS.items():
-        value = large["lists"][kind]["median_server_ms"]
+        value = medians[kind][-1]
         report.check(f"{kind} median server time at {n} records", value, limit, False, " ms")
-    if len(sizes) > 1:
-        for kind in KINDS:
-            growth = (
-                large["lists"][kind]["median_server_ms"] / small["lists"][kind]["median_server_ms"]
-            )
+        if len(sizes) > 1:
+            growth = value / medians[kind][0]
             report.check(f"{kind} growth {sizes[0]:,} -> {n}", growth, 3, False, "x")
     for kind, walked in large["keyset"].items():
-        report.check(
-            f"keyset {kind}: p95 of {walked['pages']} pages at {n}",
-            walked["p95_ms"],
-            KEYSET_TARGET_MS,
-            False,
-            " ms",
-        )
+        label = f"keyset {kind}: p95 of {walked['pages']} pages at {n}"
+        report.check(label, walked["p95_ms"], KEYSET_TARGET_MS, False, " ms")
         if walked["problems"]:
             print(f"WARN  keyset {kind}: {walked['problems']}")
     for label, plans in large["plans"].items():
-        report.check(
-            f"EXPLAIN {label}: every statement uses an index",
-            float(all(p["uses_index"] for p in plans)),
-            1,
-            True,
-        )
+        indexed = float(all(p["uses_index"] for p in plans))
+        report.check(f"EXPLAIN {label}: every statement uses an index", indexed, 1, True)
 
 
 if __name__ == "__main__":

@@ -299,13 +299,6 @@ class Seeder:
             ).fetchone()
         return email, n
 
-    def table_size(self) -> dict[str, int]:
-        with self._connect() as conn:
-            heap, total = conn.execute(
-                "SELECT pg_relation_size('file_records'), pg_total_relation_size('file_records')"
-            ).fetchone()
-        return {"heap_bytes": heap, "total_bytes_with_indexes": total}
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Seed a migrated database for the benchmarks.")
