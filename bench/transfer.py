@@ -339,15 +339,9 @@ def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir
 
 
 def memory(
-    report: Report,
-    args: argparse.Namespace,
-    env: dict[str, str],
-    workdir: Path,
-    files: dict,
-    record_id: str,
-    token: str,
+    report: Report, args: Any, env: dict, workdir: Path, files: dict, record_id: str, token: str,
     without: str = "",
-) -> None:
+) -> None:  # fmt: skip
     """Three clients at once against a freshly started, warmed-up server (``without``:
     mechanisms taken out, for bench.ablation)."""
     results = []
@@ -359,7 +353,8 @@ def memory(
             # filled on first use count as idle, not as growth.
             small = service.upload(files["small"][:2])
             service.delete(small["ids"])
-            curl([*service.auth, "-o", os.devnull, "-r", "0-1023", download_url(server, record_id)])
+            download = f"{server.base_url}/api/files/{record_id}/download"
+            curl([*service.auth, "-o", os.devnull, "-r", "0-1023", download])
             time.sleep(1.0)
             idle = proc_status(server.pid)["VmRSS"]
             hwm_reset = reset_peak_rss(server.pid)
@@ -369,16 +364,13 @@ def memory(
                 [*service.auth, *file_args([files["big"]]), "-o", str(out[1])],
                 [*service.auth, "-o", os.devnull],
             ]
-            urls = [f"{server.base_url}/api/files"] * 2 + [download_url(server, record_id)]
+            urls = [f"{server.base_url}/api/files"] * 2 + [download]
             categories = {"spool": Path(env["TMPDIR"])}
             with Sampler(server.pid, interval=0.01, file_categories=categories) as sampler:
                 began = time.perf_counter()
+                command = ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n"]
                 clients = [
-                    subprocess.Popen(
-                        ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n", *cmd, url],
-                        stdout=subprocess.PIPE,
-                        text=True,
-                    )
+                    subprocess.Popen([*command, *cmd, url], stdout=subprocess.PIPE, text=True)
                     for cmd, url in zip(commands, urls, strict=True)
                 ]
                 answers = [json.loads(c.communicate(timeout=900)[0]) for c in clients]
@@ -390,31 +382,16 @@ def memory(
                 raise RuntimeError(f"memory scenario answered {codes}")
             for path in out[:2]:
                 service.delete([item["id"] for item in json.loads(path.read_text())["files"]])
-            run = {
-                "idle_rss": idle,
-                "peak_rss": peak,
-                "growth": peak - idle,
-                "hwm_reset": hwm_reset,
-                "wall_seconds": wall,
-                "client_seconds": [a["time_total"] for a in answers],
-                "temp_peak": sampler.peak_files(),
-                "timeline": [(round(t, 3), rss) for t, rss, _ in sampler.samples[::5]],
-            }
-            results.append(run)
-            print(
-                f"  rep {rep + 1}: idle {idle / MiB:.1f} MiB, peak {peak / MiB:.1f} MiB, "
-                f"growth {(peak - idle) / MiB:.1f} MiB, spool peak "
-                f"{run['temp_peak'].get('spool', 0) / MiB:.1f} MiB, {wall:.2f} s"
-            )
+            spool = sampler.peak_files().get("spool", 0)
+            results.append({"idle_rss": idle, "peak_rss": peak, "growth": peak - idle})
+            results[-1] |= {"hwm_reset": hwm_reset, "wall_seconds": wall, "spool_peak": spool}
+            print(f"  rep {rep + 1}: idle {idle / MiB:.1f} MiB, peak {peak / MiB:.1f} MiB, "
+                  f"spool peak {spool / MiB:.1f} MiB, {wall:.2f} s")  # fmt: skip
         finally:
             server.stop()
     report.data["memory"] = results
     worst = max(r["growth"] for r in results) / MiB
     report.check("memory: peak RSS - idle RSS (worst repetition)", worst, 64, False, " MiB")
-
-
-def download_url(server: Server, record_id: str) -> str:
-    return f"{server.base_url}/api/files/{record_id}/download"
 
 
 # --- main -------------------------------------------------------------------------------
@@ -437,19 +414,13 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         workdir = stack.enter_context(workspace("transfer", keep=args.keep))
         log(f"work folder {workdir}")
-        files = {
-            "big": write_mp4(workdir / "big.mp4", args.big_mib * MiB),
-            "small": [
-                write_mp4(workdir / f"small-{i:02d}.mp4", args.small_mib * MiB)
-                for i in range(args.small_count)
-            ],
-        }
+        small = [workdir / f"small-{i:02d}.mp4" for i in range(args.small_count)]
+        files = {"big": write_mp4(workdir / "big.mp4", args.big_mib * MiB)}
+        files["small"] = [write_mp4(path, args.small_mib * MiB) for path in small]
         s3 = start_s3(workdir)
         stack.callback(s3.stop)
         bucket = f"bench-{uuid.uuid4().hex[:12]}"
-        admin = s3_client(s3)
-        admin.create_bucket(Bucket=bucket)
-        admin.close()
+        s3_client(s3).create_bucket(Bucket=bucket)
         postgres = Postgres()
         stack.callback(postgres.drop_all)
         args.database_url = postgres.create("bench_transfer")
