@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import random
 import statistics
@@ -69,7 +68,7 @@ from bench.common import (
     without_option,
     workspace,
 )
-from bench.metadata import run_wrk
+from bench.metadata import run_wrk, sample_record
 from bench.transfer import Service, file_args, memory, timed_upload, write_mp4
 
 EMAIL, PASSWORD = "bench-ablation@example.org", "bench password 1234"
@@ -161,48 +160,29 @@ def rotate(
 def metadata_targets(
     stack: contextlib.ExitStack, args: argparse.Namespace, workdir: Path, pg: Postgres, _: dict
 ) -> list[Target]:
-    url = pg.create("bench_ablation_meta")
-    env = app_env(
-        url,
-        {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "meta-storage")},
-        workdir / "meta-tmp",
-    )
+    storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "meta-storage")}
+    env = app_env(pg.create("bench_ablation_meta"), storage, workdir / "meta-tmp")
     prepare_database(env)
     make_user(env, EMAIL, PASSWORD)
     variants = chosen("record-cache", "token-cache")
     servers = {v: start(stack, "meta", env, v, workdir) for v in variants}
     tokens = {v: login(s.port, EMAIL, PASSWORD) for v, s in servers.items()}
-    sample = workdir / "sample.csv"
-    sample.write_text("jahr;wert\n2024;1\n2025;2\n")
-    out = workdir / "created.json"
-    first = servers[WITH]
-    curl(
-        ["-H", f"Authorization: Bearer {tokens[WITH]}", "-F", f"files[]=@{sample}"]
-        + ["-F", "titel=Messwerte", "-o", str(out), f"{first.base_url}/api/files"]
-    )
-    record_id = json.loads(out.read_text())["files"][0]["id"]
+    record_id = sample_record(servers[WITH], tokens[WITH], workdir)
 
     def measure(variant: str) -> float:
         """req/s of the record GET over /healthz's, measured back to back on one server."""
         server = servers[variant]
         auth = [f"Authorization: Bearer {tokens[variant]}"]
-        pair = [
-            (f"{server.base_url}/healthz", []),
-            (f"{server.base_url}/api/files/{record_id}", auth),
-        ]
-        results = [run_wrk(u, h, args.duration) for u, h in pair]
+        pair = [("/healthz", []), (f"/api/files/{record_id}", auth)]
+        results = [run_wrk(f"{server.base_url}{u}", h, args.duration) for u, h in pair]
         for result in results:
             if result["non_2xx"] or result["socket_errors"]:
                 raise RuntimeError(f"{variant}: {result}")
         server.access_entries()  # keep the log offset moving
         return results[1]["rps"] / results[0]["rps"]
 
-    runs = rotate(
-        args.reps,
-        1,
-        {v: (lambda v=v: measure(v)) for v in variants},
-        "metadata: GET /api/files/{id} req/s over /healthz req/s",
-    )
+    label = "metadata: GET /api/files/{id} req/s over /healthz req/s"
+    runs = rotate(args.reps, 1, {v: (lambda v=v: measure(v)) for v in variants}, label)
     for server in servers.values():
         server.stop()
     return [Target("GET /api/files/{id} / /healthz (req/s)", "", True, runs)]

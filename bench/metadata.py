@@ -90,6 +90,16 @@ def writes_between(before: dict[str, int], after: dict[str, int]) -> dict[str, i
     return {t: after.get(t, 0) - before.get(t, 0) for t in after if after[t] != before.get(t, 0)}
 
 
+def sample_record(server: Any, token: str, workdir: Path) -> str:
+    """The id of a small CSV record uploaded through the API."""
+    sample, out = workdir / "sample.csv", workdir / "created.json"
+    sample.write_text("jahr;wert\n2024;1\n2025;2\n")
+    form = ["-H", f"Authorization: Bearer {token}", "-F", f"files[]=@{sample}"]
+    form += ["-F", "titel=Messwerte"]
+    curl([*form, "-o", str(out), f"{server.base_url}/api/files"])
+    return json.loads(out.read_text())["files"][0]["id"]
+
+
 def settle() -> None:
     """Let every backend report its table statistics.
 
@@ -132,14 +142,7 @@ def main() -> None:
         stack.callback(server.stop)
         token = login(server.port, EMAIL, PASSWORD)
         auth = f"Authorization: Bearer {token}"
-        sample = Path(workdir / "sample.csv")
-        sample.write_text("jahr;wert\n2024;1\n2025;2\n")
-        out = workdir / "created.json"
-        curl(
-            ["-H", auth, "-F", f"files[]=@{sample}", "-F", "titel=Messwerte", "-o", str(out)]
-            + [f"{server.base_url}/api/files"]
-        )
-        record_id = json.loads(out.read_text())["files"][0]["id"]
+        record_id = sample_record(server, token, workdir)
 
         # Does the probe see a write at all? A new token's first use records last_used_at.
         fresh = login(server.port, EMAIL, PASSWORD)
