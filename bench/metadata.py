@@ -178,7 +178,7 @@ def main() -> None:
         # is a write made by serving requests.
         tokens_before = token_rows(database_url)
         before = table_writes(database_url)
-        log(f"wrk: {args.reps} x {args.duration} s per endpoint, {args.connections} connections")
+        log(f"wrk: {args.reps} x {args.duration} s per endpoint, 8 connections")
         runs = alternate(
             args.reps, [(name, lambda rep, n=name: load(n)) for name in endpoints], warmup=0
         )
