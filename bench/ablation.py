@@ -1,30 +1,17 @@
 """Ablation: each piece of performance machinery against its target, with and without it.
 
 Issue 12 item 5: every mechanism earns its place by moving the target it serves by at least
-5 % in the same run. Per mechanism, servers with and without it run side by side on the same
-PostgreSQL, SeaweedFS and files, and their measurements alternate (A B C, B C A, ...):
+5 % in the same run. Servers with and without it (``app_server(..., without=NAME)``, the one
+switch of bench/README.md) run side by side on the same PostgreSQL, SeaweedFS and files, and
+their measurements alternate: ``record-cache`` and ``token-cache`` on GET /api/files/{id}
+over /healthz (wrk), the record cache also on Range 1 MiB; ``presigned`` on the 200 MiB
+download and Range 1 MiB (over curl on a presigned URL); ``commits`` on local uploads (over
+the bare waitress endpoint); ``glibc`` on the memory of three transfers at once.
 
-- record cache (``RECORD_CACHE_SECONDS=0``): GET /api/files/{id} over /healthz (wrk), and
-  Range 1 MiB over curl;
-- token cache (``TOKEN_CACHE_SECONDS=0``): GET /api/files/{id} over /healthz;
-- presigned S3 reads (shim ``presigned``: ``get_object``, still ``read1``): download 200 MiB
-  and Range 1 MiB over curl on a presigned URL;
-- background commits of local files (shim ``commits``): local uploads, 200 MiB and
-  25 x 8 MiB, over the bare waitress endpoint;
-- glibc tuning (shim ``glibc``: no ``mallopt``): memory of three transfers at once (a fresh
-  server per measurement, transfer.py's scenario).
-
-Each variant is a server started by ``bench.common.app_server(..., without=NAME)``, the one
-with/without switch of the benchmarks (bench/ablation_shim: the setting, else a patch). A
-mechanism the app no longer has stops the shim, and so the run: its variant goes with it.
-``--without NAME`` measures only those mechanisms (default: all five of this script).
-
-Per target the figure is the median over the repetitions (for throughput: service / baseline,
-the baseline measured in the same rotation; for memory: peak RSS - idle RSS). The *effect* is
-how much better the target is with the mechanism than without it (higher-is-better:
-with / without - 1; memory: without / with - 1). Verdict: ``keep`` at an effect >= 5 % on
-any of its targets, else ``remove``; ``marginal`` when the per-repetition paired effects'
-quartiles straddle 5 %.
+Per target the figure is the median over the repetitions (throughput over its baseline;
+memory: peak RSS - idle RSS). The effect is how much better the target is with the mechanism
+(with / without - 1; memory: without / with - 1): ``keep`` at >= 5 % on any of its targets,
+else ``remove``; ``marginal`` when the paired per-repetition effects' quartiles straddle 5 %.
 
     .venv/bin/python -m bench.ablation                 # 7 repetitions (~15 min)
     .venv/bin/python -m bench.ablation --reps 3 --big-mib 40 --small-count 5 --duration 2

@@ -2,29 +2,17 @@
 
 ``POST /upload`` copies the request body to a file in ``--dir`` (temporary name, fsync, rename:
 what the local storage backend does on commit) and answers ``{"size": n}``. The server is built
-by the app's own ``app.server.make_server``, so it has exactly the waitress settings of
-``flask serve``.
+by the app's own ``app.server.make_server``: exactly the waitress settings of ``flask serve``.
 
-With ``--s3`` it is also the bare forwarder, the ceiling the service's S3 transfers are
-measured against (issue 12): the S3 backend is built from the app's own settings in the
-environment (``STORAGE_BACKEND=s3``, ``S3_BUCKET``, ``S3_ENDPOINT_URL``... through
-``app.storage.create_storage``, so the same boto3 client configuration), and
+With ``--s3`` it is also the bare forwarder, the ceiling of the service's S3 transfers (issue
+12), its S3 backend built by ``app.storage.create_storage`` from the app's settings in the
+environment: ``GET /s3?key=K`` reads K with the app's ``S3Storage.open`` (a presigned GET;
+``Range: bytes=a-b`` passed on: 206) and sends it as the service sends
+(``app.streaming.event_loop_body``); ``POST /s3?key=K`` hands the spooled request body, read
+with ``readinto`` into one reused buffer, to the app's S3 writer (the same multipart upload),
+stored as it comes: no parsing, no hashing, no type check, no database.
 
-- ``GET /s3?key=K`` reads K with the app's own read path, ``S3Storage.open`` (a presigned GET,
-  its URL reused, sent through botocore's pool, ``read1``; ``Range: bytes=a-b`` passed on as
-  start and end: 206 with ``Content-Range``), and sends it the way the service sends: through
-  ``app.streaming.event_loop_body``, i.e. a ``wsgi.file_wrapper`` around a ``PumpedBody``
-  that waitress's event loop sends from while a pump thread reads ahead (bodies of up to
-  1 MiB, like the 1 MiB Range reads, go to waitress as the plain iterable, as in the service);
-- ``POST /s3?key=K`` hands the request body (waitress's spool) to the app's S3 writer
-  (``storage.writer(K)``, ``write``, ``commit``: the same multipart upload, part sizes and
-  parts in flight), read with ``readinto`` in steps of ``UPLOAD_READ_BYTES`` into one reused
-  buffer, and answers ``{"size": n}``; the body is stored as it comes (a multipart form stays
-  one object with its framing): no parsing, no hashing, no type check, no database.
-
-    python -m bench.bare --port 8001 --dir /tmp/bare
-    STORAGE_BACKEND=s3 S3_BUCKET=b S3_ENDPOINT_URL=http://... python -m bench.bare --port 8001 \
-        --dir /tmp/bare --s3
+    python -m bench.bare --port 8001 --dir /tmp/bare [--s3]
 """
 
 from __future__ import annotations

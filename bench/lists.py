@@ -1,28 +1,18 @@
 """List endpoints at scale: server time against the number of records (issue item 6).
 
-One PostgreSQL database grows through the requested sizes (10k, 100k, 1M by default; seeded
-by bench/seed.py). At each size a freshly started ``flask serve`` answers, in turn:
-- ``admin_all``: an administrator's first page, no filter (``GET /api/files``);
-- ``admin_path_freigabe``: path prefix and release filter (``?path=reports/2019&freigabe=1``);
-- ``public``: the public list (``GET /api/public/files``);
-- ``user_own``: the own list of the user who owns the most records;
-- keyset pages: from ``?cursor=`` (empty: the first keyset page) each
-  answer's ``next_cursor`` is followed through ``--walk-pages`` pages of each list
-  (``user_own`` all the way), checking order and duplicates on the way.
-Server time is the app's own ``duration_ms`` from its access log (the request id is set by
-the client).
+One PostgreSQL database grows through the requested sizes (10k, 100k, 1M; bench/seed.py). At
+each size a fresh ``flask serve`` answers the administrator's first page (``admin_all``), path
+prefix and release filter (``admin_path_freigabe``), the public list (``public``) and the own
+list of the user who owns the most (``user_own``), round-robin; then ``next_cursor`` is
+followed through ``--walk-pages`` keyset pages of each list (``user_own`` all the way),
+checking order and duplicates. Server time is the access log's ``duration_ms`` by request id.
+The app's SQL, caught in-process (``before_cursor_execute`` while the requests are replayed
+with the Flask test client), runs under ``EXPLAIN (ANALYZE, BUFFERS)``.
 
-The SQL is the app's own: the list requests are replayed in-process (Flask test client) with
-SQLAlchemy's ``before_cursor_execute`` hook catching every statement on ``file_records`` or
-``file_path_counts``, which then runs under ``EXPLAIN (ANALYZE, BUFFERS)`` with its
-parameters.
+Targets at the largest size: median below 50 ms (``user_own``: 15 ms) and growth at most 3x
+from the smallest; keyset pages' p95 below 15 ms; every plan uses an index.
 
-Targets at the largest size: median server time below 50 ms for ``admin_all``,
-``admin_path_freigabe`` and ``public``, below 15 ms for ``user_own``; median grows at most 3x
-from the smallest to the largest size; keyset pages below 15 ms (95th percentile of every
-walked page); every plan uses an index.
-
-    .venv/bin/python -m bench.lists                               # 10k, 100k, 1M
+    .venv/bin/python -m bench.lists                                    # 10k, 100k, 1M
     .venv/bin/python -m bench.lists --sizes 2000,10000 --requests 15   # a quick trial
 """
 

@@ -83,40 +83,26 @@ def _describe(
     rnd: random.Random, kind_name: str, created: datetime, n: int
 ) -> tuple[str, str, str]:
     """Virtual path, title and file stem of one record."""
-    year = created.year
+    year, month = created.year, created.month
     if kind_name == "reports":
-        q = (created.month - 1) // 3 + 1
+        q = (month - 1) // 3 + 1
         return f"reports/{year}/q{q}", f"Quartalsbericht {year} Q{q}", f"bericht-{year}-q{q}-{n}"
     if kind_name == "klima":
-        station = rnd.choice(STATIONS)
-        return (
-            f"datasets/klima/{station}/{year}",
-            f"Klimadaten {station} {year}",
-            f"klima-{station}-{year}-{n}",
-        )
+        s = rnd.choice(STATIONS)
+        return f"datasets/klima/{s}/{year}", f"Klimadaten {s} {year}", f"klima-{s}-{year}-{n}"
     if kind_name == "verkehr":
-        city = rnd.choice(CITIES)
-        return (
-            f"datasets/verkehr/{city}/{year}",
-            f"Verkehrszählung {city.capitalize()} {year}",
-            f"verkehr-{city}-{year}-{n}",
-        )
+        c = rnd.choice(CITIES)
+        title = f"Verkehrszählung {c.capitalize()} {year}"
+        return f"datasets/verkehr/{c}/{year}", title, f"verkehr-{c}-{year}-{n}"
     if kind_name == "podcasts":
         series = rnd.choice(SERIES)
         return f"podcasts/{series}/{year}", f"{series.capitalize()} Folge {n}", f"{series}-{n}"
     if kind_name == "videos":
-        event = rnd.choice(EVENTS)
-        return (
-            f"videos/{event}/{year}",
-            f"{event.capitalize()} {year}: Mitschnitt {n}",
-            f"{event}-{year}-{n}",
-        )
+        e = rnd.choice(EVENTS)
+        return f"videos/{e}/{year}", f"{e.capitalize()} {year}: Mitschnitt {n}", f"{e}-{year}-{n}"
     if kind_name == "presse":
-        return (
-            f"presse/{year}/{created.month:02d}",
-            f"Pressemitteilung {n}/{year}",
-            f"pm-{year}-{created.month:02d}-{n}",
-        )
+        stem = f"pm-{year}-{month:02d}-{n}"
+        return f"presse/{year}/{month:02d}", f"Pressemitteilung {n}/{year}", stem
     theme = rnd.choice(THEMES)
     return f"studien/{theme}/{year}", f"Studie {theme.capitalize()} {year}", f"studie-{theme}-{n}"
 

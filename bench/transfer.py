@@ -1,26 +1,15 @@
-"""Transfers: uploads and downloads through the service against the bare forwarder, direct
-S3 and a bare waitress endpoint.
+"""Transfers against the ceiling of the architecture (issue items 2-4, issue 12).
 
-Targets (issue items 2-4, measured against the ceiling of the architecture since issue 12):
-- S3 transfers >= 0.9 of the bare forwarder of bench/bare.py (``--s3``: a bare WSGI app under
-  the same waitress settings, no Flask, no database), measured in the same run: upload of one
-  200 MiB file (the request body handed to the app's S3 writer), download of 200 MiB
-  (authenticated and public) and 64 Range requests of 1 MiB, which the forwarder reads with
-  the app's own presigned GET (``S3Storage.open``) and sends the way the service sends
-  (``app.streaming.event_loop_body``);
-- 25 files of 8 MiB in one request to S3 >= 0.8 of 25 direct ``upload_file`` calls (one after
-  the other);
-- upload to the local backend >= 0.8 of the same request copied to disk by a bare waitress
-  endpoint (bench/bare.py, same waitress settings, fsync + rename like the app);
-- the server's peak RSS while three clients upload 25 x 8 MiB, upload 200 MiB and download
-  200 MiB at once stays within 64 MiB of its idle RSS (VmRSS/VmHWM from /proc); an upload's
-  temporary disk use is at most one copy of the request.
+Targets: S3 upload of 200 MiB, downloads of 200 MiB (token, public) and 64 Range requests of
+1 MiB >= 0.9 of the bare forwarder of bench/bare.py (``--s3``); 25 x 8 MiB in one request to
+S3 >= 0.8 of 25 boto3 ``upload_file`` calls; uploads to the local backend >= 0.8 of a bare
+waitress endpoint writing the same body to disk; peak RSS of a fresh server while three
+clients upload 25 x 8 MiB, upload 200 MiB and download 200 MiB at once within 64 MiB of idle;
+an upload's temporary disk at most one copy of the request.
 
-Clients never hold a file in memory: service uploads and downloads are ``curl`` (``-F
-files[]=@file``, bodies streamed from disk, timing from curl's own ``time_total``); the direct
-S3 upload is boto3's managed ``upload_file`` (8 MiB parts, 10 threads: its defaults). Files
-are MP4 containers around random bytes, so SeaweedFS cannot compress them and the service's
-type detection accepts them.
+Clients never hold a file in memory: uploads and downloads are ``curl`` (bodies streamed from
+disk, timing from curl's ``time_total``). Files are MP4 containers around random bytes, so
+SeaweedFS cannot compress them and the service's type detection accepts them.
 
     .venv/bin/python -m bench.transfer                       # full size
     .venv/bin/python -m bench.transfer --big-mib 20 --small-mib 1 --slices 16   # a quick trial
