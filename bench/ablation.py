@@ -382,20 +382,6 @@ def main() -> None:
             for r in rows
         ],
     )  # fmt: skip
-    print("\nper mechanism (keep when any of its targets moves by >= 5 %):")
-    for mechanism in MECHANISMS:
-        mine = [r for r in rows if r["mechanism"] == mechanism]
-        if mine:
-            keep = any(r["keep"] for r in mine)
-            marginal = any(r["marginal"] for r in mine)
-            best = max(mine, key=lambda r: r["effect"])
-            costs = [r for r in mine if r["effect"] <= -THRESHOLD]
-            print(
-                f"  {mechanism}: {'KEEP' if keep else 'REMOVE'}"
-                f"{' (marginal)' if marginal else ''}; largest effect "
-                f"{best['effect'] * 100:+.1f} % on {best['target']}"
-                + "".join(f"; costs {-r['effect'] * 100:.1f} % on {r['target']}" for r in costs)
-            )
     report.data = {"load_average": {"start": load_start, "end": load_end}, "verdicts": rows}
     report.data["targets"] = [t.as_dict() for t in targets]
     report.save()

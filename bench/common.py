@@ -14,6 +14,7 @@ import http.client
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import statistics
@@ -359,6 +360,29 @@ class Client:
 
     def close(self) -> None:
         self.conn.close()
+
+    def rounds(self, urls: dict[str, tuple[str, str | None]], requests: int, warmup: int) -> dict:
+        """Round-robin over ``urls`` (name: (url, who)), rotating the order, ``warmup``
+        unrecorded rounds first: per name the server times, their median and p95, and the
+        ``total`` of the last answer (-1 without one)."""
+        ids: dict[str, list[str]] = {name: [] for name in urls}
+        totals: dict[str, int] = {}
+        names = list(urls)
+        for round_ in range(warmup + requests):
+            shift = round_ % len(names)
+            for name in names[shift:] + names[:shift]:
+                request_id, _, _, body = self.get(*urls[name])
+                found = re.search(rb'"total":(\d+)', body)
+                totals[name] = int(found[1]) if found else -1
+                if round_ >= warmup:
+                    ids[name].append(request_id)
+        times = self.server.server_times(rid for rids in ids.values() for rid in rids)
+        results = {}
+        for name, rids in ids.items():
+            server_ms = [times[rid] for rid in rids if rid in times]
+            results[name] = {"server_ms": server_ms, "median_ms": median(server_ms)}
+            results[name] |= {"p95_ms": p95(server_ms), "total": totals[name]}
+        return results
 
 
 def login(port: int, email: str, password: str) -> str:

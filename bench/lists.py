@@ -56,30 +56,6 @@ TARGET_MS = {"admin_all": 50, "admin_path_freigabe": 50, "public": 50, "user_own
 KEYSET_TARGET_MS = 15
 
 
-def measure(
-    client: Client, kinds: dict[str, tuple[str | None, str]], requests: int, warmup: int
-) -> dict[str, dict[str, Any]]:
-    """Round-robin over the kinds, ``warmup`` unrecorded rounds first."""
-    ids: dict[str, list[str]] = {kind: [] for kind in kinds}
-    totals: dict[str, Any] = {}
-    names = list(kinds)
-    for round_ in range(warmup + requests):
-        shift = round_ % len(names)
-        for kind in names[shift:] + names[:shift]:
-            who, url = kinds[kind]
-            request_id, _, _, body = client.get(url, who)
-            totals[kind] = json.loads(body).get("total")
-            if round_ >= warmup:
-                ids[kind].append(request_id)
-    server = client.server.server_times(rid for rids in ids.values() for rid in rids)
-    results = {}
-    for kind, rids in ids.items():
-        server_ms = [server[rid] for rid in rids if rid in server]
-        results[kind] = {"server_ms": server_ms, "median_server_ms": median(server_ms)}
-        results[kind]["total"] = totals[kind]
-    return results
-
-
 def walk(client: Client, who: str | None, url: str, pages: int) -> dict[str, Any]:
     """Follow ``next_cursor`` from the first page.
 
@@ -250,7 +226,8 @@ def main() -> None:
                 }
                 client = Client(server, tokens)
                 log(f"  {args.requests} requests per list kind")
-                results = measure(client, KINDS, args.requests, args.warmup)
+                urls = {kind: (url, who) for kind, (who, url) in KINDS.items()}
+                results = client.rounds(urls, args.requests, args.warmup)
                 keyset = {}
                 for kind, (who, url) in KINDS.items():
                     pages = 0 if kind == "user_own" else args.walk_pages
@@ -258,7 +235,7 @@ def main() -> None:
                 client.close()
             finally:
                 server.stop()
-            rows = [[kind, r["median_server_ms"], "", r["total"]] for kind, r in results.items()]
+            rows = [[kind, r["median_ms"], "", r["total"]] for kind, r in results.items()]
             rows += [
                 [f"keyset {kind} ({w['pages']} pages)", w["median_ms"], w["p95_ms"], w["max_ms"]]
                 for kind, w in keyset.items()
@@ -290,7 +267,7 @@ def main() -> None:
 def evaluate(report: Report, sizes: list[int], levels: dict[str, Any]) -> None:
     large, n = levels[str(sizes[-1])], f"{sizes[-1]:,}"
     print()
-    medians = {k: [levels[str(s)]["lists"][k]["median_server_ms"] for s in sizes] for k in KINDS}
+    medians = {k: [levels[str(s)]["lists"][k]["median_ms"] for s in sizes] for k in KINDS}
     print_table(
         ["list", *[f"{s:,}" for s in sizes], "growth"],
         [[kind, *values, values[-1] / values[0]] for kind, values in medians.items()],

@@ -511,13 +511,10 @@ def main() -> None:
     run = set(args.only or SCENARIOS)
     report = Report("open_internet", vars(args))
     with workspace("open-internet", keep=args.keep) as workdir:
-        env = app_env(
-            f"sqlite:///{workdir / 'db.sqlite3'}",
-            {"STORAGE_LOCAL_ROOT": str(workdir / "storage")},
-            workdir / "tmp",
-            CLIENT_STALL_SECONDS=str(STALL_SECONDS),
-            HEADER_TIMEOUT_SECONDS=str(HEADER_SECONDS),
-        )
+        timeouts = {"CLIENT_STALL_SECONDS": str(STALL_SECONDS)}
+        timeouts["HEADER_TIMEOUT_SECONDS"] = str(HEADER_SECONDS)
+        storage = {"STORAGE_LOCAL_ROOT": str(workdir / "storage")}
+        env = app_env(f"sqlite:///{workdir / 'db.sqlite3'}", storage, workdir / "tmp", **timeouts)
         prepare_database(env)
         make_user(env, "bench@example.org", "bench-password")
         server = app_server("service", env, workdir)
@@ -526,21 +523,11 @@ def main() -> None:
             video = workdir / "video.txt"
             video.write_bytes((b"0123456789abcdef" * 64 + b"\n") * (FILE_MIB * 1024))
             answer = workdir / "created.json"
-            auth = ["-H", f"Authorization: Bearer {token}"]
-            curl(
-                [
-                    *auth,
-                    "-F",
-                    f"files[]=@{video}",
-                    "-o",
-                    str(answer),
-                    f"{server.base_url}/api/files",
-                ]
-            )
+            form = ["-H", f"Authorization: Bearer {token}", "-F", f"files[]=@{video}"]
+            curl([*form, "-o", str(answer), f"{server.base_url}/api/files"])
             record_id = json.loads(answer.read_text())["files"][0]["id"]
-            login_body = json.dumps(
-                {"email": "bench@example.org", "password": "bench-password", "token_name": "b"}
-            ).encode()
+            credentials = {"email": "bench@example.org", "password": "bench-password"}
+            login_body = json.dumps({**credentials, "token_name": "b"}).encode()
             if "slow" in run:
                 asyncio.run(slow_and_stalled(report, server, record_id, login_body, args))
             if "flood" in run:

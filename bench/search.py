@@ -69,31 +69,12 @@ def selective_queries(database_url: str) -> dict[str, str]:
 
 
 def searches(client: Client, requests: int, warmup: int, selective: dict[str, str]) -> dict:
-    kinds = {"baseline_list": "/api/public/files"}
     queries = {**selective, **BROAD}
-    kinds |= {name: f"/api/public/files?q={quote(q)}" for name, q in queries.items()}
-    ids: dict[str, list[str]] = {kind: [] for kind in kinds}
-    totals: dict[str, int] = {}
-    names = list(kinds)
-    for round_ in range(warmup + requests):
-        shift = round_ % len(names)
-        for kind in names[shift:] + names[:shift]:
-            request_id, _, _, body = client.get(kinds[kind])
-            match = re.search(rb'"total":(\d+)', body)
-            totals[kind] = int(match[1]) if match else -1
-            if round_ >= warmup:
-                ids[kind].append(request_id)
-    times = client.server.server_times(rid for rids in ids.values() for rid in rids)
-    results = {}
-    for kind, rids in ids.items():
-        server_ms = [times[rid] for rid in rids if rid in times]
-        results[kind] = {
-            "query": queries.get(kind),
-            "server_ms": server_ms,
-            "median_ms": median(server_ms),
-            "p95_ms": p95(server_ms),
-            "total": totals[kind],
-        }
+    urls = {"baseline_list": ("/api/public/files", None)}
+    urls |= {name: (f"/api/public/files?q={quote(q)}", None) for name, q in queries.items()}
+    results = client.rounds(urls, requests, warmup)
+    for name, result in results.items():
+        result["query"] = queries.get(name)
     return results
 
 
