@@ -120,6 +120,12 @@ def app_env(database_url: str, storage: dict[str, str], tmpdir: Path, **extra: s
     )
 
 
+def sqlite_env(workdir: Path, **extra: str) -> dict[str, str]:
+    """Settings of an app on SQLite and local storage, both in ``workdir``."""
+    storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")}
+    return app_env(f"sqlite:///{workdir / 'db.sqlite3'}", storage, workdir / "tmp", **extra)
+
+
 def migrated_postgres(
     stack: contextlib.ExitStack, name: str, keep: bool = False
 ) -> tuple[Path, str, dict[str, str]]:

@@ -36,7 +36,6 @@ from bench.common import (
     MiB,
     Report,
     Sampler,
-    app_env,
     app_server,
     curl,
     log,
@@ -48,6 +47,7 @@ from bench.common import (
     prepare_database,
     proc_status,
     request,
+    sqlite_env,
     workspace,
 )
 
@@ -471,12 +471,7 @@ def deep_path_sets(report: Report, args: Any) -> None:
     records paths 126 folders deep (about 126 sets each), then `--set-clients` anonymous
     harvesters page through ListSets while a public list request is timed."""
     with workspace("open-internet-sets", keep=args.keep) as workdir:
-        env = app_env(
-            f"sqlite:///{workdir / 'db.sqlite3'}",
-            {"STORAGE_LOCAL_ROOT": str(workdir / "storage")},
-            workdir / "tmp",
-            RATELIMIT_WRITES="100000 per minute",
-        )
+        env = sqlite_env(workdir, RATELIMIT_WRITES="100000 per minute")
         prepare_database(env)
         make_user(env, "sets@example.org", "bench-password")
         server = app_server("sets", env, workdir)
@@ -513,8 +508,7 @@ def main() -> None:
     with workspace("open-internet", keep=args.keep) as workdir:
         timeouts = {"CLIENT_STALL_SECONDS": str(STALL_SECONDS)}
         timeouts["HEADER_TIMEOUT_SECONDS"] = str(HEADER_SECONDS)
-        storage = {"STORAGE_LOCAL_ROOT": str(workdir / "storage")}
-        env = app_env(f"sqlite:///{workdir / 'db.sqlite3'}", storage, workdir / "tmp", **timeouts)
+        env = sqlite_env(workdir, **timeouts)
         prepare_database(env)
         make_user(env, "bench@example.org", "bench-password")
         server = app_server("service", env, workdir)

@@ -43,6 +43,7 @@ from bench.common import (
     proc_status,
     s3_client,
     s3_settings,
+    sqlite_env,
     start_s3,
     workspace,
 )
@@ -118,8 +119,7 @@ def stack_env(stack: str, workdir: Path, databases: Postgres, s3: Any, name: str
         bucket = f"bench-{uuid.uuid4().hex[:12]}"
         s3_client(s3).create_bucket(Bucket=bucket)
         return app_env(databases.create(name), s3_settings(s3, bucket), workdir / f"tmp-{name}")
-    storage = {"STORAGE_LOCAL_ROOT": str(workdir / f"storage-{name}")}
-    return app_env(f"sqlite:///{workdir / f'{name}.sqlite3'}", storage, workdir / f"tmp-{name}")
+    return sqlite_env(workdir)
 
 
 def measure_stack(stack: str, args: argparse.Namespace, workdir: Path, report: Report) -> None:

@@ -1,4 +1,5 @@
-"""Fast, realistic seeding of ``users`` and ``file_records`` with COPY (for bench/lists.py).
+"""Fast, realistic seeding of ``users`` and ``file_records`` with COPY (for bench.lists,
+bench.search and bench.pages).
 
 1,000 users own the records with a skewed (Zipf-like) spread: a few staff upload a lot, most a
 little. Records look like the repository's content: reports by quarter, climate and traffic data
@@ -11,13 +12,10 @@ the future.
 Growing a table drops its secondary indexes, copies the new rows in, builds the indexes again
 and runs ``VACUUM (ANALYZE)``, as a bulk load would; the indexes are whatever the migrations
 made, so new ones are included.
-
-    .venv/bin/python -m bench.seed postgresql://postgres@127.0.0.1:5432/mydb --records 100000
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 import uuid
@@ -284,21 +282,3 @@ class Seeder:
                 "GROUP BY u.email ORDER BY count(*) DESC LIMIT 1"
             ).fetchone()
         return email, n
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description="Seed a migrated database for the benchmarks.")
-    parser.add_argument("database_url", help="libpq URL of a migrated database")
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--users", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-    seeder = Seeder(args.database_url, users=args.users, seed=args.seed)
-    seeder.create_users()
-    began = time.perf_counter()
-    timings = seeder.grow_to(args.records)
-    print(f"{args.records} records in {time.perf_counter() - began:.1f} s: {timings}")
-
-
-if __name__ == "__main__":
-    main()

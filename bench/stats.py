@@ -22,7 +22,6 @@ from bench.common import (
     MiB,
     Server,
     alternate,
-    app_env,
     app_server,
     concurrent_rate,
     flask_cli,
@@ -33,6 +32,7 @@ from bench.common import (
     prepare_database,
     print_table,
     request,
+    sqlite_env,
     workspace,
 )
 
@@ -55,8 +55,7 @@ def make_files(folder: Path, size_mib: int) -> None:
 
 def start(name: str, work: Path, files: Path, without: str) -> tuple[Server, dict[str, str]]:
     """A server with the files imported; its ids by file name."""
-    storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(work / name / "storage")}
-    env = app_env(f"sqlite:///{work / name / 'db.sqlite3'}", storage, work / name / "tmp")
+    env = sqlite_env(work / name)
     prepare_database(env)
     make_user(env, "bench@example.org", "bench-password")
     flask_cli("import", str(files), "--owner", "bench@example.org", env=env)
