@@ -25,20 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
-    Postgres,
     Report,
     alternate,
-    app_env,
     app_server,
     curl,
     log,
     login,
     make_user,
     median,
-    prepare_database,
+    migrated_postgres,
     print_table,
     request,
-    workspace,
 )
 
 EMAIL, PASSWORD = "bench-meta@example.org", "bench password 1234"
@@ -127,16 +124,7 @@ def main() -> None:
     report = Report("metadata", vars(args).copy())
 
     with contextlib.ExitStack() as stack:
-        workdir = stack.enter_context(workspace("metadata", keep=args.keep))
-        postgres = Postgres()
-        stack.callback(postgres.drop_all)
-        database_url = postgres.create("bench_metadata")
-        env = app_env(
-            database_url,
-            {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")},
-            workdir / "app-tmp",
-        )
-        prepare_database(env)
+        workdir, database_url, env = migrated_postgres(stack, "metadata", args.keep)
         make_user(env, EMAIL, PASSWORD)
         server = app_server("app", env, workdir)
         stack.callback(server.stop)
