@@ -490,31 +490,30 @@ def open_file_usage(pid: int, categories: dict[str, Path]) -> dict[str, int]:
 
 
 class Sampler:
-    """Samples a process's RSS (and optionally its open temporary files) in a thread."""
+    """Samples a process's RSS (and optionally its open temporary files) in a thread: the peak
+    RSS, and per folder of ``file_categories`` the most bytes open in it at once."""
 
     def __init__(
         self, pid: int, interval: float = 0.02, file_categories: dict | None = None
     ) -> None:
-        self.pid = pid
-        self.interval = interval
-        self.file_categories = file_categories
-        self.samples: list[tuple[float, int, dict[str, int]]] = []
+        self.pid, self.interval, self.file_categories = pid, interval, file_categories
+        self.peak_rss = 0
+        self.peaks: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._began = 0.0
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                rss = proc_status(self.pid)["VmRSS"]
+                self.peak_rss = max(self.peak_rss, proc_status(self.pid)["VmRSS"])
             except (OSError, KeyError):
                 return
-            files = open_file_usage(self.pid, self.file_categories) if self.file_categories else {}
-            self.samples.append((time.monotonic() - self._began, rss, files))
+            usage = open_file_usage(self.pid, self.file_categories) if self.file_categories else {}
+            for name, size in usage.items():
+                self.peaks[name] = max(self.peaks.get(name, 0), size)
             self._stop.wait(self.interval)
 
     def __enter__(self) -> Sampler:
-        self._began = time.monotonic()
         self._thread.start()
         return self
 
@@ -522,20 +521,8 @@ class Sampler:
         self._stop.set()
         self._thread.join()
 
-    @property
-    def peak_rss(self) -> int:
-        return max((rss for _, rss, _ in self.samples), default=0)
-
     def peak_files(self) -> dict[str, int]:
-        """Per category the largest sampled total, and ``total``: the largest sum at once."""
-        peaks: dict[str, int] = {}
-        total = 0
-        for _, _, files in self.samples:
-            for name, size in files.items():
-                peaks[name] = max(peaks.get(name, 0), size)
-            total = max(total, sum(files.values()))
-        peaks["total"] = total
-        return peaks
+        return dict(self.peaks)
 
 
 # --- statistics and reporting -----------------------------------------------------------
