@@ -29,7 +29,6 @@ from urllib.parse import parse_qsl
 
 from app.config import MAX_REQUEST_SIZE, MiB, settings_from_env
 from app.server import make_server, release_freed_memory_to_the_system
-from app.storage.base import ObjectReader
 from app.streaming import READ_BYTES, event_loop_body
 
 READ_SIZE = MiB  # what the app's multipart reader asks waitress for
@@ -82,33 +81,20 @@ class BareApp:
     def _forward_download(
         self, environ: dict[str, Any], start_response: Callable[..., Any], key: str
     ) -> Iterable[bytes]:
-        """The app's own read (``S3Storage.open``), sent as the service sends. Ranges of the
-        form ``bytes=a-b`` or ``bytes=a-``."""
+        """The app's own read (``S3Storage.open``), sent as the service sends
+        (``event_loop_body``). Ranges of the form ``bytes=a-b`` or ``bytes=a-``."""
         start, end = 0, None
         range_header = environ.get("HTTP_RANGE")
         if range_header:
             first, _, last = range_header.removeprefix("bytes=").partition("-")
             start, end = int(first), int(last) if last else None
         reader = self.storage.open(key, start, end, chunk_size=READ_BYTES)
-        content_range = None
-        if range_header:
-            content_range = f"bytes {start}-{start + reader.length - 1}/{reader.size}"
-        return self._send(environ, start_response, reader, content_range)
-
-    @staticmethod
-    def _send(
-        environ: dict[str, Any],
-        start_response: Callable[..., Any],
-        reader: ObjectReader,
-        content_range: str | None,
-    ) -> Iterable[bytes]:
         headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
         headers.append(("Content-Length", str(reader.length)))
-        status = "200 OK"
-        if content_range:
-            status = "206 Partial Content"
+        if range_header:
+            content_range = f"bytes {start}-{start + reader.length - 1}/{reader.size}"
             headers.append(("Content-Range", content_range))
-        start_response(status, headers)
+        start_response("206 Partial Content" if range_header else "200 OK", headers)
         return event_loop_body(environ, reader, reader.length)
 
     def _forward_upload(self, stream: Any, key: str) -> int:
