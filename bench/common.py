@@ -653,6 +653,7 @@ class Report:
         if latest:
             (RESULTS / f"{self.name}-latest.json").write_text(text)
         log(f"results: {path.relative_to(ROOT)} ({document['machine']['git']})")
+        print("verdicts:" if self.checks else "no verdicts")
         for c in self.checks:
             verdict = "PASS" if c["pass"] else "FAIL"
             print(f"{verdict}  {c['target']}: {c['value']:.3f}{c['unit']} ({c['op']} {c['limit']})")
