@@ -110,14 +110,9 @@ def app_env(database_url: str, storage: dict[str, str], tmpdir: Path, **extra: s
     production defaults (scrypt, 8 threads, one JSON access-log line per request).
     """
     tmpdir.mkdir(parents=True, exist_ok=True)
-    return clean_env(
-        DATABASE_URL=sqlalchemy_url(database_url),
-        TMPDIR=str(tmpdir),
-        RATELIMIT_UPLOADS="100000 per minute",
-        RATELIMIT_TOKENS="100000 per minute",
-        **storage,
-        **extra,
-    )
+    limits = {"RATELIMIT_UPLOADS": "100000 per minute", "RATELIMIT_TOKENS": "100000 per minute"}
+    settings = {"DATABASE_URL": sqlalchemy_url(database_url), "TMPDIR": str(tmpdir), **limits}
+    return clean_env(**settings, **storage, **extra)
 
 
 def sqlite_env(workdir: Path, **extra: str) -> dict[str, str]:
@@ -214,22 +209,16 @@ class Server:
 
     def access_entries(self) -> list[dict[str, Any]]:
         """Access-log lines (logger ``app.access``) written since the last call."""
-        entries = []
         with self.log_path.open("rb") as file:
             file.seek(self._log_offset)
             data = file.read()
         end = data.rfind(b"\n") + 1
         self._log_offset += end
+        entries = []
         for line in data[:end].splitlines():
-            if not line.startswith(b"{"):
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if entry.get("logger") == "app.access":
-                entries.append(entry)
-        return entries
+            with contextlib.suppress(ValueError):
+                entries += [json.loads(line)] if line.startswith(b"{") else []
+        return [entry for entry in entries if entry.get("logger") == "app.access"]
 
     def server_times(self, request_ids: Iterable[str], timeout: float = 5.0) -> dict[str, float]:
         """``duration_ms`` of the given requests from the access log, by request id.
