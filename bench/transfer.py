@@ -118,20 +118,14 @@ class Service:
         out.unlink()
         if record["http_code"] != 201:
             raise RuntimeError(f"upload answered {record['http_code']}: {body}")
-        return {
-            "seconds": record["time_total"],
-            "bytes_sent": record["size_upload"],
-            "ids": [item["id"] for item in body["files"]],
-        }
+        ids = [item["id"] for item in body["files"]]
+        return {"seconds": record["time_total"], "bytes_sent": record["size_upload"], "ids": ids}
 
     def delete(self, ids: list[str]) -> None:
+        headers = {"Authorization": f"Bearer {self.token}"}
         for record_id in ids:
-            status, _, data = request(
-                self.server.port,
-                "DELETE",
-                f"/api/files/{record_id}",
-                headers={"Authorization": f"Bearer {self.token}"},
-            )
+            path = f"/api/files/{record_id}"
+            status, _, data = request(self.server.port, "DELETE", path, None, headers)
             if status != 204:
                 raise RuntimeError(f"delete answered {status}: {data[:200]!r}")
 
