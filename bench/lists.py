@@ -57,10 +57,8 @@ KEYSET_TARGET_MS = 15
 
 
 def walk(client: Client, who: str | None, url: str, pages: int) -> dict[str, Any]:
-    """Follow ``next_cursor`` from the first page.
-
-    Also checks that the walk is consistent: newest first, no record twice.
-    """
+    """Follow ``next_cursor`` from the first page, checking the order (newest first) and that
+    no record comes twice."""
     separator = "&" if "?" in url else "?"
     # An empty cursor asks for the first keyset page (no total).
     request_id, _, _, data = client.get(f"{url}{separator}cursor=", who)
@@ -90,16 +88,10 @@ def walk(client: Client, who: str | None, url: str, pages: int) -> dict[str, Any
         page_ids.append(request_id)
     times = client.server.server_times(page_ids)
     server_ms = [times[rid] for rid in page_ids if rid in times]
-    return {
-        "pages": len(page_ids),
-        "records": len(seen),
-        "server_ms": server_ms,
-        "median_ms": median(server_ms),
-        "p95_ms": p95(server_ms),
-        "max_ms": max(server_ms),
-        "problems": problems[:5],
-        "sample_cursor": cursors[len(cursors) // 2] if cursors else None,
-    }
+    result = {"pages": len(page_ids), "records": len(seen), "server_ms": server_ms}
+    result |= {"median_ms": median(server_ms), "p95_ms": p95(server_ms), "max_ms": max(server_ms)}
+    sample = cursors[len(cursors) // 2] if cursors else None
+    return result | {"problems": problems[:5], "sample_cursor": sample}
 
 
 # --- the app's SQL and its plans --------------------------------------------------------

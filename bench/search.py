@@ -95,21 +95,13 @@ def harvest(client: Client, max_pages: int) -> dict[str, Any]:
     seconds = time.perf_counter() - began
     times = client.server.server_times(request_ids, timeout=30)
     server_ms = [times[rid] for rid in request_ids if rid in times]
-    first = server_ms[0]
-    later = server_ms[1:] or [first]
-    return {
-        "pages": len(request_ids),
-        "records": records,
-        "seconds": seconds,
-        "records_per_s": records / seconds,
-        "first_ms": first,
-        "median_ms": median(later),
-        "p95_ms": p95(later),
-        "max_ms": max(later),
-        "p95_ratio_to_first": p95(later) / first,
-        "last_decile_median_ms": median(later[-max(1, len(later) // 10) :]),
-        "first_decile_median_ms": median(later[: max(1, len(later) // 10)]),
-    }
+    first, later = server_ms[0], server_ms[1:] or server_ms
+    tenth = max(1, len(later) // 10)
+    result = {"pages": len(request_ids), "records_per_s": records / seconds, "first_ms": first}
+    result |= {"median_ms": median(later), "p95_ms": p95(later), "max_ms": max(later)}
+    result |= {"p95_ratio_to_first": p95(later) / first}
+    result |= {"last_decile_median_ms": median(later[-tenth:])}
+    return result | {"first_decile_median_ms": median(later[:tenth])}
 
 
 def main() -> None:
