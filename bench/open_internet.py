@@ -205,7 +205,8 @@ async def slow_and_stalled(
     for name, values in timings.items():
         load = f"{args.slow} slow + {args.stalled} stalled readers"
         check(f"{name} p99 with {load}", percentile(values, 99), 1.0, False, " s")
-    check("memory per slow or stalled client (steady, over idle)", per_client / MiB, 1, False)
+    per_client_mib = per_client / MiB
+    check("memory per slow or stalled client (steady, over idle)", per_client_mib, 1, False, " MiB")
     check("slow readers disconnected", stats["closed"], 0, False)
     check(f"stalled readers cut off after {STALL_SECONDS} s", closed, args.stalled, True)
     # Counted from the request: a stalled client still takes what fits into the socket
