@@ -97,7 +97,8 @@ def harvest(client: Client, max_pages: int) -> dict[str, Any]:
     server_ms = [times[rid] for rid in request_ids if rid in times]
     first, later = server_ms[0], server_ms[1:] or server_ms
     tenth = max(1, len(later) // 10)
-    result = {"pages": len(request_ids), "records_per_s": records / seconds, "first_ms": first}
+    result = {"pages": len(request_ids), "records": records, "records_per_s": records / seconds}
+    result["first_ms"] = first
     result |= {"median_ms": median(later), "p95_ms": p95(later), "max_ms": max(later)}
     result |= {"p95_ratio_to_first": p95(later) / first}
     result |= {"last_decile_median_ms": median(later[-tenth:])}
