@@ -1,53 +1,38 @@
 """Ablation: each piece of performance machinery against its target, with and without it.
 
 Issue 12 item 5: every mechanism earns its place by moving the target it serves by at least
-5 % in the same run. Per mechanism, servers with and without it run side by side on the same
-PostgreSQL, SeaweedFS and files, and their measurements alternate (A B C, B C A, ...):
+5 % in the same run. Servers with and without it (``app_server(..., without=NAME)``, the one
+switch of bench/README.md) run side by side on the same PostgreSQL, SeaweedFS and files, and
+their measurements alternate: ``record-cache`` and ``token-cache`` on GET /api/files/{id}
+over /healthz (wrk), the record cache also on Range 1 MiB; ``presigned`` on the 200 MiB
+download and Range 1 MiB (over curl on a presigned URL); ``commits`` on local uploads (over
+the bare waitress endpoint); ``glibc`` on the memory of three transfers at once.
 
-- record cache (``RECORD_CACHE_SECONDS=0``): GET /api/files/{id} over /healthz (wrk), and
-  Range 1 MiB over curl;
-- token cache (``TOKEN_CACHE_SECONDS=0``): GET /api/files/{id} over /healthz;
-- presigned S3 reads (shim ``presigned``: ``get_object``, still ``read1``): download 200 MiB
-  and Range 1 MiB over curl on a presigned URL;
-- background commits of local files (shim ``commits``): local uploads, 200 MiB and
-  25 x 8 MiB, over the bare waitress endpoint;
-- glibc tuning (shim ``glibc``: no ``mallopt``): memory of three transfers at once (a fresh
-  server per measurement, transfer.py's scenario); S3 uploads, local uploads, download.
-
-The settings are the app's own; the other mechanisms have none, so the server child gets
-``bench/ablation_shim`` on its PYTHONPATH and ``BENCH_ABLATE=<name>``: its ``sitecustomize``
-patches the mechanism away before ``flask serve`` builds the app (the server log shows a line
-``ablation shim: without <name>``, checked here). A mechanism the app no longer has stops the
-shim, and so the run: its variant goes when the mechanism goes.
-
-Per target the figure is the median over the repetitions (for throughput: service / baseline,
-the baseline measured in the same rotation; for memory: peak RSS - idle RSS). The *effect* is
-how much better the target is with the mechanism than without it (higher-is-better:
-with / without - 1; memory: without / with - 1). Verdict: ``keep`` at an effect >= 5 % on
-any of its targets, else ``remove``; ``marginal`` when the per-repetition paired effects'
-quartiles straddle 5 %.
+Per target the figure is the median over the repetitions (throughput over its baseline;
+memory: peak RSS - idle RSS). The effect is how much better the target is with the mechanism
+(with / without - 1; memory: without / with - 1): ``keep`` at >= 5 % on any of its targets,
+else ``remove``; ``marginal`` when the paired per-repetition effects' quartiles straddle 5 %.
 
     .venv/bin/python -m bench.ablation                 # 7 repetitions (~15 min)
     .venv/bin/python -m bench.ablation --reps 3 --big-mib 40 --small-count 5 --duration 2
+    .venv/bin/python -m bench.ablation --only metadata --without token-cache
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import random
 import statistics
-import time
 import uuid
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from bench.common import (
-    ROOT,
     MiB,
     Postgres,
     Report,
@@ -67,55 +52,36 @@ from bench.common import (
     s3_client,
     s3_settings,
     start_s3,
+    without_option,
     workspace,
 )
-from bench.metadata import run_wrk
+from bench.metadata import run_wrk, sample_record
 from bench.transfer import Service, file_args, memory, timed_upload, write_mp4
 
 EMAIL, PASSWORD = "bench-ablation@example.org", "bench password 1234"
-SHIM = ROOT / "bench" / "ablation_shim"
 THRESHOLD = 0.05
-
-#: Server variants: name -> (extra settings, shim switches).
-VARIANTS: dict[str, tuple[dict[str, str], str]] = {
-    "with all": ({}, ""),
-    "no record cache": ({"RECORD_CACHE_SECONDS": "0"}, ""),
-    "no token cache": ({"TOKEN_CACHE_SECONDS": "0"}, ""),
-    "no presigned reads": ({}, "presigned"),
-    "no background commits": ({}, "commits"),
-    "no glibc tuning": ({}, "glibc"),
-}
-#: Mechanism -> the variant without it.
+BARE = "bare waitress to disk"
+WITH = "with all"
+#: Mechanism -> its name for ``without`` (the variant without it).
 MECHANISMS = {
-    "record cache": "no record cache",
-    "token cache": "no token cache",
-    "presigned S3 reads": "no presigned reads",
-    "background commits": "no background commits",
-    "glibc tuning": "no glibc tuning",
+    "record cache": "record-cache",
+    "token cache": "token-cache",
+    "presigned S3 reads": "presigned",
+    "background commits": "commits",
+    "glibc tuning": "glibc",
 }
+CHOSEN: set[str] = set(MECHANISMS.values())
 
 
-def variant_env(base: dict[str, str], variant: str) -> dict[str, str]:
-    settings, shim = VARIANTS[variant]
-    env = {**base, **settings}
-    env.pop("BENCH_ABLATE", None)
-    if shim:
-        env["BENCH_ABLATE"] = shim
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SHIM), base.get("PYTHONPATH")]))
-    return env
-
-
-def check_shim(log_path: Path, variant: str) -> None:
-    shim = VARIANTS[variant][1]
-    if shim and f"ablation shim: without {shim}" not in log_path.read_text(errors="replace"):
-        raise RuntimeError(f"{variant}: the shim did not run (see {log_path})")
+def chosen(*variants: str) -> list[str]:
+    """The variants of a part that this run measures: "with all" and the chosen ones."""
+    return [WITH, *(v for v in variants if v in CHOSEN)]
 
 
 def start(stack: contextlib.ExitStack, tag: str, env: dict, variant: str, workdir: Path) -> Server:
-    name = f"{tag}-{variant.replace(' ', '-')}"
-    server = app_server(name, variant_env(env, variant), workdir)
+    without = "" if variant == WITH else variant
+    server = app_server(f"{tag}-{variant.replace(' ', '-')}", env, workdir, without=without)
     stack.callback(server.stop)
-    check_shim(server.log_path, variant)
     return server
 
 
@@ -126,22 +92,16 @@ def loadavg() -> str:
 # --- one target: variants measured alternately ------------------------------------------
 
 
+@dataclass
 class Target:
-    """One target's runs per variant; ``value`` turns one run into the target's figure."""
+    """One target's runs per variant (MiB/s, ratio or MiB per repetition); with ``baseline``
+    the figure of a variant is its median over the baseline's."""
 
-    def __init__(
-        self,
-        name: str,
-        unit: str,
-        higher_is_better: bool,
-        runs: dict[str, list[float]],
-        baseline: str | None = None,
-    ) -> None:
-        self.name = name
-        self.unit = unit
-        self.higher_is_better = higher_is_better
-        self.runs = runs  # variant -> per-repetition raw values (MiB/s, ratio, MiB)
-        self.baseline = baseline
+    name: str
+    unit: str
+    higher_is_better: bool
+    runs: dict[str, list[float]]
+    baseline: str | None = None
 
     def figure(self, variant: str) -> float:
         value = median(self.runs[variant])
@@ -152,28 +112,24 @@ class Target:
     def effect(self, variant: str) -> tuple[float, list[float]]:
         """How much better "with all" is than ``variant``, and the paired per-repetition
         effects (the baseline cancels out of those)."""
-        w, wo = self.figure("with all"), self.figure(variant)
+        w, wo = self.figure(WITH), self.figure(variant)
         paired = [
             (a / b if self.higher_is_better else b / a) - 1
-            for a, b in zip(self.runs["with all"], self.runs[variant], strict=True)
+            for a, b in zip(self.runs[WITH], self.runs[variant], strict=True)
             if a > 0 and b > 0
         ]
         return ((w / wo) if self.higher_is_better else (wo / w)) - 1, paired
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "unit": self.unit,
-            "higher_is_better": self.higher_is_better,
-            "baseline": self.baseline,
-            "runs": self.runs,
-            "figures": {v: self.figure(v) for v in self.runs if v != self.baseline},
-        }
+        figures = {v: self.figure(v) for v in self.runs if v != self.baseline}
+        return {**asdict(self), "figures": figures}
 
 
 def rotate(
     reps: int, warmup: int, runners: dict[str, Callable[[], float]], label: str
 ) -> dict[str, list[float]]:
+    if not set(runners) & CHOSEN:
+        return {}
     log(f"{label}: {', '.join(runners)}; {reps} reps, load {loadavg()}")
     runs = alternate(
         reps, [(name, lambda rep, f=fn: f()) for name, fn in runners.items()], warmup=warmup
@@ -189,51 +145,31 @@ def rotate(
 
 
 def metadata_targets(
-    stack: contextlib.ExitStack, args: argparse.Namespace, workdir: Path, pg: Postgres
+    stack: contextlib.ExitStack, args: argparse.Namespace, workdir: Path, pg: Postgres, _: dict
 ) -> list[Target]:
-    url = pg.create("bench_ablation_meta")
-    env = app_env(
-        url,
-        {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "meta-storage")},
-        workdir / "meta-tmp",
-    )
+    storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "meta-storage")}
+    env = app_env(pg.create("bench_ablation_meta"), storage, workdir / "meta-tmp")
     prepare_database(env)
     make_user(env, EMAIL, PASSWORD)
-    variants = ["with all", "no record cache", "no token cache"]
+    variants = chosen("record-cache", "token-cache")
     servers = {v: start(stack, "meta", env, v, workdir) for v in variants}
     tokens = {v: login(s.port, EMAIL, PASSWORD) for v, s in servers.items()}
-    sample = workdir / "sample.csv"
-    sample.write_text("jahr;wert\n2024;1\n2025;2\n")
-    out = workdir / "created.json"
-    first = servers["with all"]
-    curl(
-        ["-H", f"Authorization: Bearer {tokens['with all']}", "-F", f"files[]=@{sample}"]
-        + ["-F", "titel=Messwerte", "-o", str(out), f"{first.base_url}/api/files"]
-    )
-    record_id = json.loads(out.read_text())["files"][0]["id"]
-    wrk_args = SimpleNamespace(wrk_threads=1, connections=8, duration=args.duration)
+    record_id = sample_record(servers[WITH], tokens[WITH], workdir)
 
     def measure(variant: str) -> float:
         """req/s of the record GET over /healthz's, measured back to back on one server."""
         server = servers[variant]
         auth = [f"Authorization: Bearer {tokens[variant]}"]
-        pair = [
-            (f"{server.base_url}/healthz", []),
-            (f"{server.base_url}/api/files/{record_id}", auth),
-        ]
-        results = [run_wrk(u, h, wrk_args) for u, h in pair]
+        pair = [("/healthz", []), (f"/api/files/{record_id}", auth)]
+        results = [run_wrk(f"{server.base_url}{u}", h, args.duration) for u, h in pair]
         for result in results:
             if result["non_2xx"] or result["socket_errors"]:
                 raise RuntimeError(f"{variant}: {result}")
         server.access_entries()  # keep the log offset moving
         return results[1]["rps"] / results[0]["rps"]
 
-    runs = rotate(
-        args.reps,
-        1,
-        {v: (lambda v=v: measure(v)) for v in variants},
-        "metadata: GET /api/files/{id} req/s over /healthz req/s",
-    )
+    label = "metadata: GET /api/files/{id} req/s over /healthz req/s"
+    runs = rotate(args.reps, 1, {v: (lambda v=v: measure(v)) for v in variants}, label)
     for server in servers.values():
         server.stop()
     return [Target("GET /api/files/{id} / /healthz (req/s)", "", True, runs)]
@@ -251,107 +187,70 @@ def s3_targets(
     env = app_env(url, s3_settings(s3, bucket), workdir / "s3-tmp")
     prepare_database(env)
     make_user(env, EMAIL, PASSWORD)
-    variants = ["with all", "no record cache", "no presigned reads", "no glibc tuning"]
+    variants = chosen("record-cache", "presigned")
     servers = {v: start(stack, "s3", env, v, workdir) for v in variants}
     services = {v: Service(s, login(s.port, EMAIL, PASSWORD), workdir) for v, s in servers.items()}
-    [record_id] = services["with all"].upload([files["big"]])["ids"]
+    [record_id] = services[WITH].upload([files["big"]])["ids"]
     import psycopg
 
     with psycopg.connect(url) as conn:
-        key = conn.execute(
-            "SELECT stored_path FROM file_records WHERE id = %s", (record_id,)
-        ).fetchone()[0]
+        query = "SELECT stored_path FROM file_records WHERE id = %s"
+        key = conn.execute(query, (record_id,)).fetchone()[0]
     presigned = client.generate_presigned_url(
         "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=6 * 3600
     )
     size = files["big"].stat().st_size
-    targets = []
+
+    def target(variant: str | None) -> tuple[str, list[str]]:
+        if variant is None:
+            return presigned, []
+        base = services[variant].server.base_url
+        return f"{base}/api/files/{record_id}/download", services[variant].auth
 
     def download(variant: str | None) -> float:
-        if variant is None:
-            target, headers = presigned, []
-        else:
-            service = services[variant]
-            target = f"{service.server.base_url}/api/files/{record_id}/download"
-            headers = service.auth
-        [record] = curl([*headers, "-o", os.devnull, target])
+        url, headers = target(variant)
+        [record] = curl([*headers, "-o", os.devnull, url])
         if record["http_code"] != 200 or record["size_download"] != size:
             raise RuntimeError(f"download {variant}: {record['http_code']}")
         return mib_per_s(size, record["time_total"])
 
-    chosen = ["with all", "no presigned reads", "no glibc tuning"]
     runners: dict[str, Callable[[], float]] = {"curl presigned S3": lambda: download(None)}
-    runners.update({v: (lambda v=v: download(v)) for v in chosen})
+    runners.update({v: (lambda v=v: download(v)) for v in chosen("presigned")})
     runs = rotate(args.reps, 1, runners, f"download 1 x {args.big_mib} MiB (MiB/s)")
-    targets.append(
-        Target(f"download {args.big_mib} MiB / curl", "", True, runs, "curl presigned S3")
-    )
+    label = f"download {args.big_mib} MiB / curl"
+    targets = [Target(label, "", True, runs, "curl presigned S3")]
 
     rng = random.Random(42)
     offsets = [rng.randrange(0, size - MiB) for _ in range(args.slices)]
 
     def slices(variant: str | None) -> float:
-        if variant is None:
-            target, headers = presigned, []
-        else:
-            service = services[variant]
-            target = f"{service.server.base_url}/api/files/{record_id}/download"
-            headers = service.auth
+        url, headers = target(variant)
         chain: list[str] = []
         for i, begin in enumerate(offsets):
-            if i:
-                chain.append("--next")
+            chain += ["--next"] if i else []
             chain += [*headers, "-H", "Expect:", "-r", f"{begin}-{begin + MiB - 1}"]
-            chain += ["-w", "%{json}\n", "-o", os.devnull, target]
+            chain += ["-w", "%{json}\n", "-o", os.devnull, url]
         records = curl(chain)
-        if len(records) != len(offsets) or any(
-            r["http_code"] != 206 or r["size_download"] != MiB for r in records
-        ):
+        if [(r["http_code"], r["size_download"]) for r in records] != [(206, MiB)] * len(offsets):
             raise RuntimeError(f"range {variant}: bad answers")
         return mib_per_s(len(offsets) * MiB, sum(r["time_total"] for r in records))
 
-    chosen = ["with all", "no record cache", "no presigned reads"]
     runners = {"curl presigned S3": lambda: slices(None)}
-    runners.update({v: (lambda v=v: slices(v)) for v in chosen})
+    runners.update({v: (lambda v=v: slices(v)) for v in chosen("record-cache", "presigned")})
     runs = rotate(args.reps, 1, runners, f"Range {args.slices} x 1 MiB (MiB/s)")
     targets.append(Target("Range 1 MiB / curl", "", True, runs, "curl presigned S3"))
-
-    def direct(paths: list[Path]) -> float:
-        keys = [f"bench/direct/{uuid.uuid4()}" for _ in paths]
-        began = time.perf_counter()
-        for path, key in zip(paths, keys, strict=True):
-            client.upload_file(str(path), bucket, key)
-        seconds = time.perf_counter() - began
-        for key in keys:
-            client.delete_object(Bucket=bucket, Key=key)
-        return mib_per_s(sum(p.stat().st_size for p in paths), seconds)
-
-    def upload(variant: str, paths: list[Path]) -> float:
-        run = timed_upload(services[variant], paths, {})
-        return mib_per_s(sum(p.stat().st_size for p in paths), run["seconds"])
-
-    chosen = ["with all", "no glibc tuning"]
-    for label, paths in (
-        (f"S3 upload 1 x {args.big_mib} MiB / boto3", [files["big"]]),
-        (f"S3 upload {args.small_count} x {args.small_mib} MiB / boto3", files["small"]),
-    ):
-        runners = {"boto3 upload_file": lambda p=paths: direct(p)}
-        runners.update({v: (lambda v=v, p=paths: upload(v, p)) for v in chosen})
-        runs = rotate(args.reps, 1, runners, f"{label} (MiB/s)")
-        targets.append(Target(label, "", True, runs, "boto3 upload_file"))
 
     for server in servers.values():
         server.stop()
 
     # Memory: a fresh server per measurement (transfer.py's scenario), alternating.
-    token = services["with all"].token
+    token = services[WITH].token
     growth: dict[str, list[float]] = {}
 
     def peak(variant: str) -> float:
         scratch = Report("ablation-memory", {})
-        memory(scratch, SimpleNamespace(reps=1), variant_env(env, variant), workdir, files,
-               record_id, token)  # fmt: skip
-        check_shim(workdir / "app-memory-0.log", variant)
+        without = "" if variant == WITH else variant
+        memory(scratch, SimpleNamespace(reps=1), env, workdir, files, record_id, token, without)
         run = scratch.data["memory"][0]
         growth.setdefault(variant, []).append(run["idle_rss"] / MiB)
         return run["growth"] / MiB
@@ -359,13 +258,11 @@ def s3_targets(
     runs = rotate(
         args.reps,
         0,
-        {v: (lambda v=v: peak(v)) for v in ("with all", "no glibc tuning")},
+        {v: (lambda v=v: peak(v)) for v in chosen("glibc")},
         "memory: peak RSS - idle RSS, 3 transfers at once (MiB)",
     )
     print("  idle RSS (MiB): " + "; ".join(f"{v} {median(x):.1f}" for v, x in growth.items()))
-    memory_target = Target("memory: peak - idle RSS (MiB)", " MiB", False, runs)
-    memory_target.idle = growth  # type: ignore[attr-defined]
-    targets.append(memory_target)
+    targets.append(Target("memory: peak - idle RSS (MiB)", " MiB", False, runs))
     client.close()
     return targets
 
@@ -374,17 +271,11 @@ def local_targets(
     stack: contextlib.ExitStack, args: argparse.Namespace, workdir: Path, pg: Postgres, files: dict
 ) -> list[Target]:
     url = pg.create("bench_ablation_local")
-    variants = ["with all", "no background commits", "no glibc tuning"]
+    variants = chosen("commits")
     servers = {}
     for v in variants:
-        env = app_env(
-            url,
-            {
-                "STORAGE_BACKEND": "local",
-                "STORAGE_LOCAL_ROOT": str(workdir / f"local-{v.replace(' ', '-')}"),
-            },
-            workdir / "local-tmp",
-        )
+        storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / f"local-{v}")}
+        env = app_env(url, storage, workdir / "local-tmp")
         if not servers:
             prepare_database(env)
             make_user(env, EMAIL, PASSWORD)
@@ -396,8 +287,7 @@ def local_targets(
 
     def bare_upload(paths: list[Path]) -> float:
         out = workdir / "bare-answer.json"
-        [record] = curl([*file_args(paths), "-F", "path=bench/transfer", "-o", str(out)]
-                        + [f"{bare.base_url}/upload"])  # fmt: skip
+        [record] = curl([*file_args(paths), "-o", str(out), f"{bare.base_url}/upload"])
         if record["http_code"] != 201:
             raise RuntimeError(f"bare upload answered {record['http_code']}")
         for leftover in bare_dir.iterdir():
@@ -413,12 +303,10 @@ def local_targets(
         (f"local upload 1 x {args.big_mib} MiB / bare", [files["big"]]),
         (f"local upload {args.small_count} x {args.small_mib} MiB / bare", files["small"]),
     ):
-        runners: dict[str, Callable[[], float]] = {
-            "bare waitress to disk": lambda p=paths: bare_upload(p)
-        }
+        runners: dict[str, Callable[[], float]] = {BARE: lambda p=paths: bare_upload(p)}
         runners.update({v: (lambda v=v, p=paths: upload(v, p)) for v in variants})
         runs = rotate(args.local_reps, 1, runners, f"{label} (MiB/s)")
-        targets.append(Target(label, "", True, runs, "bare waitress to disk"))
+        targets.append(Target(label, "", True, runs, BARE))
     for server in [*servers.values(), bare]:
         server.stop()
     return targets
@@ -442,39 +330,27 @@ def verdicts(targets: list[Target]) -> list[dict[str, Any]]:
                 continue
             effect, paired = target.effect(variant)
             low, high = quartiles(paired)
-            rows.append(
-                {
-                    "mechanism": mechanism,
-                    "target": target.name,
-                    "with": target.figure("with all"),
-                    "without": target.figure(variant),
-                    "effect": effect,
-                    "paired_q1": low,
-                    "paired_q3": high,
-                    "paired": paired,
-                    "keep": effect >= THRESHOLD,
-                    "marginal": low < THRESHOLD <= high,
-                }
-            )
+            row = {"mechanism": mechanism, "target": target.name, "effect": effect}
+            row |= {"with": target.figure(WITH), "without": target.figure(variant)}
+            row |= {"paired_q1": low, "paired_q3": high, "paired": paired}
+            rows.append(row | {"keep": effect >= THRESHOLD, "marginal": low < THRESHOLD <= high})
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Each performance mechanism, with and without.")
     parser.add_argument("--reps", type=int, default=7, help="repetitions [7]")
-    parser.add_argument(
-        "--local-reps", type=int, default=9, help="repetitions of the local uploads [9]"
-    )
+    parser.add_argument("--local-reps", type=int, default=9, help="of the local uploads [9]")
     parser.add_argument("--duration", type=int, default=5, help="seconds per wrk run [5]")
     parser.add_argument("--big-mib", type=int, default=200, help="the single file [200]")
     parser.add_argument("--small-mib", type=int, default=8, help="each of the many files [8]")
     parser.add_argument("--small-count", type=int, default=25, help="how many [25]")
     parser.add_argument("--slices", type=int, default=64, help="1 MiB Range requests [64]")
-    parser.add_argument(
-        "--only", default="metadata,s3,local", help="comma-separated parts [metadata,s3,local]"
-    )
+    parser.add_argument("--only", default="metadata,s3,local", help="parts [metadata,s3,local]")
     parser.add_argument("--keep", action="store_true", help="keep the work folder and logs")
+    without_option(parser, "measure only these mechanisms")
     args = parser.parse_args()
+    CHOSEN.intersection_update(",".join(args.without).split(",") if args.without else CHOSEN)
     report = Report("ablation", vars(args).copy())
     parts = set(args.only.split(","))
     load_start = loadavg()
@@ -486,62 +362,28 @@ def main() -> None:
         stack.callback(pg.drop_all)
         files: dict[str, Any] = {}
         if parts & {"s3", "local"}:
-            files = {
-                "big": write_mp4(workdir / "big.mp4", args.big_mib * MiB),
-                "small": [
-                    write_mp4(workdir / f"small-{i:02d}.mp4", args.small_mib * MiB)
-                    for i in range(args.small_count)
-                ],
-            }
-        if "metadata" in parts:
-            with contextlib.ExitStack() as phase:
-                targets += metadata_targets(phase, args, workdir, pg)
-        if "s3" in parts:
-            with contextlib.ExitStack() as phase:
-                targets += s3_targets(phase, args, workdir, pg, files)
-        if "local" in parts:
-            with contextlib.ExitStack() as phase:
-                targets += local_targets(phase, args, workdir, pg, files)
+            files["big"] = write_mp4(workdir / "big.mp4", args.big_mib * MiB)
+            small = [workdir / f"small-{i:02d}.mp4" for i in range(args.small_count)]
+            files["small"] = [write_mp4(path, args.small_mib * MiB) for path in small]
+        for part, measure in (("metadata", metadata_targets), ("s3", s3_targets),
+                              ("local", local_targets)):  # fmt: skip
+            if part in parts:
+                with contextlib.ExitStack() as phase:
+                    targets += measure(phase, args, workdir, pg, files)
     load_end = loadavg()
     rows = verdicts(targets)
     print(f"\nload average: at start {load_start}; at end {load_end}")
     print_table(
         ["mechanism", "target", "with", "without", "effect %", "paired q1-q3 %", "verdict"],
         [
-            [
-                r["mechanism"],
-                r["target"],
-                r["with"],
-                r["without"],
-                f"{r['effect'] * 100:+.1f}",
-                f"{r['paired_q1'] * 100:+.1f}..{r['paired_q3'] * 100:+.1f}",
-                ("keep" if r["keep"] else "remove") + (" (marginal)" if r["marginal"] else ""),
-            ]
+            [r["mechanism"], r["target"], r["with"], r["without"], f"{r['effect'] * 100:+.1f}",
+             f"{r['paired_q1'] * 100:+.1f}..{r['paired_q3'] * 100:+.1f}",
+             ("keep" if r["keep"] else "remove") + (" (marginal)" if r["marginal"] else "")]
             for r in rows
         ],
-    )
-    print("\nper mechanism (keep when any of its targets moves by >= 5 %):")
-    for mechanism in MECHANISMS:
-        mine = [r for r in rows if r["mechanism"] == mechanism]
-        if mine:
-            keep = any(r["keep"] for r in mine)
-            marginal = any(r["marginal"] for r in mine)
-            best = max(mine, key=lambda r: r["effect"])
-            costs = [r for r in mine if r["effect"] <= -THRESHOLD]
-            print(
-                f"  {mechanism}: {'KEEP' if keep else 'REMOVE'}"
-                f"{' (marginal)' if marginal else ''}; largest effect "
-                f"{best['effect'] * 100:+.1f} % on {best['target']}"
-                + "".join(f"; costs {-r['effect'] * 100:.1f} % on {r['target']}" for r in costs)
-            )
-    report.data = {
-        "load_average": {"start": load_start, "end": load_end},
-        "targets": [t.as_dict() for t in targets],
-        "verdicts": rows,
-        "idle_rss_mib": next(
-            (getattr(t, "idle", None) for t in targets if hasattr(t, "idle")), None
-        ),
-    }
+    )  # fmt: skip
+    report.data = {"load_average": {"start": load_start, "end": load_end}, "verdicts": rows}
+    report.data["targets"] = [t.as_dict() for t in targets]
     report.save()
 
 

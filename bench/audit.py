@@ -1,6 +1,7 @@
 """What the audit trail costs concurrent writers (issue 23): 8 clients PATCH their records at
-once, against the service as it is and against the same code with the trail's listeners
-removed, on PostgreSQL (where writers really run side by side), alternating in one run.
+once, against the service as it is and against the same code without the trail's listeners
+(``without="audit-trail"``), on PostgreSQL (where writers really run side by side),
+alternating in one run.
 
 Target: PATCHes per second with the trail at least 0.9 of those without.
 
@@ -12,185 +13,103 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import sys
-import threading
-import time
-from pathlib import Path
 
 from bench.common import (
-    PYTHON,
     Postgres,
     Server,
+    alternate,
     app_env,
-    free_port,
+    app_server,
+    concurrent_rate,
     log,
     login,
     make_user,
     median,
     prepare_database,
     print_table,
+    request,
     workspace,
 )
 
 TARGET = 0.9
+FORM = "multipart/form-data"
 
 
-def start_server(name: str, env: dict[str, str], workdir: Path, trail: bool) -> Server:
-    """The app under waitress as `flask serve` runs it, both contenders started the same way;
-    without the trail, its listeners are removed (this module's main)."""
-    port = free_port()
-    command = [PYTHON, "-m", "bench.audit", "--serve", str(port)]
-    if not trail:
-        command.append("--untrailed")
-    return Server(name, command, env, workdir / f"{name}.log", port).start()
-
-
-def serve(port: int, trail: bool) -> None:
-    from sqlalchemy import event
-    from sqlalchemy.orm import Session
-
-    from app import create_app
-    from app.audit import trail
-    from app.server import make_server, release_freed_memory_to_the_system
-
-    release_freed_memory_to_the_system()
-    app = create_app()
-    for name, listener in (
-        ()
-        if trail
-        else (
-            ("before_flush", trail._collect),
-            ("before_commit", trail._seal),
-            ("after_rollback", trail._forget),
-            ("after_soft_rollback", trail._forget),
-        )
-    ):
-        event.remove(Session, name, listener)
-    server = make_server(app, host="127.0.0.1", port=port, threads=app.config["SERVER_THREADS"])
-    server.run()
-
-
-def prepare(server: Server, env: dict[str, str], clients: int) -> list[tuple[str, list[str]]]:
-    """One account per client, each with one record, made through the API."""
+def prepare(server: Server, env: dict[str, str], clients: int) -> list[tuple[str, str]]:
+    """One account per client, each with one record, made through the API: (token, id)."""
     sessions = []
     for n in range(clients):
         email, password = f"writer{n}@example.org", "bench-password"
         make_user(env, email, password)
         token = login(server.port, email, password)
-        boundary = "benchboundary"
         body = (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="files[]"; '
-            f'filename="n.txt"\r\nContent-Type: text/plain\r\n\r\nhello {n}\r\n'
-            f"--{boundary}--\r\n"
+            f'--b\r\nContent-Disposition: form-data; name="files[]"; filename="n.txt"\r\n'
+            f"Content-Type: text/plain\r\n\r\nhello {n}\r\n--b--\r\n"
         ).encode()
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-        conn.request(
-            "POST",
-            "/api/files",
-            body,
-            {
-                "Authorization": f"Bearer {token}",
-                "Content-Type": f"multipart/form-data; boundary={boundary}",
-            },
-        )
-        response = conn.getresponse()
-        data = response.read()
-        conn.close()
-        if response.status != 201:
-            raise RuntimeError(f"upload failed: {response.status} {data[:200]!r}")
-        sessions.append((token, [json.loads(data)["files"][0]["id"]]))
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "multipart/form-data; boundary=b",
+        }
+        status, _, data = request(server.port, "POST", "/api/files", body, headers)
+        if status != 201:
+            raise RuntimeError(f"upload failed: {status} {data[:200]!r}")
+        sessions.append((token, json.loads(data)["files"][0]["id"]))
     return sessions
 
 
-def patch_rate(server: Server, sessions: list[tuple[str, list[str]]], patches: int) -> float:
+def patch_rate(server: Server, sessions: list[tuple[str, str]], patches: int) -> float:
     """PATCHes per second of all clients together, each on its own keep-alive connection."""
-    errors: list[str] = []
-    start = threading.Barrier(len(sessions) + 1)
 
-    def client(token: str, record_id: str, n: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    def send(conn: http.client.HTTPConnection, n: int, i: int) -> int:
+        token, record_id = sessions[n]
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        start.wait()
-        for i in range(patches):
-            body = json.dumps({"titel": f"Bericht {n}-{i}", "reihenfolge": i}).encode()
-            conn.request("PATCH", f"/api/files/{record_id}", body, headers)
-            response = conn.getresponse()
-            response.read()
-            if response.status != 200:
-                errors.append(str(response.status))
-        conn.close()
+        body = json.dumps({"titel": f"Bericht {n}-{i}", "reihenfolge": i}).encode()
+        conn.request("PATCH", f"/api/files/{record_id}", body, headers)
+        response = conn.getresponse()
+        response.read()
+        return response.status
 
-    threads = [
-        threading.Thread(target=client, args=(token, ids[0], n))
-        for n, (token, ids) in enumerate(sessions)
-    ]
-    for thread in threads:
-        thread.start()
-    start.wait()
-    began = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - began
-    if errors:
-        raise RuntimeError(f"{len(errors)} PATCHes failed: {errors[:5]}")
-    return len(sessions) * patches / elapsed
+    return concurrent_rate(server.port, len(sessions), patches, send)
 
 
-def main() -> int:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--patches", type=int, default=150, help="per client and repetition")
     parser.add_argument("--repetitions", type=int, default=3)
-    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--untrailed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        serve(args.serve, trail=not args.untrailed)
-        return 0
 
     postgres = Postgres()
     with workspace("audit") as work:
-        servers = []
+        servers: dict[str, tuple[Server, list[tuple[str, str]]]] = {}
         try:
-            contenders = {}
-            for name, trail in (("trail", True), ("no trail", False)):
-                env = app_env(
-                    postgres.create("bench_audit"),
-                    {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(work / name)},
-                    work / f"{name}-tmp",
-                )
+            for name, without in (("trail", ""), ("no trail", "audit-trail")):
+                storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(work / name)}
+                env = app_env(postgres.create("bench_audit"), storage, work / f"{name}-tmp")
                 prepare_database(env)
-                started = start_server(name.replace(" ", "-"), env, work, trail)
-                servers.append(started)
-                contenders[name] = (started, prepare(started, env, args.clients))
-            rates: dict[str, list[float]] = {name: [] for name in contenders}
-            for repetition in range(args.repetitions):
-                order = list(contenders) if repetition % 2 == 0 else list(reversed(contenders))
-                for name in order:
-                    started, sessions = contenders[name]
-                    rates[name].append(patch_rate(started, sessions, args.patches))
-                    log(f"{name}: {rates[name][-1]:.0f} PATCH/s")
+                server = app_server(name.replace(" ", "-"), env, work, without=without)
+                servers[name] = (server, [])
+                servers[name] = (server, prepare(server, env, args.clients))
+
+            def run(name: str) -> float:
+                rate = patch_rate(*servers[name], args.patches)
+                log(f"{name}: {rate:.0f} PATCH/s")
+                return rate
+
+            rates = alternate(args.repetitions, [(n, lambda _r, n=n: run(n)) for n in servers])
         finally:
-            for started in servers:
-                started.stop()
+            for server, _ in servers.values():
+                server.stop()
             postgres.drop_all()
-    with_trail, without = median(rates["trail"]), median(rates["no trail"])
-    ratio = with_trail / without
+    with_trail, without_trail = median(rates["trail"]), median(rates["no trail"])
     print_table(
         ["contender", "PATCH/s (median)", "runs"],
-        [
-            ["with the trail", f"{with_trail:.0f}", ", ".join(f"{r:.0f}" for r in rates["trail"])],
-            [
-                "without",
-                f"{without:.0f}",
-                ", ".join(f"{r:.0f}" for r in rates["no trail"]),
-            ],
-        ],
+        [[name, f"{median(r):.0f}", ", ".join(f"{x:.0f}" for x in r)] for name, r in rates.items()],
     )
+    ratio = with_trail / without_trail
     verdict = "PASS" if ratio >= TARGET else "FAIL"
     print(f"ratio with/without: {ratio:.3f} (target >= {TARGET}): {verdict}")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

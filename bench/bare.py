@@ -1,34 +1,18 @@
 """The baselines' own server: a bare WSGI app under waitress with the service's settings.
 
 ``POST /upload`` copies the request body to a file in ``--dir`` (temporary name, fsync, rename:
-what the local storage backend does on commit) and answers ``{"size": n}``; ``GET /json``
-answers ``{"status": "ok"}`` without any framework. The server is built by the app's own
-``app.server.make_server``, so it has exactly the waitress settings of ``flask serve``.
+what the local storage backend does on commit) and answers ``{"size": n}``. The server is built
+by the app's own ``app.server.make_server``: exactly the waitress settings of ``flask serve``.
 
-With ``--s3`` it is also the bare forwarder, the ceiling the service's S3 transfers are
-measured against (issue 12): the S3 backend is built from the app's own settings in the
-environment (``STORAGE_BACKEND=s3``, ``S3_BUCKET``, ``S3_ENDPOINT_URL``... through
-``app.storage.create_storage``, so the same boto3 client configuration), and
+With ``--s3`` it is also the bare forwarder, the ceiling of the service's S3 transfers (issue
+12), its S3 backend built by ``app.storage.create_storage`` from the app's settings in the
+environment: ``GET /s3?key=K`` reads K with the app's ``S3Storage.open`` (a presigned GET;
+``Range: bytes=a-b`` passed on: 206) and sends it as the service sends
+(``app.streaming.event_loop_body``); ``POST /s3?key=K`` hands the spooled request body, read
+with ``readinto`` into one reused buffer, to the app's S3 writer (the same multipart upload),
+stored as it comes: no parsing, no hashing, no type check, no database.
 
-- ``GET /s3?key=K`` is ``get_object`` of K (with the request's ``Range`` header passed on:
-  206 with ``Content-Range``) whose body is read with ``read1`` of up to ``--read-bytes`` (the
-  service's storage read size) and sent the way the service sends: through
-  ``app.streaming.event_loop_body``, i.e. a ``wsgi.file_wrapper`` around a ``PumpedBody``
-  that waitress's event loop sends from while a pump thread reads ahead (bodies of up to
-  1 MiB, like the 1 MiB Range reads, go to waitress as the plain iterable, as in the service);
-- ``GET /s3?key=K&read=presigned`` is the same with the app's own read path instead of
-  ``get_object``: ``S3Storage.open`` (a presigned GET, its URL reused, sent through botocore's
-  pool, ``read1``), the ``Range`` given as start and end;
-- ``POST /s3?key=K`` hands the request body (waitress's spool) to the app's S3 writer
-  (``storage.writer(K)``, ``write``, ``commit``: the same multipart upload, part sizes and
-  parts in flight), read with ``readinto`` in steps of ``UPLOAD_READ_BYTES`` into one reused
-  buffer, and answers ``{"size": n}``; the body is stored as it
-  comes (a multipart form stays one object with its framing): no parsing, no hashing, no type
-  check, no database.
-
-    python -m bench.bare --port 8001 --dir /tmp/bare
-    STORAGE_BACKEND=s3 S3_BUCKET=b S3_ENDPOINT_URL=http://... python -m bench.bare --port 8001 \
-        --dir /tmp/bare --s3
+    python -m bench.bare --port 8001 --dir /tmp/bare [--s3]
 """
 
 from __future__ import annotations
@@ -45,11 +29,9 @@ from urllib.parse import parse_qsl
 
 from app.config import MAX_REQUEST_SIZE, MiB, settings_from_env
 from app.server import make_server, release_freed_memory_to_the_system
-from app.storage.base import ObjectReader
 from app.streaming import READ_BYTES, event_loop_body
 
 READ_SIZE = MiB  # what the app's multipart reader asks waitress for
-FORWARD_READ_BYTES = READ_BYTES  # what the service asks S3 for per read (app/streaming.py)
 #: Steps in which the forwarder reads an upload's spooled body into its writer: the writer's
 #: first part. Steps of 2 MiB and more took less of the forwarder's CPU than 1 MiB steps, and
 #: larger ones no more (BENCHMARKS.md, "Ceiling: a bare forwarder").
@@ -63,30 +45,20 @@ class BareApp:
         "MAX_CONTENT_LENGTH": MAX_REQUEST_SIZE,
     }
 
-    def __init__(
-        self,
-        target: Path,
-        storage: Any = None,
-        read_bytes: int = FORWARD_READ_BYTES,
-    ) -> None:
+    def __init__(self, target: Path, storage: Any = None) -> None:
         self.target = target
         self.storage = storage  # an S3Storage for the forwarder's /s3, else None
-        self.read_bytes = read_bytes
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
         method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "")
-        if path == "/json" and method == "GET":
-            return self._answer(start_response, "200 OK", {"status": "ok"})
         if path == "/upload" and method in ("POST", "PUT"):
             size = self._store(environ["wsgi.input"])
             return self._answer(start_response, "201 Created", {"size": size})
         if path == "/s3" and self.storage is not None:
             query = dict(parse_qsl(environ.get("QUERY_STRING", "")))
             key = query.get("key", "")
-            if method == "GET" and query.get("read") == "presigned":
-                return self._forward_presigned(environ, start_response, key)
             if method == "GET":
                 return self._forward_download(environ, start_response, key)
             if method in ("POST", "PUT"):
@@ -109,64 +81,20 @@ class BareApp:
     def _forward_download(
         self, environ: dict[str, Any], start_response: Callable[..., Any], key: str
     ) -> Iterable[bytes]:
-        """``get_object``, its body read with ``read1`` and sent from waitress's event loop
-        as the service sends: no Flask, no database."""
-        kwargs = {"Bucket": self.storage.bucket, "Key": key}
-        range_header = environ.get("HTTP_RANGE")
-        if range_header:
-            kwargs["Range"] = range_header
-        response = self.storage.client.get_object(**kwargs)
-        length = int(response["ContentLength"])
-        raw = response["Body"]._raw_stream  # urllib3's response, which has read1
-        read_bytes = self.read_bytes
-
-        def chunks() -> Iterable[bytes]:
-            left = length
-            while left:
-                chunk = raw.read1(min(read_bytes, left))
-                if not chunk:
-                    raise OSError(f"S3 body ended {left} bytes early")
-                left -= len(chunk)
-                yield chunk
-
-        reader = ObjectReader(chunks(), length, raw.close)
-        return self._send(environ, start_response, reader, response.get("ContentRange"))
-
-    def _forward_presigned(
-        self, environ: dict[str, Any], start_response: Callable[..., Any], key: str
-    ) -> Iterable[bytes]:
-        """The app's own read (``S3Storage.open``: a presigned GET through botocore's pool,
-        ``read1``), sent the same way. Ranges of the form ``bytes=a-b`` or ``bytes=a-``."""
+        """The app's own read (``S3Storage.open``), sent as the service sends
+        (``event_loop_body``). Ranges of the form ``bytes=a-b`` or ``bytes=a-``."""
         start, end = 0, None
         range_header = environ.get("HTTP_RANGE")
         if range_header:
             first, _, last = range_header.removeprefix("bytes=").partition("-")
             start, end = int(first), int(last) if last else None
-        reader = self.storage.open(key, start, end, chunk_size=self.read_bytes)
-        content_range = None
+        reader = self.storage.open(key, start, end, chunk_size=READ_BYTES)
+        headers = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
+        headers.append(("Content-Length", str(reader.length)))
         if range_header:
             content_range = f"bytes {start}-{start + reader.length - 1}/{reader.size}"
-        return self._send(environ, start_response, reader, content_range)
-
-    @staticmethod
-    def _send(
-        environ: dict[str, Any],
-        start_response: Callable[..., Any],
-        reader: ObjectReader,
-        content_range: str | None,
-    ) -> Iterable[bytes]:
-        headers = [
-            ("Content-Type", "application/octet-stream"),
-            ("Content-Length", str(reader.length)),
-            ("Accept-Ranges", "bytes"),
-        ]
-        status = "200 OK"
-        if content_range:
-            status = "206 Partial Content"
             headers.append(("Content-Range", content_range))
-        start_response(status, headers)
-        # The service's send path (app/streaming.py): over 1 MiB a PumpedBody in a
-        # wsgi.file_wrapper, sent by the event loop; up to 1 MiB the reader itself.
+        start_response("206 Partial Content" if range_header else "200 OK", headers)
         return event_loop_body(environ, reader, reader.length)
 
     def _forward_upload(self, stream: Any, key: str) -> int:
@@ -205,43 +133,25 @@ class BareApp:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--threads", type=int, default=8, help="as SERVER_THREADS [8]")
     parser.add_argument("--dir", type=Path, required=True, help="where uploads are written")
-    parser.add_argument(
-        "--s3",
-        action="store_true",
-        help="serve /s3 (the forwarder) with the S3 backend of the app's settings in the env",
-    )
-    parser.add_argument(
-        "--read-bytes",
-        type=int,
-        default=FORWARD_READ_BYTES,
-        help=f"largest read1 of a forwarded S3 body [{FORWARD_READ_BYTES}]",
-    )
-    parser.add_argument(
-        "--default-malloc",
-        action="store_true",
-        help="leave glibc's malloc settings alone (flask serve sets them, and so does this)",
-    )
+    parser.add_argument("--s3", action="store_true", help="also /s3, the forwarder (S3 from env)")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    if not args.default_malloc:
-        # What `flask serve` does before its threads start: 1 MiB chunks come from the heap
-        # instead of a fresh mmap each (which costs the copy loops a page fault per page).
-        release_freed_memory_to_the_system()
+    # What `flask serve` does before its threads start: 1 MiB chunks come from the heap
+    # instead of a fresh mmap each (which costs the copy loops a page fault per page).
+    release_freed_memory_to_the_system()
     storage = None
     if args.s3:
         from app.storage import create_storage
 
         storage = create_storage(os.environ)
-    app = BareApp(args.dir, storage=storage, read_bytes=args.read_bytes)
+    app = BareApp(args.dir, storage=storage)
     server = make_server(
         app,  # type: ignore[arg-type]
-        host=args.host,
+        host="127.0.0.1",
         port=args.port,
-        threads=args.threads,
+        threads=BareApp.config["SERVER_THREADS"],
         may_send_large_body=lambda _authorization: True,  # the same hold-and-admit path
     )
     print(f"Serving on http://{server.effective_host}:{server.effective_port}", flush=True)

@@ -8,11 +8,13 @@ Results go to ``bench/results/<name>-<time>.json`` and ``<name>-latest.json`` (g
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import http.client
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import statistics
@@ -27,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.support.server import free_port
+from tests.support.server import clean_env, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -37,8 +39,6 @@ PYTHON = sys.executable
 
 #: The server the throwaway databases are made on (libpq URL, user with CREATEDB).
 PG_ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-#: Settings of the developer's shell that must not reach the servers started here.
-_SETTINGS_PREFIXES = ("S3_", "STORAGE_", "DATABASE_URL", "ADMIN_", "RATELIMIT_", "AWS_", "TMPDIR")
 
 
 def log(message: str) -> None:
@@ -52,22 +52,18 @@ def stamp() -> str:
     return datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def workspace(name: str, keep: bool = False) -> contextlib.AbstractContextManager[Path]:
+@contextlib.contextmanager
+def workspace(name: str, keep: bool = False) -> Iterator[Path]:
     """A fresh folder under bench/results/work, removed afterwards unless ``keep``."""
-
-    @contextlib.contextmanager
-    def manage() -> Iterator[Path]:
-        path = WORK / f"{name}-{stamp()}-{uuid.uuid4().hex[:6]}"
-        path.mkdir(parents=True)
-        try:
-            yield path
-        finally:
-            if keep:
-                log(f"work folder kept: {path}")
-            else:
-                shutil.rmtree(path, ignore_errors=True)
-
-    return manage()
+    path = WORK / f"{name}-{stamp()}-{uuid.uuid4().hex[:6]}"
+    path.mkdir(parents=True)
+    try:
+        yield path
+    finally:
+        if keep:
+            log(f"work folder kept: {path}")
+        else:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 # --- PostgreSQL -------------------------------------------------------------------------
@@ -90,30 +86,12 @@ class Postgres:
 
         return psycopg.connect(self.admin_url, autocommit=True)
 
-    def version(self) -> dict[str, str]:
-        with self._admin() as conn:
-            info = {"version": conn.execute("SELECT version()").fetchone()[0]}
-            for name in (
-                "shared_buffers",
-                "work_mem",
-                "effective_cache_size",
-                "max_parallel_workers_per_gather",
-                "random_page_cost",
-                "jit",
-            ):
-                info[name] = conn.execute(f"SHOW {name}").fetchone()[0]
-        return info
-
     def create(self, prefix: str = "bench") -> str:
         name = f"{prefix}_{uuid.uuid4().hex[:10]}"
         with self._admin() as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         self.created.append(name)
-        return self.url_of(name)
-
-    def url_of(self, name: str) -> str:
-        base, _, _ = self.admin_url.rpartition("/")
-        return f"{base}/{name}"
+        return f"{self.admin_url.rpartition('/')[0]}/{name}"
 
     def drop_all(self) -> None:
         with self._admin() as conn:
@@ -125,32 +103,22 @@ class Postgres:
 # --- the app and other servers ----------------------------------------------------------
 
 
-def clean_env(**settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTINGS_PREFIXES)}
-    env.update(settings)
-    return env
-
-
-def app_env(
-    database_url: str,
-    storage: dict[str, str],
-    tmpdir: Path,
-    **extra: str,
-) -> dict[str, str]:
+def app_env(database_url: str, storage: dict[str, str], tmpdir: Path, **extra: str) -> dict:
     """Settings of a benchmarked app: its database, storage and a TMPDIR of its own.
 
     Rate limits are raised so that repetitions are never refused; everything else keeps the
     production defaults (scrypt, 8 threads, one JSON access-log line per request).
     """
     tmpdir.mkdir(parents=True, exist_ok=True)
-    return clean_env(
-        DATABASE_URL=sqlalchemy_url(database_url),
-        TMPDIR=str(tmpdir),
-        RATELIMIT_UPLOADS="100000 per minute",
-        RATELIMIT_TOKENS="100000 per minute",
-        **storage,
-        **extra,
-    )
+    limits = {"RATELIMIT_UPLOADS": "100000 per minute", "RATELIMIT_TOKENS": "100000 per minute"}
+    settings = {"DATABASE_URL": sqlalchemy_url(database_url), "TMPDIR": str(tmpdir), **limits}
+    return clean_env(**settings, **storage, **extra)
+
+
+def sqlite_env(workdir: Path, **extra: str) -> dict[str, str]:
+    """Settings of an app on SQLite and local storage, both in ``workdir``."""
+    storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")}
+    return app_env(f"sqlite:///{workdir / 'db.sqlite3'}", storage, workdir / "tmp", **extra)
 
 
 def migrated_postgres(
@@ -164,25 +132,16 @@ def migrated_postgres(
     if not keep:
         stack.callback(postgres.drop_all)
     database_url = postgres.create(f"bench_{name}")
-    env = app_env(
-        database_url,
-        {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")},
-        workdir / "app-tmp",
-    )
+    storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")}
+    env = app_env(database_url, storage, workdir / "app-tmp")
     prepare_database(env)
     return workdir, database_url, env
 
 
-def flask_cli(*args: str, env: dict[str, str], timeout: float = 300) -> str:
+def flask_cli(*args: str, env: dict[str, str]) -> str:
     """Run a ``flask --app wsgi`` command; fails loudly with its output."""
-    done = subprocess.run(
-        [PYTHON, "-m", "flask", "--app", "wsgi", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    command = [PYTHON, "-m", "flask", "--app", "wsgi", *args]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"flask {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout
@@ -217,14 +176,12 @@ class Server:
 
     def start(self, timeout: float = 60) -> Server:
         self._log_file = self.log_path.open("wb")
-        self.process = subprocess.Popen(
-            self.command,
-            cwd=ROOT,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-        )
+        output = {
+            "stdin": subprocess.DEVNULL,
+            "stdout": self._log_file,
+            "stderr": subprocess.STDOUT,
+        }
+        self.process = subprocess.Popen(self.command, cwd=ROOT, env=self.env, **output)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -252,22 +209,16 @@ class Server:
 
     def access_entries(self) -> list[dict[str, Any]]:
         """Access-log lines (logger ``app.access``) written since the last call."""
-        entries = []
         with self.log_path.open("rb") as file:
             file.seek(self._log_offset)
             data = file.read()
         end = data.rfind(b"\n") + 1
         self._log_offset += end
+        entries = []
         for line in data[:end].splitlines():
-            if not line.startswith(b"{"):
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue
-            if entry.get("logger") == "app.access":
-                entries.append(entry)
-        return entries
+            with contextlib.suppress(ValueError):
+                entries += [json.loads(line)] if line.startswith(b"{") else []
+        return [entry for entry in entries if entry.get("logger") == "app.access"]
 
     def server_times(self, request_ids: Iterable[str], timeout: float = 5.0) -> dict[str, float]:
         """``duration_ms`` of the given requests from the access log, by request id.
@@ -285,50 +236,91 @@ class Server:
             time.sleep(0.02)
 
 
-def app_server(name: str, env: dict[str, str], workdir: Path, threads: int | None = None) -> Server:
-    """``flask serve`` (waitress, the production server and settings) on a free port."""
+def app_server(name: str, env: dict[str, str], workdir: Path, without: str = "") -> Server:
+    """``flask serve`` (waitress, the production server and settings) on a free port;
+    ``without``: mechanisms taken out (``without_env``)."""
     port = free_port()
     command = [PYTHON, "-m", "flask", "--app", "wsgi", "serve", "--port", str(port)]
-    if threads:
-        command += ["--threads", str(threads)]
-    return Server(name, command, env, workdir / f"{name}.log", port).start()
+    server = Server(name, command, without_env(env, without), workdir / f"{name}.log", port)
+    server.start()
+    try:
+        check_without(server.log_path, without)
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
 
 
-def bare_server(name: str, workdir: Path, target_dir: Path) -> Server:
-    """The baseline WSGI app of bench/bare.py under waitress with the app's settings."""
+# --- with and without a mechanism -------------------------------------------------------
+
+SHIM = ROOT / "bench" / "ablation_shim"
+
+
+def _shim_names() -> tuple[str, ...]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_shim", SHIM / "sitecustomize.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.KNOWN
+
+
+#: What ``--without NAME`` can take out (bench/ablation_shim/sitecustomize.py: a setting of the
+#: app where it has one, else a patch in the server child).
+WITHOUT = _shim_names()
+
+
+def without_env(env: dict[str, str], names: str) -> dict[str, str]:
+    """The settings of a server without the mechanisms ``names`` (comma-separated; "": none)."""
+    if not names:
+        return env
+    unknown = set(names.split(",")) - set(WITHOUT)
+    if unknown:
+        raise ValueError(f"unknown {sorted(unknown)}; known {', '.join(WITHOUT)}")
+    path = os.pathsep.join(filter(None, [str(SHIM), env.get("PYTHONPATH")]))
+    return {**env, "BENCH_ABLATE": names, "PYTHONPATH": path}
+
+
+def check_without(log_path: Path, names: str) -> None:
+    """Fails unless the server logging to ``log_path`` runs without ``names``."""
+    if names and f"ablation shim: without {names}" not in log_path.read_text(errors="replace"):
+        raise RuntimeError(f"the shim did not take out {names} (see {log_path})")
+
+
+def without_option(parser: Any, what: str) -> None:
+    """``--without NAME`` (repeatable; several joined by commas): one more server each."""
+
+    def checked(value: str) -> str:
+        try:
+            without_env({}, value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return value
+
+    parser.add_argument("--without", action="append", default=[], type=checked, metavar="NAME",
+                        help=f"{what} (repeatable; {', '.join(WITHOUT)})")  # fmt: skip
+
+
+def bare_server(
+    name: str, workdir: Path, target_dir: Path | None = None, s3: dict[str, str] | None = None
+) -> Server:
+    """bench/bare.py under waitress with the app's settings; with ``s3`` (the app's S3 settings,
+    ``s3_settings(...)``) also the bare S3 forwarder of issue 12."""
     port = free_port()
+    target_dir = target_dir or workdir / f"{name}-target"
     target_dir.mkdir(parents=True, exist_ok=True)
     command = [PYTHON, "-m", "bench.bare", "--port", str(port), "--dir", str(target_dir)]
-    env = clean_env(TMPDIR=str(workdir / f"{name}-tmp"))
+    env = clean_env(TMPDIR=str(workdir / f"{name}-tmp"), **(s3 or {}))
     Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
-    return Server(name, command, env, workdir / f"{name}.log", port).start()
-
-
-def forwarder_server(
-    name: str, workdir: Path, storage: dict[str, str], read_bytes: int | None = None
-) -> Server:
-    """bench/bare.py with ``--s3``: the bare S3 forwarder (issue 12), its S3 backend built
-    from ``storage`` (the app's settings, e.g. ``s3_settings(...)``), same waitress settings."""
-    port = free_port()
-    target_dir = workdir / f"{name}-target"
-    target_dir.mkdir(parents=True, exist_ok=True)
-    command = [PYTHON, "-m", "bench.bare", "--port", str(port), "--dir", str(target_dir), "--s3"]
-    if read_bytes:
-        command += ["--read-bytes", str(read_bytes)]
-    env = clean_env(TMPDIR=str(workdir / f"{name}-tmp"), **storage)
-    Path(env["TMPDIR"]).mkdir(parents=True, exist_ok=True)
+    command += ["--s3"] if s3 else []
     return Server(name, command, env, workdir / f"{name}.log", port).start()
 
 
 def request(
-    port: int,
-    method: str,
-    path: str,
-    body: bytes | None = None,
-    headers: dict[str, str] | None = None,
-    timeout: float = 120,
+    port: int, method: str, path: str, body: bytes | None = None, headers: dict | None = None
 ) -> tuple[int, dict[str, str], bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
         conn.request(method, path, body=body, headers=headers or {})
         response = conn.getresponse()
@@ -337,34 +329,75 @@ def request(
         conn.close()
 
 
+JSON = {"Content-Type": "application/json"}
+
+
+class Client:
+    """Requests over one keep-alive connection, each with a request id for the access log."""
+
+    def __init__(self, server: Server, tokens: dict[str, str] | None = None) -> None:
+        self.server = server
+        self.tokens = tokens or {}
+        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+
+    def get(self, url: str, who: str | None = None, **headers: str) -> tuple[str, int, Any, bytes]:
+        """(request id, status, headers, body); fails on an error status."""
+        request_id = f"bench-{uuid.uuid4().hex}"
+        headers["X-Request-ID"] = request_id
+        if who:
+            headers["Authorization"] = f"Bearer {self.tokens[who]}"
+        self.conn.request("GET", url, headers=headers)
+        response = self.conn.getresponse()
+        body = response.read()
+        if response.status >= 400:
+            raise RuntimeError(f"GET {url} answered {response.status}: {body[:300]!r}")
+        return request_id, response.status, response.headers, body
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def rounds(self, urls: dict[str, tuple[str, str | None]], requests: int, warmup: int) -> dict:
+        """Round-robin over ``urls`` (name: (url, who)), rotating the order, ``warmup``
+        unrecorded rounds first: per name the server times, their median and p95, and the
+        ``total`` of the last answer (-1 without one)."""
+        ids: dict[str, list[str]] = {name: [] for name in urls}
+        totals: dict[str, int] = {}
+        names = list(urls)
+        for round_ in range(warmup + requests):
+            shift = round_ % len(names)
+            for name in names[shift:] + names[:shift]:
+                request_id, _, _, body = self.get(*urls[name])
+                found = re.search(rb'"total":(\d+)', body)
+                totals[name] = int(found[1]) if found else -1
+                if round_ >= warmup:
+                    ids[name].append(request_id)
+        times = self.server.server_times(rid for rids in ids.values() for rid in rids)
+        results = {}
+        for name, rids in ids.items():
+            server_ms = [times[rid] for rid in rids if rid in times]
+            results[name] = {"server_ms": server_ms, "median_ms": median(server_ms)}
+            results[name] |= {"p95_ms": p95(server_ms), "total": totals[name]}
+        return results
+
+
 def login(port: int, email: str, password: str) -> str:
     """A bearer token through the API (POST /api/tokens)."""
     body = json.dumps({"email": email, "password": password, "token_name": "bench"}).encode()
-    status, _, data = request(
-        port, "POST", "/api/tokens", body, {"Content-Type": "application/json"}
-    )
+    status, _, data = request(port, "POST", "/api/tokens", body, JSON)
     if status != 201:
         raise RuntimeError(f"login failed: {status} {data[:300]!r}")
     return json.loads(data)["token"]
 
 
 def make_user(env: dict[str, str], email: str, password: str, admin: bool = False) -> None:
-    if admin:
-        flask_cli("provision-admin", "--email", email, "--password", password, env=env)
-    else:
-        flask_cli(
-            "create-user", "--email", email, "--name", "Bench", "--password", password, env=env
-        )
+    command = ["provision-admin"] if admin else ["create-user", "--name", "Bench"]
+    flask_cli(*command, "--email", email, "--password", password, env=env)
 
 
 def curl(args: list[str], timeout: float = 900) -> list[dict[str, Any]]:
     """Run curl; one ``%{json}`` record per transfer (time_total, size_*, http_code...)."""
-    done = subprocess.run(
-        ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    command = ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"')]
     if done.returncode != 0 or not records:
         raise RuntimeError(f"curl failed ({done.returncode}): {done.stderr.strip()[:500]}")
@@ -382,20 +415,15 @@ def start_s3(workdir: Path) -> Any:
 
 
 def s3_client(server: Any) -> Any:
-    return server.client(
-        retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=300
-    )
+    retries = {"mode": "standard", "max_attempts": 3}
+    return server.client(retries=retries, connect_timeout=5, read_timeout=300)
 
 
 def s3_settings(server: Any, bucket: str) -> dict[str, str]:
-    return {
-        "STORAGE_BACKEND": "s3",
-        "S3_BUCKET": bucket,
-        "S3_ENDPOINT_URL": server.endpoint_url,
-        "S3_REGION": server.region,
-        "AWS_ACCESS_KEY_ID": server.access_key,
-        "AWS_SECRET_ACCESS_KEY": server.secret_key,
-    }
+    """The app's settings for ``bucket`` on the SeaweedFS ``server``."""
+    settings = {"STORAGE_BACKEND": "s3", "S3_BUCKET": bucket, "S3_REGION": server.region}
+    settings |= {"S3_ENDPOINT_URL": server.endpoint_url, "AWS_ACCESS_KEY_ID": server.access_key}
+    return settings | {"AWS_SECRET_ACCESS_KEY": server.secret_key}
 
 
 # --- memory and temporary disk of a process --------------------------------------------
@@ -403,13 +431,9 @@ def s3_settings(server: Any, bucket: str) -> dict[str, str]:
 
 def proc_status(pid: int) -> dict[str, int]:
     """VmRSS and VmHWM (peak RSS) of a process, in bytes, from /proc/<pid>/status."""
-    values = {}
     with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            name, _, rest = line.partition(":")
-            if name in ("VmRSS", "VmHWM"):
-                values[name] = int(rest.split()[0]) * 1024
-    return values
+        fields = [line.partition(":") for line in status]
+    return {k: int(v.split()[0]) * 1024 for k, _, v in fields if k in ("VmRSS", "VmHWM")}
 
 
 def reset_peak_rss(pid: int) -> bool:
@@ -449,43 +473,36 @@ def open_file_usage(pid: int, categories: dict[str, Path]) -> dict[str, int]:
             continue
         if target.endswith(" (deleted)"):
             target = target[: -len(" (deleted)")]
-        name = next(
-            (n for n, folder in categories.items() if target.startswith(str(folder) + os.sep)),
-            "other",
-        )
-        usage[name] += info.st_size
+        inside = [n for n, folder in categories.items() if target.startswith(f"{folder}{os.sep}")]
+        usage[(inside or ["other"])[0]] += info.st_size
     return usage
 
 
 class Sampler:
-    """Samples a process's RSS (and optionally its open temporary files) in a thread."""
+    """Samples a process's RSS (and optionally its open temporary files) in a thread: the peak
+    RSS, and per folder of ``file_categories`` the most bytes open in it at once."""
 
     def __init__(
-        self,
-        pid: int,
-        interval: float = 0.02,
-        file_categories: dict[str, Path] | None = None,
+        self, pid: int, interval: float = 0.02, file_categories: dict | None = None
     ) -> None:
-        self.pid = pid
-        self.interval = interval
-        self.file_categories = file_categories
-        self.samples: list[tuple[float, int, dict[str, int]]] = []
+        self.pid, self.interval, self.file_categories = pid, interval, file_categories
+        self.peak_rss = 0
+        self.peaks: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self._began = 0.0
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                rss = proc_status(self.pid)["VmRSS"]
+                self.peak_rss = max(self.peak_rss, proc_status(self.pid)["VmRSS"])
             except (OSError, KeyError):
                 return
-            files = open_file_usage(self.pid, self.file_categories) if self.file_categories else {}
-            self.samples.append((time.monotonic() - self._began, rss, files))
+            usage = open_file_usage(self.pid, self.file_categories) if self.file_categories else {}
+            for name, size in usage.items():
+                self.peaks[name] = max(self.peaks.get(name, 0), size)
             self._stop.wait(self.interval)
 
     def __enter__(self) -> Sampler:
-        self._began = time.monotonic()
         self._thread.start()
         return self
 
@@ -493,20 +510,8 @@ class Sampler:
         self._stop.set()
         self._thread.join()
 
-    @property
-    def peak_rss(self) -> int:
-        return max((rss for _, rss, _ in self.samples), default=0)
-
     def peak_files(self) -> dict[str, int]:
-        """Per category the largest sampled total, and ``total``: the largest sum at once."""
-        peaks: dict[str, int] = {}
-        total = 0
-        for _, _, files in self.samples:
-            for name, size in files.items():
-                peaks[name] = max(peaks.get(name, 0), size)
-            total = max(total, sum(files.values()))
-        peaks["total"] = total
-        return peaks
+        return dict(self.peaks)
 
 
 # --- statistics and reporting -----------------------------------------------------------
@@ -517,8 +522,48 @@ def median(values: Iterable[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def percentile(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))]
+
+
+def p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+
+
 def mib_per_s(nbytes: float, seconds: float) -> float:
     return nbytes / MiB / seconds if seconds > 0 else float("nan")
+
+
+def concurrent_rate(
+    port: int, clients: int, requests: int, send: Callable[[Any, int, int], int]
+) -> float:
+    """Requests per second of ``clients`` threads started at once, each on its own keep-alive
+    connection making ``requests`` calls of ``send(connection, client, i)`` (which returns the
+    answer's status); fails on any error status."""
+    errors: list[int] = []
+    barrier = threading.Barrier(clients + 1)
+
+    def client(n: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        barrier.wait()
+        errors.extend(status for i in range(requests) if (status := send(conn, n, i)) >= 400)
+        conn.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    if errors:
+        raise RuntimeError(f"{len(errors)} requests failed: {errors[:5]}")
+    return clients * requests / elapsed
 
 
 def alternate(
@@ -573,21 +618,13 @@ class Report:
         op = ">=" if higher_is_better else "<="
         verdict = "PASS" if ok else "FAIL"
         print(f"{verdict}  {target}: {value:.3f}{unit} (target {op} {limit}{unit})", flush=True)
-        self.checks.append(
-            {
-                "target": target,
-                "value": value,
-                "limit": limit,
-                "op": op,
-                "unit": unit,
-                "pass": ok,
-            }
-        )
+        check = {"target": target, "value": value, "limit": limit, "op": op, "unit": unit}
+        self.checks.append({**check, "pass": ok})
         return ok
 
     def save(self, latest: bool = True) -> Path:
-        """Write the JSON; ``latest`` also as ``<name>-latest.json`` (what plots and the
-        report read), which partial runs leave alone."""
+        """Write the JSON; ``latest`` also as ``<name>-latest.json`` (partial runs leave it
+        alone); print the verdicts again, for BENCHMARKS.md."""
         RESULTS.mkdir(parents=True, exist_ok=True)
         document = {
             "name": self.name,
@@ -604,130 +641,32 @@ class Report:
         path.write_text(text)
         if latest:
             (RESULTS / f"{self.name}-latest.json").write_text(text)
-        log(f"results: {path.relative_to(ROOT)}")
+        log(f"results: {path.relative_to(ROOT)} ({document['machine']['git']})")
+        print("verdicts:" if self.checks else "no verdicts")
+        for c in self.checks:
+            verdict = "PASS" if c["pass"] else "FAIL"
+            print(f"{verdict}  {c['target']}: {c['value']:.3f}{c['unit']} ({c['op']} {c['limit']})")
         return path
 
 
 def _python() -> str:
     """The interpreter as a command to type in the repository root."""
     path = Path(PYTHON)
-    try:
-        return str(path.relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
-def _first_line(command: Sequence[str]) -> str:
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "not found"
-    text = (out.stdout or out.stderr).strip()
-    return text.splitlines()[0] if text else "unknown"
-
-
-def _package_versions(names: Sequence[str]) -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = {}
-    for name in names:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = "not installed"
-    return found
-
-
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def _meminfo(name: str) -> int:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(name + ":"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _disk(path: Path) -> dict[str, Any]:
-    usage = shutil.disk_usage(path)
-    device, fstype = "unknown", "unknown"
-    best = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/mounts").read_text().splitlines():
-            dev, mount, kind, *_ = line.split()
-            if str(path).startswith(mount) and len(mount) > len(best):
-                best, device, fstype = mount, dev, kind
-    rotational = "unknown"
-    block = Path(device).name
-    with contextlib.suppress(OSError):
-        rotational = Path(f"/sys/block/{block}/queue/rotational").read_text().strip()
-    return {
-        "device": device,
-        "filesystem": fstype,
-        "size_gib": round(usage.total / 2**30),
-        "free_gib": round(usage.free / 2**30),
-        "rotational_flag": rotational,
-    }
-
-
-def _git() -> str:
-    try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "app", "migrations", "wsgi.py"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-    except OSError:
-        return "unknown"
-    return rev + (" (app has uncommitted changes)" if dirty else "")
-
-
-_MACHINE: dict[str, Any] = {}
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def machine() -> dict[str, Any]:
-    """What the numbers were measured on; cached for the run."""
-    if _MACHINE:
-        return _MACHINE
-    from tests.support.seaweedfs import find_weed
-
-    try:
-        weed = _first_line([find_weed(), "version"])
-    except Exception:
-        weed = "not found"
-    try:
-        postgres = Postgres().version()
-    except Exception as exc:
-        postgres = {"version": f"unreachable: {exc}"}
-    _MACHINE.update(
-        {
-            "nproc": os.cpu_count(),
-            "cpus_usable": len(os.sched_getaffinity(0)),
-            "cpu": _cpu_model(),
-            "memory_gib": round(_meminfo("MemTotal") / 2**30, 1),
-            "kernel": platform.release(),
-            "os": _first_line(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"]),
-            "disk": _disk(RESULTS if RESULTS.exists() else ROOT),
-            "python": platform.python_version(),
-            "packages": _package_versions(
-                ["flask", "werkzeug", "waitress", "sqlalchemy", "psycopg", "boto3", "botocore"]
-            ),
-            "seaweedfs": weed,
-            "postgresql": postgres,
-            "curl": _first_line(["curl", "--version"]),
-            "wrk": _first_line(["wrk", "--version"]),
-            "load_average_at_start": os.getloadavg(),
-            "git": _git(),
-        }
+    """What the numbers were measured on (BENCHMARKS.md's "Machine" is kept by hand)."""
+    git = ["git", "-C", str(ROOT)]
+    revision = subprocess.run(
+        [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     )
-    return _MACHINE
+    dirty = subprocess.run([*git, "status", "--porcelain", "--", "app", "migrations", "wsgi.py"],
+                           capture_output=True, text=True)  # fmt: skip
+    return {
+        "nproc": os.cpu_count(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "load_average_at_start": os.getloadavg(),
+        "git": revision.stdout.strip() + (" (app changed)" if dirty.stdout.strip() else ""),
+    }

@@ -1,31 +1,18 @@
 """List endpoints at scale: server time against the number of records (issue item 6).
 
-One PostgreSQL database grows through the requested sizes (10k, 100k, 1M by default; seeded
-by bench/seed.py). At each size a freshly started ``flask serve`` answers, in turn:
-- ``admin_all``: an administrator's first page, no filter (``GET /api/files``);
-- ``admin_path_freigabe``: path prefix and release filter (``?path=reports/2019&freigabe=1``);
-- ``public``: the public list (``GET /api/public/files``);
-- ``user_own``: the own list of the user who owns the most records;
-- ``admin_all_deep``: ``admin_all`` at the page halfway through (OFFSET paging, for contrast);
-- keyset pages: from ``?cursor=`` (empty: the first keyset page) each
-  answer's ``next_cursor`` is followed through ``--walk-pages`` pages of each list
-  (``user_own`` all the way), checking order and duplicates on the way.
-Server time is the app's own ``duration_ms`` from its access log (the request id is set by
-the client); client time over keep-alive loopback is recorded beside it.
+One PostgreSQL database grows through the requested sizes (10k, 100k, 1M; bench/seed.py). At
+each size a fresh ``flask serve`` answers the administrator's first page (``admin_all``), path
+prefix and release filter (``admin_path_freigabe``), the public list (``public``) and the own
+list of the user who owns the most (``user_own``), round-robin; then ``next_cursor`` is
+followed through ``--walk-pages`` keyset pages of each list (``user_own`` all the way),
+checking order and duplicates. Server time is the access log's ``duration_ms`` by request id.
+The app's SQL, caught in-process (``before_cursor_execute`` while the requests are replayed
+with the Flask test client), runs under ``EXPLAIN (ANALYZE, BUFFERS)``.
 
-The SQL is the app's own: the list requests are replayed in-process (Flask test client) with
-SQLAlchemy's ``before_cursor_execute`` hook catching every statement on ``file_records`` or
-``file_path_counts``, which then runs under ``EXPLAIN (ANALYZE, BUFFERS)`` with its
-parameters (the custom plan) and,
-prepared with ``plan_cache_mode = force_generic_plan``, as the generic plan a prepared
-statement may switch to (psycopg prepares a statement after 5 executions on a connection).
+Targets at the largest size: median below 50 ms (``user_own``: 15 ms) and growth at most 3x
+from the smallest; keyset pages' p95 below 15 ms; every plan uses an index.
 
-Targets at the largest size: median server time below 50 ms for ``admin_all``,
-``admin_path_freigabe`` and ``public``, below 15 ms for ``user_own``; median grows at most 3x
-from the smallest to the largest size; keyset pages below 15 ms (95th percentile of every
-walked page); every plan uses an index.
-
-    .venv/bin/python -m bench.lists                               # 10k, 100k, 1M
+    .venv/bin/python -m bench.lists                                    # 10k, 100k, 1M
     .venv/bin/python -m bench.lists --sizes 2000,10000 --requests 15   # a quick trial
 """
 
@@ -33,19 +20,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
 import json
 import logging
 import re
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from bench.common import (
+    Client,
     Report,
-    Server,
     app_server,
     flask_cli,
     log,
@@ -53,6 +38,7 @@ from bench.common import (
     make_user,
     median,
     migrated_postgres,
+    p95,
     print_table,
 )
 from bench.seed import Seeder
@@ -70,69 +56,13 @@ TARGET_MS = {"admin_all": 50, "admin_path_freigabe": 50, "public": 50, "user_own
 KEYSET_TARGET_MS = 15
 
 
-class Client:
-    """Sequential requests over one keep-alive connection, each with its own request id."""
-
-    def __init__(self, server: Server, tokens: dict[str, str]) -> None:
-        self.server = server
-        self.tokens = tokens
-        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-
-    def get(self, who: str | None, url: str) -> tuple[str, float, dict[str, Any]]:
-        request_id = f"bench-{uuid.uuid4().hex}"
-        headers = {"X-Request-ID": request_id}
-        if who:
-            headers["Authorization"] = f"Bearer {self.tokens[who]}"
-        began = time.perf_counter()
-        self.conn.request("GET", url, headers=headers)
-        response = self.conn.getresponse()
-        body = response.read()
-        client_ms = (time.perf_counter() - began) * 1000
-        if response.status != 200:
-            raise RuntimeError(f"GET {url} answered {response.status}: {body[:300]!r}")
-        return request_id, client_ms, json.loads(body)
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def measure(
-    client: Client, kinds: dict[str, tuple[str | None, str]], requests: int, warmup: int
-) -> dict[str, dict[str, Any]]:
-    """Round-robin over the kinds, ``warmup`` unrecorded rounds first."""
-    ids: dict[str, list[tuple[str, float]]] = {kind: [] for kind in kinds}
-    totals: dict[str, Any] = {}
-    names = list(kinds)
-    for round_ in range(warmup + requests):
-        shift = round_ % len(names)
-        for kind in names[shift:] + names[:shift]:
-            who, url = kinds[kind]
-            request_id, client_ms, body = client.get(who, url)
-            totals[kind] = body.get("total")
-            if round_ >= warmup:
-                ids[kind].append((request_id, client_ms))
-    server = client.server.server_times(rid for pairs in ids.values() for rid, _ in pairs)
-    results = {}
-    for kind, pairs in ids.items():
-        server_ms = [server[rid] for rid, _ in pairs if rid in server]
-        results[kind] = {
-            "server_ms": server_ms,
-            "client_ms": [ms for _, ms in pairs],
-            "median_server_ms": median(server_ms),
-            "median_client_ms": median(ms for _, ms in pairs),
-            "total": totals[kind],
-        }
-    return results
-
-
 def walk(client: Client, who: str | None, url: str, pages: int) -> dict[str, Any]:
-    """Follow ``next_cursor`` from the first page.
-
-    Also checks that the walk is consistent: newest first, no record twice.
-    """
+    """Follow ``next_cursor`` from the first page, checking the order (newest first) and that
+    no record comes twice."""
     separator = "&" if "?" in url else "?"
     # An empty cursor asks for the first keyset page (no total).
-    request_id, _, body = client.get(who, f"{url}{separator}cursor=")
+    request_id, _, _, data = client.get(f"{url}{separator}cursor=", who)
+    body = json.loads(data)
     if "next_cursor" not in body:
         raise RuntimeError(f"{url}: no next_cursor in the envelope of a keyset page")
     page_ids = [request_id]
@@ -153,21 +83,15 @@ def walk(client: Client, who: str | None, url: str, pages: int) -> dict[str, Any
         if not cursor or (pages and len(page_ids) >= pages):
             break
         cursors.append(cursor)
-        request_id, _, body = client.get(who, f"{url}{separator}cursor={quote(cursor)}")
+        request_id, _, _, data = client.get(f"{url}{separator}cursor={quote(cursor)}", who)
+        body = json.loads(data)
         page_ids.append(request_id)
     times = client.server.server_times(page_ids)
     server_ms = [times[rid] for rid in page_ids if rid in times]
-    ordered = sorted(server_ms)
-    return {
-        "pages": len(page_ids),
-        "records": len(seen),
-        "server_ms": server_ms,
-        "median_ms": median(server_ms),
-        "p95_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
-        "max_ms": ordered[-1],
-        "problems": problems[:5],
-        "sample_cursor": cursors[len(cursors) // 2] if cursors else None,
-    }
+    result = {"pages": len(page_ids), "records": len(seen), "server_ms": server_ms}
+    result |= {"median_ms": median(server_ms), "p95_ms": p95(server_ms), "max_ms": max(server_ms)}
+    sample = cursors[len(cursors) // 2] if cursors else None
+    return result | {"problems": problems[:5], "sample_cursor": sample}
 
 
 # --- the app's SQL and its plans --------------------------------------------------------
@@ -220,49 +144,18 @@ def capture_sql(
     return found
 
 
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
-
-
 def explain(database_url: str, statements: list[tuple[str, dict[str, Any]]]) -> list[dict]:
-    """EXPLAIN ANALYZE of each statement: custom plan and forced generic plan."""
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of each statement with its parameters."""
     import psycopg
-    from psycopg import sql
 
     plans = []
     with psycopg.connect(database_url, autocommit=True) as conn:
         for statement, params in statements:
-            custom = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, params).fetchall()
-            custom_text = "\n".join(row[0] for row in custom)
-            order: list[str] = []
-
-            def number(match: re.Match[str], order: list[str] = order) -> str:
-                if match[1] not in order:
-                    order.append(match[1])
-                return f"${order.index(match[1]) + 1}"
-
-            prepared = _PLACEHOLDER.sub(number, statement).replace("%%", "%")
-            literals = ", ".join(sql.Literal(params[name]).as_string(conn) for name in order)
-            conn.execute("SET plan_cache_mode = force_generic_plan")
-            conn.execute(f"PREPARE bench_q AS {prepared}")
-            try:
-                execute = f"EXECUTE bench_q({literals})" if order else "EXECUTE bench_q"
-                generic = conn.execute(f"EXPLAIN (ANALYZE, BUFFERS) {execute}").fetchall()
-            finally:
-                conn.execute("DEALLOCATE bench_q")
-                conn.execute("RESET plan_cache_mode")
-            generic_text = "\n".join(row[0] for row in generic)
-            plans.append(
-                {
-                    "sql": statement,
-                    "params": {k: str(v) for k, v in params.items()},
-                    "plan": custom_text,
-                    "execution_ms": _execution_ms(custom_text),
-                    "uses_index": _uses_index(custom_text),
-                    "generic_plan": generic_text,
-                    "generic_execution_ms": _execution_ms(generic_text),
-                    "generic_uses_index": _uses_index(generic_text),
-                }
-            )
+            rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement, params).fetchall()
+            plan = "\n".join(row[0] for row in rows)
+            params = {k: str(v) for k, v in params.items()}
+            plans.append({"sql": statement, "params": params, "plan": plan})
+            plans[-1] |= {"execution_ms": _execution_ms(plan), "uses_index": _uses_index(plan)}
     return plans
 
 
@@ -313,7 +206,7 @@ def main() -> None:
             timings = seeder.grow_to(size)
             seconds = time.perf_counter() - began
             log(f"  {seconds:.1f} s ({', '.join(f'{k} {v:.1f} s' for k, v in timings.items())})")
-            email, owned = seeder.heaviest_user()
+            email, _owned = seeder.heaviest_user()
             if email != heavy_email:
                 flask_cli("users", "set-password", email, "--password", USER_PASSWORD, env=env)
                 heavy_email = email
@@ -324,11 +217,9 @@ def main() -> None:
                     "user": login(server.port, email, USER_PASSWORD),
                 }
                 client = Client(server, tokens)
-                kinds = dict(KINDS)
-                deep_page = max(1, size // 100 // 2)
-                kinds["admin_all_deep"] = ("admin", f"/api/files?page={deep_page}")
-                log(f"  {args.requests} requests per list kind (deep page {deep_page})")
-                results = measure(client, kinds, args.requests, args.warmup)
+                log(f"  {args.requests} requests per list kind")
+                urls = {kind: (url, who) for kind, (who, url) in KINDS.items()}
+                results = client.rounds(urls, args.requests, args.warmup)
                 keyset = {}
                 for kind, (who, url) in KINDS.items():
                     pages = 0 if kind == "user_own" else args.walk_pages
@@ -336,17 +227,14 @@ def main() -> None:
                 client.close()
             finally:
                 server.stop()
-            rows = [
-                [kind, r["median_server_ms"], r["median_client_ms"], r["total"]]
-                for kind, r in results.items()
-            ]
+            rows = [[kind, r["median_ms"], "", r["total"]] for kind, r in results.items()]
             rows += [
                 [f"keyset {kind} ({w['pages']} pages)", w["median_ms"], w["p95_ms"], w["max_ms"]]
                 for kind, w in keyset.items()
             ]
-            print_table(["list", "server ms (median)", "client ms / p95", "total / max"], rows)
+            print_table(["list", "server ms (median)", "p95", "total / max"], rows)
             log("  EXPLAIN ANALYZE of the app's statements")
-            to_explain = [(kind, who, url) for kind, (who, url) in kinds.items()]
+            to_explain = [(kind, who, url) for kind, (who, url) in KINDS.items()]
             for kind, walked in keyset.items():
                 if walked["sample_cursor"]:
                     who, url = KINDS[kind]
@@ -355,23 +243,13 @@ def main() -> None:
                     to_explain.append((f"keyset_{kind}", who, cursor_url))
             statements = capture_sql(database_url, workdir, to_explain, tokens)
             plans = {label: explain(database_url, found) for label, found in statements.items()}
-            for label, label_plans in plans.items():
-                summary = ", ".join(
-                    f"{p['execution_ms']} ms{'' if p['uses_index'] else ' NO INDEX'}"
-                    f" (generic {p['generic_execution_ms']} ms)"
-                    for p in label_plans
-                )
-                print(f"    {label}: {summary}")
-            levels[str(size)] = {
-                "records": size,
-                "seed_seconds": seconds,
-                "seed_timings": timings,
-                "table": seeder.table_size(),
-                "heaviest_user_records": owned,
-                "lists": results,
-                "keyset": keyset,
-                "plans": plans,
-            }
+            for label, found in plans.items():
+                ms = [
+                    f"{p['execution_ms']} ms{'' if p['uses_index'] else ' NO INDEX'}" for p in found
+                ]
+                print(f"    {label}: {', '.join(ms)}")
+            levels[str(size)] = {"records": size, "seed_seconds": seconds, "seed_timings": timings}
+            levels[str(size)] |= {"lists": results, "keyset": keyset, "plans": plans}
         if args.keep:
             log(f"database kept: {database_url}")
     evaluate(report, sizes, levels)
@@ -379,48 +257,27 @@ def main() -> None:
 
 
 def evaluate(report: Report, sizes: list[int], levels: dict[str, Any]) -> None:
-    small, large = levels[str(sizes[0])], levels[str(sizes[-1])]
-    n = f"{sizes[-1]:,}"
+    large, n = levels[str(sizes[-1])], f"{sizes[-1]:,}"
     print()
+    medians = {k: [levels[str(s)]["lists"][k]["median_ms"] for s in sizes] for k in KINDS}
     print_table(
         ["list", *[f"{s:,}" for s in sizes], "growth"],
-        [
-            [
-                kind,
-                *[levels[str(s)]["lists"][kind]["median_server_ms"] for s in sizes],
-                large["lists"][kind]["median_server_ms"] / small["lists"][kind]["median_server_ms"],
-            ]
-            for kind in [*KINDS, "admin_all_deep"]
-        ],
+        [[kind, *values, values[-1] / values[0]] for kind, values in medians.items()],
     )
     for kind, limit in TARGET_MS.items():
-        value = large["lists"][kind]["median_server_ms"]
+        value = medians[kind][-1]
         report.check(f"{kind} median server time at {n} records", value, limit, False, " ms")
-    if len(sizes) > 1:
-        for kind in KINDS:
-            growth = (
-                large["lists"][kind]["median_server_ms"] / small["lists"][kind]["median_server_ms"]
-            )
+        if len(sizes) > 1:
+            growth = value / medians[kind][0]
             report.check(f"{kind} growth {sizes[0]:,} -> {n}", growth, 3, False, "x")
     for kind, walked in large["keyset"].items():
-        report.check(
-            f"keyset {kind}: p95 of {walked['pages']} pages at {n}",
-            walked["p95_ms"],
-            KEYSET_TARGET_MS,
-            False,
-            " ms",
-        )
+        label = f"keyset {kind}: p95 of {walked['pages']} pages at {n}"
+        report.check(label, walked["p95_ms"], KEYSET_TARGET_MS, False, " ms")
         if walked["problems"]:
             print(f"WARN  keyset {kind}: {walked['problems']}")
     for label, plans in large["plans"].items():
-        if label == "admin_all_deep":
-            continue
-        report.check(
-            f"EXPLAIN {label}: every statement uses an index",
-            float(all(p["uses_index"] for p in plans)),
-            1,
-            True,
-        )
+        indexed = float(all(p["uses_index"] for p in plans))
+        report.check(f"EXPLAIN {label}: every statement uses an index", indexed, 1, True)
 
 
 if __name__ == "__main__":

@@ -1,16 +1,16 @@
 """DOWNLOAD_OFFLOAD=nginx measured (issue 27): docs/nginx.conf run as tests/test_reverse_proxy.py
 runs it, in front of two servers on the same database and storage, one with the setting on and
-one without, all contenders alternating in the same run:
+one without (``without_env(env, "offload")``), all contenders alternating in the same run:
 
 - a 200 MiB public download through nginx with offload on, against nginx sending the same
   bytes as a static file (local) or proxied straight from S3 with a presigned URL (s3): the
   ratio should be at least 0.9;
 - 64 requests for 1 MiB ranges at spread offsets, one connection: offload on against offload
   off, both through nginx (at least 1.5x faster);
-- the same downloads straight from waitress (offload off, no nginx) beside them.
+Clients speak plain HTTP to nginx (on 2 cores one nginx worker's encryption would cap every
+contender alike).
 
     .venv/bin/python -m bench.offload [--backend local|s3|both] [--reps 5] [--size-mib 200]
-                                      [--tls]
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -31,6 +30,7 @@ from bench.common import (
     MiB,
     Postgres,
     alternate,
+    check_without,
     curl,
     log,
     login,
@@ -42,6 +42,7 @@ from bench.common import (
     s3_settings,
     sqlalchemy_url,
     start_s3,
+    without_env,
     workspace,
 )
 from bench.transfer import write_mp4
@@ -53,15 +54,12 @@ RANGES = 64
 
 
 def with_peer(site: Callable[[str], str], peer_block: str) -> Callable[[str], str]:
-    """The offload example plus a location that serves the peer's bytes; without TLS unless
-    --tls (on 2 cores one nginx worker's encryption would cap every contender alike)."""
+    """The offload example without TLS plus a location that serves the peer's bytes."""
 
     def change(text: str) -> str:
         text = site(text)
-        if not TLS:
-            assert text.count(" ssl default_server;") == 1 and text.count(" ssl;") == 1
-            text = text.replace(" ssl default_server;", " default_server;")
-            text = text.replace(" ssl;", ";")
+        assert text.count(" ssl default_server;") == 1 and text.count(" ssl;") == 1
+        text = text.replace(" ssl default_server;", " default_server;").replace(" ssl;", ";")
         anchor = "    location @too_large {"
         assert text.count(anchor) == 1
         return text.replace(anchor, peer_block + anchor)
@@ -70,15 +68,9 @@ def with_peer(site: Callable[[str], str], peer_block: str) -> Callable[[str], st
 
 
 def via_nginx(stack: Stack, path: str) -> list[str]:
-    """curl arguments for `path` through nginx's TLS server, the host name resolved to it."""
-    scheme = "https" if TLS else "http"
-    return [
-        "--cacert",
-        str(stack.cert),
-        "--resolve",
-        f"{HOST_NAME}:{stack.https_port}:127.0.0.1",
-        f"{scheme}://{HOST_NAME}:{stack.https_port}{path}",
-    ]
+    """curl arguments for `path` through nginx, the host name resolved to it."""
+    host = f"{HOST_NAME}:{stack.https_port}"
+    return ["--resolve", f"{host}:127.0.0.1", f"http://{host}{path}"]
 
 
 def whole(target: list[str]) -> float:
@@ -93,20 +85,18 @@ def ranges(target: list[str], size: int) -> float:
     args: list[str] = []
     step = (size - MiB) // RANGES
     for i in range(RANGES):
-        start = i * step
         args += ["--next"] if i else []
         args += [*options, "-w", "%{json}\n", "-o", os.devnull, "--fail"]
-        args += ["-r", f"{start}-{start + MiB - 1}", url]
-    done = subprocess.run(["curl", "-sS", *args], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[:500]
-    records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"')]
-    assert len(records) == RANGES and {r["http_code"] for r in records} == {206}, records[:2]
-    assert {r["size_download"] for r in records} == {MiB}
+        args += ["-r", f"{i * step}-{i * step + MiB - 1}", url]
+    records = curl(args, timeout=600)
+    assert [(r["http_code"], r["size_download"]) for r in records] == [(206, MiB)] * RANGES
     return sum(r["time_total"] for r in records)
 
 
 @contextmanager
-def stacks(backend: str, work: Path) -> Iterator[tuple[Stack, Stack, str, list[str], int]]:
+def stacks(
+    backend: str, work: Path, size_mib: int
+) -> Iterator[tuple[Stack, Stack, str, list[str], int]]:
     """Both stacks, the released record's public path, the peer's target and the file size."""
     with ExitStack() as exits:
         storage_dir = work / "storage"
@@ -124,10 +114,10 @@ def stacks(backend: str, work: Path) -> Iterator[tuple[Stack, Stack, str, list[s
         database = postgres.create("offload")
         base = dict(DATABASE_URL=sqlalchemy_url(database), PROXY_COUNT="1", **storage)
         base.update(RATELIMIT_UPLOADS="1000 per minute")
-        env_off = clean_env(**base)
         env_on = clean_env(**base, DOWNLOAD_OFFLOAD="nginx")
-        prepare_database(env_off)
-        make_user(env_off, "bench@example.org", "bench password")
+        env_off = without_env(env_on, "offload")
+        prepare_database(env_on)
+        make_user(env_on, "bench@example.org", "bench password")
 
         if backend == "local":
             site = offload_site("local", f"{storage_dir}/")
@@ -143,19 +133,15 @@ def stacks(backend: str, work: Path) -> Iterator[tuple[Stack, Stack, str, list[s
             folder.mkdir()
         on = exits.enter_context(running_stack(folders[0], env_on, with_peer(site, peer)))
         off = exits.enter_context(running_stack(folders[1], env_off, with_peer(site, peer)))
+        check_without(off.app_log, "offload")
 
-        size = 200 * MiB if SIZE_MIB is None else SIZE_MIB * MiB
+        size = size_mib * MiB
         source = write_mp4(work / "large.mp4", size)
         token = login(off.app_port, "bench@example.org", "bench password")
-        created = json.loads(
-            subprocess.run(
-                ["curl", "-sS", "-H", f"Authorization: Bearer {token}", "-F",
-                 f"files[]=@{source}", f"http://127.0.0.1:{off.app_port}/api/files"],
-                capture_output=True, text=True, check=True,
-            ).stdout
-        )  # fmt: skip
-        assert "files" in created, created
-        created = created["files"][0]
+        answer = work / "created.json"
+        form = ["-H", f"Authorization: Bearer {token}", "-F", f"files[]=@{source}"]
+        curl([*form, "-o", str(answer), f"http://127.0.0.1:{off.app_port}/api/files"])
+        record_id = json.loads(answer.read_text())["files"][0]["id"]
         source.unlink()
         with psycopg.connect(database) as conn:
             (key,) = conn.execute("SELECT stored_path FROM file_records").fetchone()
@@ -166,26 +152,20 @@ def stacks(backend: str, work: Path) -> Iterator[tuple[Stack, Stack, str, list[s
                 "get_object", Params={"Bucket": "offload", "Key": key}, ExpiresIn=3600
             )
             peer_path = PEER + url.split("/", 3)[3]
-        path = f"/api/public/files/{created['id']}/download"
+        path = f"/api/public/files/{record_id}/download"
         yield on, off, path, via_nginx(on, peer_path), size
 
 
-SIZE_MIB: int | None = None
-TLS = False
-
-
-def run(backend: str, reps: int) -> list[list[Any]]:
+def run(backend: str, reps: int, size_mib: int) -> list[list[Any]]:
     with (
         workspace(f"offload-{backend}") as work,
-        stacks(backend, work) as (on, off, path, peer, size),
+        stacks(backend, work, size_mib) as (on, off, path, peer, size),
     ):
-        direct = [f"http://127.0.0.1:{off.app_port}{path}"]
         peer_name = "nginx static file" if backend == "local" else "nginx -> S3 (presigned)"
         targets = [
             ("nginx, offload on", via_nginx(on, path)),
             (peer_name, peer),
             ("nginx, offload off", via_nginx(off, path)),
-            ("waitress direct", direct),
         ]
         log(f"{backend}: {size // MiB} MiB download, {reps} repetitions")
         speeds = alternate(reps, [(n, lambda _r, t=t: whole(t)) for n, t in targets], warmup=1)
@@ -195,46 +175,26 @@ def run(backend: str, reps: int) -> list[list[Any]]:
         )
     mib_s = {name: median(values) for name, values in speeds.items()}
     range_s = {name: median(values) for name, values in seconds.items()}
-    rows = []
-    for name, _ in targets:
-        rows.append(
-            [
-                backend,
-                name,
-                mib_s[name],
-                mib_s[name] / mib_s[peer_name],
-                range_s[name] * 1000 / RANGES,
-                range_s["nginx, offload off"] / range_s[name],
-            ]
-        )
-    return rows
+    return [
+        [backend, name, mib_s[name], mib_s[name] / mib_s[peer_name], range_s[name] * 1000 / RANGES,
+         range_s["nginx, offload off"] / range_s[name]]
+        for name, _ in targets
+    ]  # fmt: skip
 
 
 def main() -> None:
-    global SIZE_MIB, TLS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=["local", "s3", "both"], default="both")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--size-mib", type=int, default=200)
-    parser.add_argument("--tls", action="store_true", help="clients speak TLS to nginx")
     args = parser.parse_args()
-    SIZE_MIB, TLS = args.size_mib, args.tls
     if shutil.which("nginx", path=f"{os.environ.get('PATH', '')}:/usr/sbin") is None:
         raise SystemExit("nginx is not installed")
     rows = []
     for backend in ["local", "s3"] if args.backend == "both" else [args.backend]:
-        rows += run(backend, args.reps)
-    print_table(
-        [
-            "backend",
-            "contender",
-            "MiB/s (whole)",
-            "vs peer",
-            "ms per 1 MiB range",
-            "ranges: x faster than offload off",
-        ],
-        rows,
-    )
+        rows += run(backend, args.reps, args.size_mib)
+    headers = ["backend", "contender", "MiB/s (whole)", "vs peer", "ms per 1 MiB range"]
+    print_table([*headers, "ranges: x faster than offload off"], rows)
 
 
 if __name__ == "__main__":

@@ -1,31 +1,18 @@
 """The open-internet scenarios at full size, against `flask serve` on the default stack
-(SQLite, local storage) with production settings except the timeouts, which are shortened so
-that a run takes minutes (but for the archive readers, which run with the production
-`CLIENT_STALL_SECONDS`: see 5):
+(SQLite, local storage) with production settings but shortened timeouts (the archive readers
+run with the production `CLIENT_STALL_SECONDS`: a reader at 50 KB/s whose receive buffer has
+grown to megabytes leaves the TCP window shut for longer than 10 s):
 
-1. Slow and stalled readers: 200 clients download a released 20 MiB file at 50 KB/s each and
-   20 more request it and stop reading. Meanwhile /healthz, a token login and a metadata read
-   are timed (target: p99 under 1 s each); the server's memory over idle is divided by the 220
-   clients (target: at most 1 MiB each); the stalled clients must be disconnected after
-   CLIENT_STALL_SECONDS without progress, the slow ones never.
-2. Connection flood: 1,000 connections trickle a header line every 2 s; a new client is timed
-   (target: p99 under 1 s) and the trickling connections must be closed after
-   HEADER_TIMEOUT_SECONDS.
-3. Spooling: 100 clients announce a 1 GiB body without a token at once; every one gets 401
-   and the server's temporary files stay under 1 MiB per request.
-4. Upload speed: a 200 MiB upload to the service against the bare waitress app
-   (bench/bare.py, the same server settings) in the same run; the ratio is printed.
-5. Archive readers (issue 21): 1,000 released records with metadata at maximum length in one
-   folder (a manifest of about 20 MB); 100 anonymous clients read its public folder ZIP at
-   50 KB/s each. The server's memory over idle is divided by the readers (target: at most
-   1 MiB each) and a public list request is timed meanwhile (target: p99 under 1 s); no
-   reader may be cut. With the shortened stall limit (10 s) a few are: a reader this slow
-   whose receive buffer has grown to megabytes leaves the server's TCP window shut for
-   longer than that, which the server cannot tell from a client that stopped reading.
-6. Deep-path set bloat: one normal user PATCHes 2,000 records to paths 126 folders deep
-   (about 252,000 OAI-PMH sets), then 16 anonymous clients page through ListSets while a
-   public list request is timed (target: p99 under 1 s) and the server's memory over idle is
-   divided by the 16 clients (target: at most 1 MiB each).
+1. 200 clients download a 20 MiB file at 50 KB/s and 20 stall; /healthz, a token login and a
+   metadata read p99 under 1 s; memory over idle at most 1 MiB per client; stalled ones cut
+   off after CLIENT_STALL_SECONDS, slow ones never.
+2. 1,000 connections trickle a header line every 2 s: a new client p99 under 1 s, and they
+   are closed after HEADER_TIMEOUT_SECONDS.
+3. 100 unauthenticated 1 GiB bodies at once: every one 401, at most 1 MiB spooled each.
+4. Issue 21: 100 anonymous readers at 50 KB/s of a 1,000-record folder ZIP (maximal metadata):
+   at most 1 MiB each over idle, a public list p99 under 1 s, no reader cut.
+5. 2,000 records PATCHed to paths 126 folders deep (about 252,000 OAI-PMH sets), 16 ListSets
+   harvesters: at most 1 MiB each over idle, a public list p99 under 1 s.
 
     .venv/bin/python -m bench.open_internet [--slow 200] [--stalled 20] [--flood 1000]
     .venv/bin/python -m bench.open_internet --only archive [--archive-readers 100]
@@ -45,35 +32,28 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
+    JSON,
+    MiB,
     Report,
     Sampler,
-    app_env,
     app_server,
-    bare_server,
     curl,
     log,
     login,
     make_user,
     median,
-    mib_per_s,
     open_file_usage,
+    percentile,
     prepare_database,
     proc_status,
     request,
+    sqlite_env,
     workspace,
 )
 
 FILE_MIB = 20
 STALL_SECONDS = 10
 HEADER_SECONDS = 5
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 async def slow_reader(port: int, path: str, rate: int, stop: asyncio.Event, stats: dict) -> None:
@@ -123,19 +103,31 @@ async def probe(port: int, method: str, path: str, body: bytes | None, headers: 
     return time.monotonic() - began
 
 
-async def probes(port: int, record_id: str, login_body: bytes, seconds: float) -> dict:
-    timings: dict[str, list[float]] = {"healthz": [], "login": [], "metadata": []}
+async def list_probes(port: int, seconds: float) -> list[float]:
+    """Public list requests, one every 0.2 s, for `seconds`: their times."""
+    timings: list[float] = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        timings["healthz"].append(await probe(port, "GET", "/healthz", None, {}))
-        timings["login"].append(
-            await probe(
-                port, "POST", "/api/tokens", login_body, {"Content-Type": "application/json"}
-            )
-        )
-        timings["metadata"].append(
-            await probe(port, "GET", f"/api/public/files/{record_id}", None, {})
-        )
+        timings.append(await probe(port, "GET", "/api/public/files", None, {}))
+        await asyncio.sleep(0.2)
+    return timings
+
+
+def stats_of(values: list[float]) -> dict[str, float]:
+    return {"n": len(values), "p50": median(values), "p99": percentile(values, 99)}
+
+
+async def probes(port: int, record_id: str, login_body: bytes, seconds: float) -> dict:
+    requests = {
+        "healthz": ("GET", "/healthz", None, {}),
+        "login": ("POST", "/api/tokens", login_body, JSON),
+        "metadata": ("GET", f"/api/public/files/{record_id}", None, {}),
+    }
+    timings: dict[str, list[float]] = {name: [] for name in requests}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for name, arguments in requests.items():
+            timings[name].append(await probe(port, *arguments))
         await asyncio.sleep(0.2)
     return timings
 
@@ -187,8 +179,7 @@ async def slow_and_stalled(
     await asyncio.sleep(3)
     with Sampler(pid, interval=0.1) as steady:
         await asyncio.sleep(2)
-    with Sampler(pid, interval=0.2) as sampler:
-        timings = await probes(port, record_id, login_body, args.probe_seconds)
+    timings = await probes(port, record_id, login_body, args.probe_seconds)
     await asyncio.sleep(max(0.0, stalled_at + STALL_SECONDS + 4 - time.monotonic()))
     cut_off = [drain_until_closed(sock, 5) for sock in stalled]
     for sock in stalled:
@@ -198,64 +189,30 @@ async def slow_and_stalled(
     stalled_durations = sorted(
         entry["duration_ms"] / 1000
         for entry in server.access_entries()
-        if entry["path"] == path and entry["bytes"] < FILE_MIB * 2**20
+        if entry["path"] == path and entry["bytes"] < FILE_MIB * MiB
     )[: args.stalled]
     clients = args.slow + args.stalled
     per_client = (steady.peak_rss - idle) / clients
     rate = stats["bytes"] / stats["seconds"] if stats["seconds"] else 0.0
-    closed = sum(
-        1 for received, was_closed in cut_off if was_closed and received < FILE_MIB * 2**20
-    )
-    report.data["slow"] = {
-        "slow_clients": args.slow,
-        "stalled_clients": args.stalled,
-        "rate_per_slow_client_bytes_s": rate,
-        "slow_clients_disconnected": stats["closed"],
-        "idle_rss": idle,
-        "steady_rss": steady.peak_rss,
-        "peak_rss_while_probing": sampler.peak_rss,
-        "rss_per_client": per_client,
-        "stalled_cut_off": closed,
-        "stalled_bytes_before_cut": [received for received, _ in cut_off],
-        "stalled_served_seconds": stalled_durations,
-        "probes": {
-            name: {"n": len(v), "p50": median(v), "p99": percentile(v, 99), "max": max(v)}
-            for name, v in timings.items()
-        },
-    }
+    closed = sum(1 for received, was_closed in cut_off if was_closed and received < FILE_MIB * MiB)
+    report.data["slow"] = {"rate_per_slow_client_bytes_s": rate, "idle_rss": idle,
+                           "rss_per_client": per_client, "stalled_cut_off": closed,
+                           "stalled_served_seconds": stalled_durations,
+                           "probes": {n: stats_of(v) for n, v in timings.items()}}  # fmt: skip
     log(f"slow readers got {rate / 1000:.1f} KB/s each; {stats['closed']} were disconnected")
     log(f"stalled downloads ended by the server after {stalled_durations} s")
+    check = report.check
     for name, values in timings.items():
-        report.check(
-            f"{name} p99 with {args.slow} slow + {args.stalled} stalled readers",
-            percentile(values, 99),
-            1.0,
-            higher_is_better=False,
-            unit=" s",
-        )
-    report.check(
-        "memory per slow or stalled client (steady, over idle)",
-        per_client / 2**20,
-        1.0,
-        False,
-        unit=" MiB",
-    )
-    report.check("slow readers disconnected", stats["closed"], 0, False)
-    report.check(
-        f"stalled readers cut off after CLIENT_STALL_SECONDS={STALL_SECONDS}",
-        closed,
-        args.stalled,
-        True,
-    )
+        load = f"{args.slow} slow + {args.stalled} stalled readers"
+        check(f"{name} p99 with {load}", percentile(values, 99), 1.0, False, " s")
+    per_client_mib = per_client / MiB
+    check("memory per slow or stalled client (steady, over idle)", per_client_mib, 1, False, " MiB")
+    check("slow readers disconnected", stats["closed"], 0, False)
+    check(f"stalled readers cut off after {STALL_SECONDS} s", closed, args.stalled, True)
     # Counted from the request: a stalled client still takes what fits into the socket
     # buffers for its first seconds, and the idle check runs once a second.
-    report.check(
-        "longest a stalled download was kept, from its request",
-        max(stalled_durations, default=float("inf")),
-        STALL_SECONDS + 8,
-        False,
-        unit=" s",
-    )
+    longest, limit = max(stalled_durations, default=float("inf")), STALL_SECONDS + 8
+    check("longest a stalled download was kept, from its request", longest, limit, False, " s")
 
 
 async def flood(report: Report, port: int, args: Any) -> None:
@@ -282,21 +239,9 @@ async def flood(report: Report, port: int, args: Any) -> None:
         if socket_closed(sock):
             closed += 1
         sock.close()
-    report.data["flood"] = {
-        "connections": args.flood,
-        "probes": len(latencies),
-        "p50": median(latencies),
-        "p99": percentile(latencies, 99),
-        "max": max(latencies),
-        "closed_after_header_timeout": closed,
-    }
-    report.check(
-        f"new client p99 beside {args.flood} trickling connections",
-        percentile(latencies, 99),
-        1.0,
-        False,
-        unit=" s",
-    )
+    report.data["flood"] = {**stats_of(latencies), "closed_after_header_timeout": closed}
+    p99 = percentile(latencies, 99)
+    report.check(f"new client p99 beside {args.flood} trickling connections", p99, 1.0, False, " s")
     report.check(f"trickling connections closed after {HEADER_SECONDS} s", closed, args.flood, True)
 
 
@@ -320,53 +265,9 @@ def huge_bodies(report: Report, port: int, pid: int, tmpdir: Path, count: int) -
             statuses.append(0)
         sock.close()
     report.data["spool"] = {"requests": count, "statuses": statuses, "peak_spooled": peak}
-    report.check(
-        f"{count} unauthenticated 1 GiB bodies answered 401", statuses.count(401), count, True
-    )
-    report.check("spooled per unauthenticated request", peak / count / 2**20, 1.0, False, " MiB")
-
-
-def upload_speed(report: Report, port: int, token: str, workdir: Path, args: Any) -> None:
-    """The same multipart upload to the service and to the bare app, alternating."""
-    source = workdir / "upload.txt"
-    with source.open("wb") as file:
-        for _ in range(args.upload_mib * 1024):
-            file.write(b"0123456789abcdef" * 63 + b"0123456789abcd\n")
-    bare_dir = workdir / "bare-files"
-    bare = bare_server("bare", workdir, bare_dir)
-    answer = workdir / "answer.json"
-    seconds: dict[str, list[float]] = {"service": [], "bare": []}
-    try:
-        for _ in range(args.repeat):
-            for name, url, auth in (
-                (
-                    "service",
-                    f"http://127.0.0.1:{port}/api/files",
-                    ["-H", f"Authorization: Bearer {token}"],
-                ),
-                ("bare", f"{bare.base_url}/upload", []),
-            ):
-                [record] = curl([*auth, "-F", f"files[]=@{source}", "-o", str(answer), url])
-                if record["http_code"] != 201:
-                    raise RuntimeError(f"{name} upload answered {record['http_code']}")
-                seconds[name].append(record["time_total"])
-                for leftover in bare_dir.iterdir():
-                    leftover.unlink()
-    finally:
-        bare.stop()
-    nbytes = source.stat().st_size
-    speeds = {name: mib_per_s(nbytes, median(values)) for name, values in seconds.items()}
-    report.data["upload"] = {"bytes": nbytes, "seconds": seconds, "mib_per_s": speeds}
-    log(
-        f"upload {args.upload_mib} MiB: service {speeds['service']:.0f} MiB/s,"
-        f" bare {speeds['bare']:.0f} MiB/s"
-    )
-    report.check(
-        f"upload {args.upload_mib} MiB to local storage / bare waitress app",
-        speeds["service"] / speeds["bare"],
-        0.8,
-        True,
-    )
+    answered = statuses.count(401)
+    report.check(f"{count} unauthenticated 1 GiB bodies answered 401", answered, count, True)
+    report.check("spooled per unauthenticated request", peak / count / MiB, 1.0, False, " MiB")
 
 
 #: The archived folder: a path at its maximum length (255 characters).
@@ -457,56 +358,25 @@ async def archive_readers(report: Report, server: Any, args: Any) -> None:
     await asyncio.sleep(2)
     with Sampler(pid, interval=0.1) as steady:
         await asyncio.sleep(2)
-    timings: list[float] = []
     with Sampler(pid, interval=0.2) as sampler:
-        deadline = time.monotonic() + args.probe_seconds
-        while time.monotonic() < deadline:
-            timings.append(await probe(port, "GET", "/api/public/files", None, {}))
-            await asyncio.sleep(0.2)
+        timings = await list_probes(port, args.probe_seconds)
     stop.set()
     await asyncio.gather(*readers)
     per_client = (max(steady.peak_rss, sampler.peak_rss) - idle) / args.archive_readers
-    report.data["archive"] = {
-        "records": args.archive_records,
-        "readers": args.archive_readers,
-        "started": stats["started"],
-        "failed": stats["failed"],
-        "closed": stats["closed"],
-        "seconds_until_all_started": all_started,
-        "bytes_read": stats["bytes"],
-        "idle_rss": idle,
-        "steady_rss": steady.peak_rss,
-        "peak_rss_while_probing": sampler.peak_rss,
-        "rss_per_client": per_client,
-        "list_probes": {
-            "n": len(timings),
-            "p50": median(timings),
-            "p99": percentile(timings, 99),
-            "max": max(timings),
-        },
-    }
+    report.data["archive"] = {**stats, "seconds_until_all_started": all_started,
+                              "idle_rss": idle, "rss_per_client": per_client,
+                              "list_probes": stats_of(timings)}  # fmt: skip
     log(
         f"{stats['started']} archive readers started within {all_started:.1f} s, "
         f"{stats['failed']} failed, {stats['closed']} cut short; "
         f"{per_client / 2**20:.2f} MiB each"
     )
-    report.check(
-        f"memory per reader of a {args.archive_records}-record archive (over idle)",
-        per_client / 2**20,
-        1.0,
-        False,
-        unit=" MiB",
-    )
-    report.check(
-        f"public list p99 with {args.archive_readers} archive readers",
-        percentile(timings, 99),
-        1.0,
-        False,
-        unit=" s",
-    )
-    report.check(
-        "archive readers answered 200 and never cut", stats["failed"] + stats["closed"], 0, False
-    )
+    check = report.check
+    check(f"memory per reader of a {args.archive_records}-record archive (over idle)",
+          per_client / 2**20, 1.0, False, " MiB")  # fmt: skip
+    p99 = percentile(timings, 99)
+    check(f"public list p99 with {args.archive_readers} archive readers", p99, 1.0, False, " s")
+    check("archive readers answered 200 and never cut", stats["failed"] + stats["closed"], 0, False)
 
 
 # --- deep-path set bloat (issue 21) ------------------------------------------------------
@@ -542,9 +412,7 @@ def bloat_sets(port: int, token: str, records: int) -> None:
     began = time.monotonic()
     for index, record_id in enumerate(ids):
         body = json.dumps({"path": deep_path(index)}).encode()
-        conn.request(
-            "PATCH", f"/api/files/{record_id}", body, {**auth, "Content-Type": "application/json"}
-        )
+        conn.request("PATCH", f"/api/files/{record_id}", body, {**auth, **JSON})
         answer = conn.getresponse()
         answer.read()
         if answer.status != 200:
@@ -580,48 +448,23 @@ async def set_bloat_under_load(report: Report, server: Any, args: Any) -> None:
     stop = asyncio.Event()
     stats = [{"pages": [], "bytes": 0, "complete": 0} for _ in range(args.set_clients)]
     harvesters = [asyncio.create_task(harvest_sets(port, stop, s)) for s in stats]
-    lists: list[float] = []
     with Sampler(pid, interval=0.1) as sampler:
-        deadline = time.monotonic() + args.probe_seconds
-        while time.monotonic() < deadline:
-            lists.append(await probe(port, "GET", "/api/public/files", None, {}))
-            await asyncio.sleep(0.2)
+        lists = await list_probes(port, args.probe_seconds)
         stop.set()
         await asyncio.gather(*harvesters)
     pages = [seconds for s in stats for seconds in s["pages"]]
     per_client = (sampler.peak_rss - idle) / args.set_clients
-    report.data["set_bloat"] = {
-        "records": args.set_records,
-        "depth": SET_DEPTH,
-        "clients": args.set_clients,
-        "idle_rss": idle,
-        "peak_rss": sampler.peak_rss,
-        "rss_per_client": per_client,
-        "listsets_pages": len(pages),
-        "listsets_page_p50": median(pages),
-        "listsets_page_p99": percentile(pages, 99),
-        "largest_page_bytes": max(s["bytes"] for s in stats),
-        "complete_harvests": sum(s["complete"] for s in stats),
-        "public_list": {"n": len(lists), "p50": median(lists), "p99": percentile(lists, 99)},
-    }
-    log(
-        f"{len(pages)} ListSets pages by {args.set_clients} clients, p50 {median(pages):.3f} s,"
-        f" largest {max(s['bytes'] for s in stats)} bytes"
-    )
-    report.check(
-        f"memory per concurrent ListSets client ({args.set_clients}, over idle)",
-        per_client / 2**20,
-        1.0,
-        False,
-        unit=" MiB",
-    )
-    report.check(
-        f"public list p99 with {args.set_clients} ListSets harvesters",
-        percentile(lists, 99),
-        1.0,
-        False,
-        unit=" s",
-    )
+    largest = max(s["bytes"] for s in stats)
+    report.data["set_bloat"] = {"idle_rss": idle, "rss_per_client": per_client,
+                                "listsets_pages": stats_of(pages), "largest_page_bytes": largest,
+                                "public_list": stats_of(lists)}  # fmt: skip
+    log(f"{len(pages)} ListSets pages by {args.set_clients} clients, p50 {median(pages):.3f} s,"
+        f" largest {largest} bytes")  # fmt: skip
+    n = args.set_clients
+    report.check(f"memory per concurrent ListSets client ({n}, over idle)",
+                 per_client / 2**20, 1.0, False, " MiB")  # fmt: skip
+    p99 = percentile(lists, 99)
+    report.check(f"public list p99 with {n} ListSets harvesters", p99, 1.0, False, " s")
 
 
 def deep_path_sets(report: Report, args: Any) -> None:
@@ -629,12 +472,7 @@ def deep_path_sets(report: Report, args: Any) -> None:
     records paths 126 folders deep (about 126 sets each), then `--set-clients` anonymous
     harvesters page through ListSets while a public list request is timed."""
     with workspace("open-internet-sets", keep=args.keep) as workdir:
-        env = app_env(
-            f"sqlite:///{workdir / 'db.sqlite3'}",
-            {"STORAGE_LOCAL_ROOT": str(workdir / "storage")},
-            workdir / "tmp",
-            RATELIMIT_WRITES="100000 per minute",
-        )
+        env = sqlite_env(workdir, RATELIMIT_WRITES="100000 per minute")
         prepare_database(env)
         make_user(env, "sets@example.org", "bench-password")
         server = app_server("sets", env, workdir)
@@ -646,7 +484,7 @@ def deep_path_sets(report: Report, args: Any) -> None:
             server.stop()
 
 
-SCENARIOS = ("slow", "flood", "spool", "upload", "archive", "sets")
+SCENARIOS = ("slow", "flood", "spool", "archive", "sets")
 
 
 def main() -> None:
@@ -657,8 +495,6 @@ def main() -> None:
     parser.add_argument("--probe-seconds", type=float, default=20)
     parser.add_argument("--flood", type=int, default=1000)
     parser.add_argument("--huge", type=int, default=100)
-    parser.add_argument("--upload-mib", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--archive-records", type=int, default=1000)
     parser.add_argument("--archive-readers", type=int, default=100)
     parser.add_argument("--set-records", type=int, default=2000)
@@ -671,13 +507,9 @@ def main() -> None:
     run = set(args.only or SCENARIOS)
     report = Report("open_internet", vars(args))
     with workspace("open-internet", keep=args.keep) as workdir:
-        env = app_env(
-            f"sqlite:///{workdir / 'db.sqlite3'}",
-            {"STORAGE_LOCAL_ROOT": str(workdir / "storage")},
-            workdir / "tmp",
-            CLIENT_STALL_SECONDS=str(STALL_SECONDS),
-            HEADER_TIMEOUT_SECONDS=str(HEADER_SECONDS),
-        )
+        timeouts = {"CLIENT_STALL_SECONDS": str(STALL_SECONDS)}
+        timeouts["HEADER_TIMEOUT_SECONDS"] = str(HEADER_SECONDS)
+        env = sqlite_env(workdir, **timeouts)
         prepare_database(env)
         make_user(env, "bench@example.org", "bench-password")
         server = app_server("service", env, workdir)
@@ -686,29 +518,17 @@ def main() -> None:
             video = workdir / "video.txt"
             video.write_bytes((b"0123456789abcdef" * 64 + b"\n") * (FILE_MIB * 1024))
             answer = workdir / "created.json"
-            auth = ["-H", f"Authorization: Bearer {token}"]
-            curl(
-                [
-                    *auth,
-                    "-F",
-                    f"files[]=@{video}",
-                    "-o",
-                    str(answer),
-                    f"{server.base_url}/api/files",
-                ]
-            )
+            form = ["-H", f"Authorization: Bearer {token}", "-F", f"files[]=@{video}"]
+            curl([*form, "-o", str(answer), f"{server.base_url}/api/files"])
             record_id = json.loads(answer.read_text())["files"][0]["id"]
-            login_body = json.dumps(
-                {"email": "bench@example.org", "password": "bench-password", "token_name": "b"}
-            ).encode()
+            credentials = {"email": "bench@example.org", "password": "bench-password"}
+            login_body = json.dumps({**credentials, "token_name": "b"}).encode()
             if "slow" in run:
                 asyncio.run(slow_and_stalled(report, server, record_id, login_body, args))
             if "flood" in run:
                 asyncio.run(flood(report, server.port, args))
             if "spool" in run:
                 huge_bodies(report, server.port, server.pid, workdir / "tmp", args.huge)
-            if "upload" in run:
-                upload_speed(report, server.port, token, workdir, args)
         finally:
             server.stop()
         if "archive" in run:

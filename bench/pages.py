@@ -18,67 +18,40 @@ bench renders them with the app's own code for the records it asks for and fills
 full size (those records are never asked for).
 
 Every id is asked for once per server: the pages measured are cold (no cache in front, and
-none in the app for pages). ``--without NAME`` adds a server on the same database without one
-mechanism of the page (``bench/ablation_shim``; ``stored-citation``: every page renders its
-citation itself; ``citation-style``: the Harvard style citeproc-py ships instead of the
-project's compact one where a citation is rendered, which a page only does together with
-``stored-citation``; ``prepared-read``: the page's read planned on every execution;
-``bound-gettext``: Flask-Babel's gettext per string in the templates; ``translated-templates``:
-the templates' strings translated while rendering, not when compiled), asked for the same
-ids in the same rounds (servers and page/JSON alternating): its page and ratio beside the
-app's, to keep a mechanism only if it pays. The target is the app's.
+none in the app for pages). ``--without NAME`` (bench/common.py, the one with/without
+mechanism of the benches; for pages ``stored-citation``, ``prepared-read``, ``bound-gettext``,
+``translated-templates``) adds a server on the same database without that mechanism, asked for
+the same ids in the same rounds (servers and page/JSON alternating): its page and ratio beside
+the app's, to keep a mechanism only if it pays. The target is the app's.
 
     .venv/bin/python -m bench.pages                      # 1,000,000 records
     .venv/bin/python -m bench.pages --records 20000      # a quick trial
-    .venv/bin/python -m bench.pages --without stored-citation \
-        --without stored-citation,citation-style
+    .venv/bin/python -m bench.pages --without stored-citation
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
 import os
 import random
 import uuid
-from pathlib import Path
 from typing import Any
 
 from bench.common import (
+    Client,
     Report,
-    Server,
     app_server,
     log,
     median,
     migrated_postgres,
+    p95,
     print_table,
+    without_option,
 )
-from bench.search import p95
 from bench.seed import Seeder
 
 RATIO_TARGET = 2.0
-SHIM = Path(__file__).resolve().parent / "ablation_shim"
-ABLATIONS = (
-    "stored-citation",
-    "citation-style",
-    "prepared-read",
-    "bound-gettext",
-    "translated-templates",
-)
-
-
-class Client:
-    def __init__(self, server: Server) -> None:
-        self.server = server
-        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
-
-    def get(self, url: str, **headers: str) -> tuple[str, int, Any, bytes]:
-        request_id = f"bench-{uuid.uuid4().hex}"
-        self.conn.request("GET", url, headers={"X-Request-ID": request_id, **headers})
-        response = self.conn.getresponse()
-        body = response.read()
-        return request_id, response.status, response.headers, body
 
 
 def sample_ids(database_url: str, count: int, seed: int) -> list[str]:
@@ -184,19 +157,6 @@ def measure(clients: list[Client], ids: list[str], warmup: int) -> dict[str, dic
     return results
 
 
-def _ablation(value: str) -> str:
-    unknown = set(value.split(",")) - set(ABLATIONS)
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown {sorted(unknown)}; known {ABLATIONS}")
-    return value
-
-
-def ablated_env(env: dict[str, str], name: str) -> dict[str, str]:
-    """The server's settings with the shim taking out mechanism `name`."""
-    path = os.pathsep.join(filter(None, [str(SHIM), env.get("PYTHONPATH")]))
-    return {**env, "BENCH_ABLATE": name, "PYTHONPATH": path}
-
-
 def caching(client: Client, ids: list[str]) -> dict[str, Any]:
     """Every page carries an ETag and the public Cache-Control; the ETag gets a 304."""
     checked = {"pages": 0, "with_etag": 0, "public": 0, "not_modified": 0, "empty_304": 0}
@@ -227,14 +187,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400, help="timed ids [400]")
     parser.add_argument("--warmup", type=int, default=40, help="unrecorded ids first [40]")
     parser.add_argument("--keep", action="store_true", help="keep the database and work folder")
-    parser.add_argument(
-        "--without",
-        action="append",
-        default=[],
-        type=_ablation,
-        help=f"also a server without this mechanism (repeatable; {', '.join(ABLATIONS)}, "
-        "or several joined by commas)",
-    )
+    without_option(parser, "also a server without this mechanism")
     args = parser.parse_args()
     report = Report("pages", vars(args).copy())
     with contextlib.ExitStack() as stack:
@@ -251,16 +204,14 @@ def main() -> None:
         servers = [app_server("app", env, workdir)]
         stack.callback(lambda: [server.stop() for server in servers])
         for name in args.without:
-            servers.append(app_server(f"without-{name}", ablated_env(env, name), workdir))
-            if f"ablation shim: without {name}" not in servers[-1].log_path.read_text():
-                raise RuntimeError(f"the shim did not run (see {servers[-1].log_path})")
+            servers.append(app_server(f"without-{name}", env, workdir, without=name))
         clients = [Client(server) for server in servers]
         log(f"  {args.requests} random ids, page and JSON record interleaved")
         variants = measure(clients, ids, args.warmup)
         log("  ETag, Cache-Control and 304")
         cached = caching(clients[0], ids[: min(100, len(ids))])
         for client in clients:
-            client.conn.close()
+            client.close()
     timed = variants.pop("app")
     ratio = timed["ratio_p95"]
     report.data.update(

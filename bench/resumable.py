@@ -43,6 +43,7 @@ from bench.common import (
     proc_status,
     s3_client,
     s3_settings,
+    sqlite_env,
     start_s3,
     workspace,
 )
@@ -73,18 +74,8 @@ class Client:
 
     def post(self, path: Path, folder: str = "bench/post") -> tuple[float, str]:
         out = self.workdir / f"{uuid.uuid4().hex}.json"
-        [record] = curl(
-            [
-                *self.auth,
-                "-F",
-                f"files[]=@{path}",
-                "-F",
-                f"path={folder}",
-                "-o",
-                str(out),
-                f"{self.base}/api/files",
-            ]
-        )
+        form = ["-F", f"files[]=@{path}", "-F", f"path={folder}"]
+        [record] = curl([*self.auth, *form, "-o", str(out), f"{self.base}/api/files"])
         body = json.loads(out.read_text())
         out.unlink()
         if record["http_code"] != 201:
@@ -94,16 +85,12 @@ class Client:
     def tus(self, path: Path) -> tuple[float, str]:
         from tusclient import client as tus
 
-        client = tus.TusClient(
-            f"{self.base}/api/uploads", headers={"Authorization": f"Bearer {self.token}"}
-        )
+        headers = {"Authorization": f"Bearer {self.token}"}
+        client = tus.TusClient(f"{self.base}/api/uploads", headers=headers)
+        metadata = {"filename": path.name, "path": "bench/tus"}
         with path.open("rb") as stream:
             began = time.perf_counter()
-            uploader = client.uploader(
-                file_stream=stream,
-                chunk_size=CHUNK,
-                metadata={"filename": path.name, "path": "bench/tus"},
-            )
+            uploader = client.uploader(file_stream=stream, chunk_size=CHUNK, metadata=metadata)
             uploader.upload()
             seconds = time.perf_counter() - began
         return seconds, uploader.request.response_headers["upload-record-id"]
@@ -132,11 +119,7 @@ def stack_env(stack: str, workdir: Path, databases: Postgres, s3: Any, name: str
         bucket = f"bench-{uuid.uuid4().hex[:12]}"
         s3_client(s3).create_bucket(Bucket=bucket)
         return app_env(databases.create(name), s3_settings(s3, bucket), workdir / f"tmp-{name}")
-    return app_env(
-        f"sqlite:///{workdir / f'{name}.sqlite3'}",
-        {"STORAGE_LOCAL_ROOT": str(workdir / f"storage-{name}")},
-        workdir / f"tmp-{name}",
-    )
+    return sqlite_env(workdir)
 
 
 def measure_stack(stack: str, args: argparse.Namespace, workdir: Path, report: Report) -> None:
@@ -172,30 +155,20 @@ def measure_stack(stack: str, args: argparse.Namespace, workdir: Path, report: R
                 peaks[name] = max(peaks.get(name, 0), sampler.peak_rss)
                 return result
 
-            def upload_with(name: str, method: Any) -> Any:
-                def run(_rep: int) -> float:
-                    seconds, record_id = sampled(name, lambda: method(big))
-                    client.delete(record_id)
-                    return seconds
-
-                return run
+            def upload(name: str, method: Any) -> float:
+                seconds, record_id = sampled(name, lambda: method(big))
+                client.delete(record_id)
+                return seconds
 
             uploads = alternate(
                 args.reps,
-                [
-                    ("post", upload_with("post", client.post)),
-                    ("tus", upload_with("tus", client.tus)),
-                ],
-            )
+                [(name, lambda _r, n=name, m=method: upload(n, m))
+                 for name, method in (("post", client.post), ("tus", client.tus))],
+            )  # fmt: skip
+            fetches = {"one_by_one": lambda: client.one_by_one(ids)}
+            fetches["zip"] = lambda: client.zip("bench/zip")
             downloads = alternate(
-                args.reps,
-                [
-                    (
-                        "one_by_one",
-                        lambda _r: sampled("one_by_one", lambda: client.one_by_one(ids))[0],
-                    ),
-                    ("zip", lambda _r: sampled("zip", lambda: client.zip("bench/zip"))[0]),
-                ],
+                args.reps, [(n, lambda _r, n=n, f=f: sampled(n, f)[0]) for n, f in fetches.items()]
             )
         finally:
             server.stop()
@@ -217,20 +190,13 @@ def measure_stack(stack: str, args: argparse.Namespace, workdir: Path, report: R
     print_table(["stack", "transfer", "median s", "MiB/s"], rows)
     tus_ratio = median(uploads["post"]) / median(uploads["tus"])
     zip_ratio = median(downloads["one_by_one"]) / median(downloads["zip"])
-    report.data[stack] = {
-        "uploads": uploads,
-        "downloads": downloads,
-        "idle_rss": idle,
-        "peak_rss": peaks,
-        "tus_ratio": tus_ratio,
-        "zip_ratio": zip_ratio,
-    }
+    report.data[stack] = {"uploads": uploads, "downloads": downloads, "idle_rss": idle}
+    report.data[stack] |= {"peak_rss": peaks, "tus_ratio": tus_ratio, "zip_ratio": zip_ratio}
     report.check(f"{stack}: tus throughput / POST throughput", tus_ratio, 0.8, True)
     report.check(f"{stack}: ZIP throughput / one-by-one throughput", zip_ratio, 0.9, True)
     for name, peak in peaks.items():
-        report.check(
-            f"{stack}: peak RSS over idle during {name}", (peak - idle) / MiB, 64, False, " MiB"
-        )
+        growth = (peak - idle) / MiB
+        report.check(f"{stack}: peak RSS over idle during {name}", growth, 64, False, " MiB")
 
 
 def main() -> None:

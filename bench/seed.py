@@ -1,4 +1,5 @@
-"""Fast, realistic seeding of ``users`` and ``file_records`` with COPY (for bench/lists.py).
+"""Fast, realistic seeding of ``users`` and ``file_records`` with COPY (for bench.lists,
+bench.search and bench.pages).
 
 1,000 users own the records with a skewed (Zipf-like) spread: a few staff upload a lot, most a
 little. Records look like the repository's content: reports by quarter, climate and traffic data
@@ -11,13 +12,10 @@ the future.
 Growing a table drops its secondary indexes, copies the new rows in, builds the indexes again
 and runs ``VACUUM (ANALYZE)``, as a bulk load would; the indexes are whatever the migrations
 made, so new ones are included.
-
-    .venv/bin/python -m bench.seed postgresql://postgres@127.0.0.1:5432/mydb --records 100000
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 import uuid
@@ -27,29 +25,10 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 COLUMNS = (
-    "id",
-    "user_id",
-    "stored_path",
-    "checksum_sha256",
-    "original_name",
-    "mime_type",
-    "size",
-    "aktiv_id",
-    "path",
-    "reprotyp",
-    "titel",
-    "beschreibung",
-    "autoren",
-    "sachschlagwoerter",
-    "org_themen",
-    "sperrfrist",
-    "reihenfolge",
-    "freigabe",
-    "erstellt_von",
-    "freigegeben_von",
-    "created_at",
-    "updated_at",
-)
+    "id user_id stored_path checksum_sha256 original_name mime_type size aktiv_id path reprotyp "
+    "titel beschreibung autoren sachschlagwoerter org_themen sperrfrist reihenfolge freigabe "
+    "erstellt_von freigegeben_von created_at updated_at"
+).split()
 YEARS = 10
 BATCH = 20_000
 
@@ -102,40 +81,26 @@ def _describe(
     rnd: random.Random, kind_name: str, created: datetime, n: int
 ) -> tuple[str, str, str]:
     """Virtual path, title and file stem of one record."""
-    year = created.year
+    year, month = created.year, created.month
     if kind_name == "reports":
-        q = (created.month - 1) // 3 + 1
+        q = (month - 1) // 3 + 1
         return f"reports/{year}/q{q}", f"Quartalsbericht {year} Q{q}", f"bericht-{year}-q{q}-{n}"
     if kind_name == "klima":
-        station = rnd.choice(STATIONS)
-        return (
-            f"datasets/klima/{station}/{year}",
-            f"Klimadaten {station} {year}",
-            f"klima-{station}-{year}-{n}",
-        )
+        s = rnd.choice(STATIONS)
+        return f"datasets/klima/{s}/{year}", f"Klimadaten {s} {year}", f"klima-{s}-{year}-{n}"
     if kind_name == "verkehr":
-        city = rnd.choice(CITIES)
-        return (
-            f"datasets/verkehr/{city}/{year}",
-            f"Verkehrszählung {city.capitalize()} {year}",
-            f"verkehr-{city}-{year}-{n}",
-        )
+        c = rnd.choice(CITIES)
+        title = f"Verkehrszählung {c.capitalize()} {year}"
+        return f"datasets/verkehr/{c}/{year}", title, f"verkehr-{c}-{year}-{n}"
     if kind_name == "podcasts":
         series = rnd.choice(SERIES)
         return f"podcasts/{series}/{year}", f"{series.capitalize()} Folge {n}", f"{series}-{n}"
     if kind_name == "videos":
-        event = rnd.choice(EVENTS)
-        return (
-            f"videos/{event}/{year}",
-            f"{event.capitalize()} {year}: Mitschnitt {n}",
-            f"{event}-{year}-{n}",
-        )
+        e = rnd.choice(EVENTS)
+        return f"videos/{e}/{year}", f"{e.capitalize()} {year}: Mitschnitt {n}", f"{e}-{year}-{n}"
     if kind_name == "presse":
-        return (
-            f"presse/{year}/{created.month:02d}",
-            f"Pressemitteilung {n}/{year}",
-            f"pm-{year}-{created.month:02d}-{n}",
-        )
+        stem = f"pm-{year}-{month:02d}-{n}"
+        return f"presse/{year}/{month:02d}", f"Pressemitteilung {n}/{year}", stem
     theme = rnd.choice(THEMES)
     return f"studien/{theme}/{year}", f"Studie {theme.capitalize()} {year}", f"studie-{theme}-{n}"
 
@@ -144,10 +109,8 @@ def _text(value: Any) -> str:
     """One field of COPY's text format (the generated values hold no tab, newline or \\)."""
     if value is None:
         return "\\N"
-    if value is True:
-        return "t"
-    if value is False:
-        return "f"
+    if isinstance(value, bool):
+        return "t" if value else "f"
     return str(value)
 
 
@@ -319,28 +282,3 @@ class Seeder:
                 "GROUP BY u.email ORDER BY count(*) DESC LIMIT 1"
             ).fetchone()
         return email, n
-
-    def table_size(self) -> dict[str, int]:
-        with self._connect() as conn:
-            heap, total = conn.execute(
-                "SELECT pg_relation_size('file_records'), pg_total_relation_size('file_records')"
-            ).fetchone()
-        return {"heap_bytes": heap, "total_bytes_with_indexes": total}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description="Seed a migrated database for the benchmarks.")
-    parser.add_argument("database_url", help="libpq URL of a migrated database")
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--users", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-    seeder = Seeder(args.database_url, users=args.users, seed=args.seed)
-    seeder.create_users()
-    began = time.perf_counter()
-    timings = seeder.grow_to(args.records)
-    print(f"{args.records} records in {time.perf_counter() - began:.1f} s: {timings}")
-
-
-if __name__ == "__main__":
-    main()

@@ -18,13 +18,13 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from bench.common import (
-    app_env,
     app_server,
     log,
     login,
     make_user,
     prepare_database,
     request,
+    sqlite_env,
     workspace,
 )
 
@@ -34,11 +34,7 @@ def main() -> None:
     parser.add_argument("--guesses", type=int, default=10_000)
     args = parser.parse_args()
     with workspace("share-links") as work:
-        env = app_env(
-            f"sqlite:///{work / 'db.sqlite3'}",
-            {"STORAGE_LOCAL_ROOT": str(work / "storage")},
-            work / "tmp",
-        )
+        env = sqlite_env(work)
         prepare_database(env)
         make_user(env, "owner@example.org", "bench-password")
         server = app_server("share-links", env, work)

@@ -1,32 +1,15 @@
-"""Transfers: uploads and downloads through the service against the bare forwarder and
-direct S3.
+"""Transfers against the ceiling of the architecture (issue items 2-4, issue 12).
 
-Targets (issue items 2-4, measured against the ceiling of the architecture since issue 12):
-- S3 transfers >= 0.9 of the bare forwarder of bench/bare.py (``--s3``: a bare WSGI app under
-  the same waitress settings, no Flask, no database), measured in the same run: upload of one
-  200 MiB file (the request body handed to the app's S3 writer), download of 200 MiB
-  (authenticated and public) and 64 Range requests of 1 MiB. Downloads and Range run two
-  forwarders, both sending the way the service sends (``app.streaming.event_loop_body``): one
-  reading with the app's own presigned GET (``S3Storage.open``), the ceiling, because it is
-  the faster (less CPU per request, the same per byte; BENCHMARKS.md), one with
-  ``get_object`` and ``read1`` (the issue's specification), whose ratio is shown for
-  information. (Taking the better median of the two in each run would put the ceiling on
-  the noise of two samples.) The ratios to direct S3 (boto3 ``upload_file``; ``curl`` on a
-  presigned URL of the same object straight from SeaweedFS) are shown beside them, for
-  information, as is the forwarder's own ratio to direct S3;
-- 25 files of 8 MiB in one request to S3 >= 0.8 of 25 direct ``upload_file`` calls (one after
-  the other);
-- upload to the local backend >= 0.8 of the same request copied to disk by a bare waitress
-  endpoint (bench/bare.py, same waitress settings, fsync + rename like the app);
-- the server's peak RSS while three clients upload 25 x 8 MiB, upload 200 MiB and download
-  200 MiB at once stays within 64 MiB of its idle RSS (VmRSS/VmHWM from /proc); an upload's
-  temporary disk use is at most one copy of the request.
+Targets: S3 upload of 200 MiB, downloads of 200 MiB (token, public) and 64 Range requests of
+1 MiB >= 0.9 of the bare forwarder of bench/bare.py (``--s3``); 25 x 8 MiB in one request to
+S3 >= 0.8 of 25 boto3 ``upload_file`` calls; uploads to the local backend >= 0.8 of a bare
+waitress endpoint writing the same body to disk; peak RSS of a fresh server while three
+clients upload 25 x 8 MiB, upload 200 MiB and download 200 MiB at once within 64 MiB of idle;
+an upload's temporary disk at most one copy of the request.
 
-Clients never hold a file in memory: service uploads and downloads are ``curl`` (``-F
-files[]=@file``, bodies streamed from disk, timing from curl's own ``time_total``); the direct
-S3 upload is boto3's managed ``upload_file`` (8 MiB parts, 10 threads: its defaults). Files
-are MP4 containers around random bytes, so SeaweedFS cannot compress them and the service's
-type detection accepts them.
+Clients never hold a file in memory: uploads and downloads are ``curl`` (bodies streamed from
+disk, timing from curl's ``time_total``). Files are MP4 containers around random bytes, so
+SeaweedFS cannot compress them and the service's type detection accepts them.
 
     .venv/bin/python -m bench.transfer                       # full size
     .venv/bin/python -m bench.transfer --big-mib 20 --small-mib 1 --slices 16   # a quick trial
@@ -59,7 +42,6 @@ from bench.common import (
     app_server,
     bare_server,
     curl,
-    forwarder_server,
     log,
     login,
     make_user,
@@ -81,13 +63,9 @@ PARTS = ("s3-uploads", "downloads", "memory", "local-uploads")
 #: The target of the S3 transfers: service / bare forwarder (issue 12).
 FORWARDER_TARGET = 0.9
 DIRECT_UPLOAD = "boto3 upload_file"
-DIRECT_DOWNLOAD = "curl presigned S3"
 FORWARDER = "bare forwarder"
-#: The two download forwarders: the presigned GET (the app's read) is the ceiling of the
-#: downloads, the faster one; get_object (the issue's specification) is for information.
-FORWARDER_PRESIGNED = "bare forwarder presigned GET"
-FORWARDER_GET_OBJECT = "bare forwarder get_object"
-FORWARDER_READS = {FORWARDER_PRESIGNED: "&read=presigned", FORWARDER_GET_OBJECT: ""}
+SERVICE = "service POST /api/files"
+BARE = "bare waitress to disk"
 
 
 # --- test files -------------------------------------------------------------------------
@@ -115,7 +93,8 @@ def write_mp4(path: Path, size: int) -> Path:
 
 
 def file_args(files: list[Path]) -> list[str]:
-    args: list[str] = []
+    """curl's form of an upload: the files and a path."""
+    args = ["-F", "path=bench/transfer"]
     for path in files:
         args += ["-F", f"files[]=@{path};type=video/mp4"]
     return args
@@ -132,54 +111,29 @@ class Service:
 
     def upload(self, files: list[Path]) -> dict[str, Any]:
         """POST /api/files with the files (and a path); returns timing and the new ids."""
-        request_id = f"bench-{uuid.uuid4().hex}"
-        out = self.workdir / f"{request_id}.json"
-        [record] = curl(
-            [
-                *self.auth,
-                "-H",
-                f"X-Request-ID: {request_id}",
-                *file_args(files),
-                "-F",
-                "path=bench/transfer",
-                "-o",
-                str(out),
-                f"{self.server.base_url}/api/files",
-            ]
-        )
+        out = self.workdir / f"{uuid.uuid4().hex}.json"
+        url = f"{self.server.base_url}/api/files"
+        [record] = curl([*self.auth, *file_args(files), "-o", str(out), url])
         body = json.loads(out.read_text() or "{}")
         out.unlink()
         if record["http_code"] != 201:
             raise RuntimeError(f"upload answered {record['http_code']}: {body}")
-        return {
-            "seconds": record["time_total"],
-            "bytes_sent": record["size_upload"],
-            "ids": [item["id"] for item in body["files"]],
-            "request_id": request_id,
-        }
+        ids = [item["id"] for item in body["files"]]
+        return {"seconds": record["time_total"], "bytes_sent": record["size_upload"], "ids": ids}
 
     def delete(self, ids: list[str]) -> None:
+        headers = {"Authorization": f"Bearer {self.token}"}
         for record_id in ids:
-            status, _, data = request(
-                self.server.port,
-                "DELETE",
-                f"/api/files/{record_id}",
-                headers={"Authorization": f"Bearer {self.token}"},
-            )
+            path = f"/api/files/{record_id}"
+            status, _, data = request(self.server.port, "DELETE", path, None, headers)
             if status != 204:
                 raise RuntimeError(f"delete answered {status}: {data[:200]!r}")
-
-    def server_ms(self, request_ids: list[str]) -> list[float | None]:
-        times = self.server.server_times(request_ids)
-        return [times.get(rid) for rid in request_ids]
 
 
 def timed_upload(service: Service, files: list[Path], categories: dict[str, Path]) -> dict:
     with Sampler(service.server.pid, file_categories=categories) as sampler:
         run = service.upload(files)
     run["temp_peak"] = sampler.peak_files()
-    run["rss_peak"] = sampler.peak_rss
-    [run["server_ms"]] = service.server_ms([run.pop("request_id")])
     service.delete(run.pop("ids"))
     return run
 
@@ -188,99 +142,33 @@ def timed_upload(service: Service, files: list[Path], categories: dict[str, Path
 
 
 def summarize(
-    report: Report,
-    key: str,
-    label: str,
-    runs: dict[str, list[dict]],
-    nbytes: int,
-    baseline: str,
-    service: str,
-    target: float,
-    reference: str | None = None,
-    others: tuple[str, ...] = (),
-) -> None:
-    """Medians, the target ratio service/``baseline`` and, with ``reference`` (direct S3
-    beside the forwarder), the informational ratios service/reference and
-    baseline/reference; with ``others`` (further forwarders), service/other for each."""
-    for variant in runs.values():
-        for run in variant:
-            run["mib_s"] = mib_per_s(nbytes, run["seconds"])
-    base = median(r["mib_s"] for r in runs[baseline])
-    serv = median(r["mib_s"] for r in runs[service])
-    ratio = serv / base
-    report.data.setdefault("runs", {})[key] = runs
-    entry = {
-        "key": key,
-        "label": label,
-        "bytes": nbytes,
-        "baseline": baseline,
-        "service": service,
-        "baseline_mib_s": base,
-        "service_mib_s": serv,
-        "ratio": ratio,
-        "target": target,
-        "baseline_runs_mib_s": [r["mib_s"] for r in runs[baseline]],
-        "service_runs_mib_s": [r["mib_s"] for r in runs[service]],
-    }
-    if others:
-        entry["others"] = {
-            name: {
-                "mib_s": median(r["mib_s"] for r in runs[name]),
-                "runs_mib_s": [r["mib_s"] for r in runs[name]],
-                "service_ratio": serv / median(r["mib_s"] for r in runs[name]),
-            }
-            for name in others
-        }
-    if reference is not None:
-        ref = median(r["mib_s"] for r in runs[reference])
-        entry.update(
-            {
-                "reference": reference,
-                "reference_mib_s": ref,
-                "reference_runs_mib_s": [r["mib_s"] for r in runs[reference]],
-                "ratio_to_reference": serv / ref,
-                "baseline_to_reference": base / ref,
-            }
-        )
-    report.data.setdefault("summary", []).append(entry)
+    report: Report, label: str, runs: dict[str, list[dict]], nbytes: int, baseline: str,
+    service: str, target: float,
+) -> None:  # fmt: skip
+    """Medians in MiB/s and the target ratio service/``baseline``."""
+    mib_s = {name: [mib_per_s(nbytes, r["seconds"]) for r in rs] for name, rs in runs.items()}
+    medians = {name: median(values) for name, values in mib_s.items()}
+    report.data.setdefault("mib_s", {})[label] = mib_s
     print_table(
-        ["variant", *[f"rep{i + 1} MiB/s" for i in range(len(runs[baseline]))], "median MiB/s"],
-        [
-            [name, *[r["mib_s"] for r in variant], median(r["mib_s"] for r in variant)]
-            for name, variant in runs.items()
-        ],
+        ["variant", *[f"rep{i + 1} MiB/s" for i in range(len(mib_s[baseline]))], "median MiB/s"],
+        [[name, *values, medians[name]] for name, values in mib_s.items()],
     )
-    what = "service/forwarder" if baseline.startswith(FORWARDER) else "service/baseline"
-    report.check(f"{label}: {what} throughput", ratio, target, True)
-    if reference is not None:
-        for name, value in (
-            ("service/direct S3", entry["ratio_to_reference"]),
-            ("forwarder/direct S3", entry["baseline_to_reference"]),
-        ):
-            print(f"info  {label}: {name} throughput: {value:.3f}", flush=True)
-            report.data.setdefault("informational", []).append(
-                {"target": f"{label}: {name} throughput", "value": value, "unit": ""}
-            )
-    for name, other in entry.get("others", {}).items():
-        print(f"info  {label}: service/{name} throughput: {other['service_ratio']:.3f}")
-        report.data.setdefault("informational", []).append(
-            {
-                "target": f"{label}: service/{name} throughput",
-                "value": other["service_ratio"],
-                "unit": "",
-            }
-        )
+    what = "service/forwarder" if baseline == FORWARDER else "service/baseline"
+    report.check(f"{label}: {what} throughput", medians[service] / medians[baseline], target, True)
+
+
+def check_temp(report: Report, label: str, runs: list[dict]) -> None:
+    """The waitress spool is the one copy of the request (1 % slack: its multipart framing)."""
+    copies = max(r["temp_peak"].get("spool", 0) / r["bytes_sent"] for r in runs)
+    report.check(f"{label}: temporary disk (copies of the request)", copies, 1.01, False, "x")
 
 
 def s3_uploads(
-    report: Report,
-    args: argparse.Namespace,
-    service: Service,
-    forwarder: Server,
-    s3: Any,
-    bucket: str,
-    files: dict,
-) -> None:
+    report: Report, args: argparse.Namespace, service: Service, forwarder: Server, s3: Any,
+    bucket: str, files: dict,
+) -> None:  # fmt: skip
+    """1 x 200 MiB against the forwarder (target 0.9); 25 x 8 MiB in one request against
+    25 direct ``upload_file`` calls one after the other (target 0.8)."""
     client = s3_client(s3)
     categories = {"spool": Path(service.server.env["TMPDIR"])}
 
@@ -288,16 +176,8 @@ def s3_uploads(
         """The same request (curl, the same multipart form) to the bare forwarder."""
         key = f"bench/forwarder/{uuid.uuid4()}"
         out = forwarder.log_path.with_suffix(".answer.json")
-        [record] = curl(
-            [
-                *file_args(paths),
-                "-F",
-                "path=bench/transfer",
-                "-o",
-                str(out),
-                f"{forwarder.base_url}/s3?key={quote(key)}",
-            ]
-        )
+        url = f"{forwarder.base_url}/s3?key={quote(key)}"
+        [record] = curl([*file_args(paths), "-o", str(out), url])
         if record["http_code"] != 201:
             raise RuntimeError(f"forwarder upload answered {record['http_code']}")
         client.delete_object(Bucket=bucket, Key=key)
@@ -313,175 +193,58 @@ def s3_uploads(
             client.delete_object(Bucket=bucket, Key=key)
         return {"seconds": seconds}
 
-    # The single upload is measured against the forwarder (target) and direct S3 (for
-    # information); 25 files in one request against 25 direct uploads, as before.
-    for key, label, paths, with_forwarder in (
-        ("upload_s3_single", f"upload 1 x {args.big_mib} MiB to S3", [files["big"]], True),
-        (
-            "upload_s3_many",
-            f"upload {args.small_count} x {args.small_mib} MiB to S3",
-            files["small"],
-            False,
-        ),
+    single = f"upload 1 x {args.big_mib} MiB to S3"
+    many = f"upload {args.small_count} x {args.small_mib} MiB to S3"
+    for label, paths, baseline, target in (
+        (single, [files["big"]], FORWARDER, FORWARDER_TARGET),
+        (many, files["small"], DIRECT_UPLOAD, 0.8),
     ):
         log(label)
-        nbytes = sum(p.stat().st_size for p in paths)
-        variants = [(DIRECT_UPLOAD, lambda rep, p=paths: direct(p))]
-        if with_forwarder:
-            variants.append((FORWARDER, lambda rep, p=paths: forwarded(p)))
-        variants.append(
-            ("service POST /api/files", lambda rep, p=paths: timed_upload(service, p, categories))
-        )
+        other = forwarded if baseline == FORWARDER else direct
+        variants = [(baseline, lambda rep, p=paths, f=other: f(p))]
+        variants.append((SERVICE, lambda rep, p=paths: timed_upload(service, p, categories)))
         runs = alternate(args.reps, variants, warmup=args.warmup)
-        explain_upload(runs["service POST /api/files"], nbytes)
-        if with_forwarder:
-            summarize(
-                report,
-                key,
-                label,
-                runs,
-                nbytes,
-                FORWARDER,
-                "service POST /api/files",
-                FORWARDER_TARGET,
-                reference=DIRECT_UPLOAD,
-            )
-        else:
-            summarize(
-                report, key, label, runs, nbytes, DIRECT_UPLOAD, "service POST /api/files", 0.8
-            )
-        if key == "upload_s3_single":
-            check_temp(report, "S3 upload", runs["service POST /api/files"])
+        nbytes = sum(p.stat().st_size for p in paths)
+        summarize(report, label, runs, nbytes, baseline, SERVICE, target)
+        if label == single:
+            check_temp(report, "S3 upload", runs[SERVICE])
     client.close()
-
-
-def explain_upload(runs: list[dict], nbytes: int) -> None:
-    """Where an upload's time goes: waitress receives (and spools) the whole body before
-    the app sees it; the access log's duration is the app's part."""
-    for run in runs:
-        if run.get("server_ms") is not None:
-            app_s = run["server_ms"] / 1000
-            run["receive_seconds"] = max(0.0, run["seconds"] - app_s)
-            run["app_seconds"] = app_s
-    rows = [
-        [
-            i + 1,
-            r["seconds"],
-            r.get("receive_seconds", float("nan")),
-            r.get("app_seconds", float("nan")),
-            r["temp_peak"].get("spool", 0) / MiB,
-            r["temp_peak"].get("storage_tmp", 0) / MiB,
-            r["rss_peak"] / MiB,
-        ]
-        for i, r in enumerate(runs)
-    ]
-    print_table(
-        [
-            "service rep",
-            "total s",
-            "before app s",
-            "in app s",
-            "spool MiB",
-            "storage .tmp MiB",
-            "RSS MiB",
-        ],
-        rows,
-    )
-
-
-def check_temp(report: Report, label: str, runs: list[dict]) -> None:
-    copies = max(r["temp_peak"].get("spool", 0) / r["bytes_sent"] for r in runs)
-    report.data.setdefault("temp_disk", {})[label] = {
-        "spool_copies_max": copies,
-        "storage_tmp_peak_bytes": max(r["temp_peak"].get("storage_tmp", 0) for r in runs),
-        "request_bytes": runs[0]["bytes_sent"],
-    }
-    # 1 % slack: the spool holds the multipart framing too, the request's own bytes.
-    report.check(f"{label}: temporary disk (copies of the request)", copies, 1.01, False, "x")
 
 
 def downloads(
-    report: Report,
-    args: argparse.Namespace,
-    service: Service,
-    forwarder: Server,
-    s3: Any,
-    bucket: str,
-    big: Path,
+    report: Report, args: argparse.Namespace, service: Service, forwarder: Server, big: Path
 ) -> str:
-    """Returns the id of the uploaded record (reused by the memory scenario)."""
-    upload = service.upload([big])
-    [record_id] = upload["ids"]
+    """200 MiB (token and public) and Range 1 MiB against the forwarder's presigned read;
+    returns the id of the uploaded record (reused by the memory scenario)."""
+    [record_id] = service.upload([big])["ids"]
     import psycopg
 
     with psycopg.connect(args.database_url) as conn:
-        key = conn.execute(
-            "SELECT stored_path FROM file_records WHERE id = %s", (record_id,)
-        ).fetchone()[0]
-    client = s3_client(s3)
-    presigned = client.generate_presigned_url(
-        "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=6 * 3600
-    )
-    client.close()
+        query = "SELECT stored_path FROM file_records WHERE id = %s"
+        key = conn.execute(query, (record_id,)).fetchone()[0]
     size = big.stat().st_size
+    base = service.server.base_url
     urls = {
-        DIRECT_DOWNLOAD: (presigned, []),
-        **{
-            name: (f"{forwarder.base_url}/s3?key={quote(key)}{query}", [])
-            for name, query in FORWARDER_READS.items()
-        },
-        "service download": (
-            f"{service.server.base_url}/api/files/{record_id}/download",
-            service.auth,
-        ),
-        "service public download": (
-            f"{service.server.base_url}/api/public/files/{record_id}/download",
-            [],
-        ),
+        FORWARDER: (f"{forwarder.base_url}/s3?key={quote(key)}", []),
+        "service download": (f"{base}/api/files/{record_id}/download", service.auth),
+        "service public download": (f"{base}/api/public/files/{record_id}/download", []),
     }
-    spool = {"spool": Path(service.server.env["TMPDIR"])}
 
     def whole(name: str) -> dict[str, Any]:
         url, headers = urls[name]
-        with Sampler(service.server.pid, file_categories=spool) as sampler:
-            [record] = curl([*headers, "-o", os.devnull, url])
+        [record] = curl([*headers, "-o", os.devnull, url])
         if record["http_code"] != 200 or record["size_download"] != size:
             raise RuntimeError(f"{name}: {record['http_code']}, {record['size_download']} bytes")
-        return {
-            "seconds": record["time_total"],
-            "temp_peak": sampler.peak_files(),
-            "rss_peak": sampler.peak_rss,
-        }
+        return {"seconds": record["time_total"]}
 
     log(f"download 1 x {args.big_mib} MiB")
-    runs = alternate(
-        args.reps, [(name, lambda rep, n=name: whole(n)) for name in urls], warmup=args.warmup
-    )
-    for name in ("service download", "service public download"):
-        print(
-            f"  {name}: response spool peak "
-            f"{max(r['temp_peak'].get('spool', 0) for r in runs[name]) / MiB:.1f} MiB"
-        )
-    for key_, label, name in (
-        ("download_s3", f"download 1 x {args.big_mib} MiB (token)", "service download"),
-        (
-            "download_s3_public",
-            f"public download 1 x {args.big_mib} MiB",
-            "service public download",
-        ),
+    runs = alternate(args.reps, [(n, lambda rep, n=n: whole(n)) for n in urls], warmup=args.warmup)
+    for label, name in (
+        (f"download 1 x {args.big_mib} MiB (token)", "service download"),
+        (f"public download 1 x {args.big_mib} MiB", "service public download"),
     ):
-        summarize(
-            report,
-            key_,
-            label,
-            {k: runs[k] for k in (DIRECT_DOWNLOAD, *FORWARDER_READS, name)},
-            size,
-            FORWARDER_PRESIGNED,
-            name,
-            FORWARDER_TARGET,
-            reference=DIRECT_DOWNLOAD,
-            others=(FORWARDER_GET_OBJECT,),
-        )
+        variant = {k: runs[k] for k in (FORWARDER, name)}
+        summarize(report, label, variant, size, FORWARDER, name, FORWARDER_TARGET)
 
     rng = random.Random(42)
     offsets = [rng.randrange(0, size - MiB) for _ in range(args.slices)]
@@ -489,68 +252,36 @@ def downloads(
     def slices(name: str) -> dict[str, Any]:
         url, headers = urls[name]
         chain: list[str] = []
-        request_ids = [f"bench-{uuid.uuid4().hex}" for _ in offsets]
         for i, start in enumerate(offsets):
-            if i:
-                chain.append("--next")
-            chain += [*headers, "-H", "Expect:", "-H", f"X-Request-ID: {request_ids[i]}"]
-            chain += ["-r", f"{start}-{start + MiB - 1}", "-w", "%{json}\n", "-o", os.devnull, url]
+            chain += ["--next"] if i else []
+            chain += [*headers, "-H", "Expect:", "-r", f"{start}-{start + MiB - 1}"]
+            chain += ["-w", "%{json}\n", "-o", os.devnull, url]
         records = curl(chain)
         bad = [r for r in records if r["http_code"] != 206 or r["size_download"] != MiB]
         if bad or len(records) != len(offsets):
             raise RuntimeError(f"{name}: range answers {bad[:1]}")
-        times = [r["time_total"] for r in records]
-        server = (
-            [t for t in service.server_ms(request_ids) if t is not None]
-            if name.startswith("service")
-            else []
-        )
-        return {
-            "seconds": sum(times),
-            "slice_ms_median": median(times) * 1000,
-            "server_ms_median": median(server) if server else None,
-        }
+        return {"seconds": sum(r["time_total"] for r in records)}
 
     log(f"range requests: {args.slices} x 1 MiB")
+    names = (FORWARDER, "service download")
     runs = alternate(
-        args.reps,
-        [
-            (name, lambda rep, n=name: slices(n))
-            for name in (DIRECT_DOWNLOAD, *FORWARDER_READS, "service download")
-        ],
-        warmup=args.warmup,
+        args.reps, [(n, lambda rep, n=n: slices(n)) for n in names], warmup=args.warmup
     )
-    for name, variant in runs.items():
-        line = f"  {name}: median slice {median(r['slice_ms_median'] for r in variant):.2f} ms"
-        if variant[0]["server_ms_median"] is not None:
-            line += f" (in the app {median(r['server_ms_median'] for r in variant):.2f} ms)"
-        print(line)
+    label = f"Range {args.slices} x 1 MiB"
     summarize(
-        report,
-        "range_s3",
-        f"Range {args.slices} x 1 MiB",
-        runs,
-        args.slices * MiB,
-        FORWARDER_PRESIGNED,
-        "service download",
-        FORWARDER_TARGET,
-        reference=DIRECT_DOWNLOAD,
-        others=(FORWARDER_GET_OBJECT,),
+        report, label, runs, args.slices * MiB, FORWARDER, "service download", FORWARDER_TARGET
     )
     return record_id
 
 
 def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir: Path) -> None:
+    """1 x 200 MiB and 25 x 8 MiB to the local backend against bench/bare.py (target 0.8)."""
     postgres = Postgres()
     try:
         url = postgres.create("bench_transfer_local")
         storage_root = workdir / "local-storage"
-        env = app_env(
-            url,
-            {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(storage_root)},
-            workdir / "local-tmp",
-            **args.extra_env,
-        )
+        storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(storage_root)}
+        env = app_env(url, storage, workdir / "local-tmp")
         prepare_database(env)
         make_user(env, EMAIL, PASSWORD)
         server = app_server("app-local", env, workdir)
@@ -558,63 +289,31 @@ def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir
         bare = bare_server("bare", workdir, bare_dir)
         try:
             service = Service(server, login(server.port, EMAIL, PASSWORD), workdir)
-            categories = {
-                "spool": Path(env["TMPDIR"]),
-                "storage_tmp": storage_root / ".tmp",
-            }
+            categories = {"spool": Path(env["TMPDIR"]), "storage_tmp": storage_root / ".tmp"}
 
             def bare_upload(paths: list[Path]) -> dict[str, Any]:
                 out = workdir / "bare-answer.json"
-                [record] = curl(
-                    [
-                        *file_args(paths),
-                        "-F",
-                        "path=bench/transfer",
-                        "-o",
-                        str(out),
-                        f"{bare.base_url}/upload",
-                    ]
-                )
+                [record] = curl([*file_args(paths), "-o", str(out), f"{bare.base_url}/upload"])
                 if record["http_code"] != 201:
                     raise RuntimeError(f"bare upload answered {record['http_code']}")
                 for leftover in bare_dir.iterdir():
                     leftover.unlink()
                 return {"seconds": record["time_total"], "bytes_sent": record["size_upload"]}
 
-            for key, label, paths in (
-                ("upload_local_single", f"upload 1 x {args.big_mib} MiB to local", [files["big"]]),
-                (
-                    "upload_local_many",
-                    f"upload {args.small_count} x {args.small_mib} MiB to local",
-                    files["small"],
-                ),
-            ):
+            single = f"upload 1 x {args.big_mib} MiB to local"
+            many = f"upload {args.small_count} x {args.small_mib} MiB to local"
+            for label, paths in ((single, [files["big"]]), (many, files["small"])):
                 log(label)
-                nbytes = sum(p.stat().st_size for p in paths)
                 runs = alternate(
                     args.reps,
-                    [
-                        ("bare waitress to disk", lambda rep, p=paths: bare_upload(p)),
-                        (
-                            "service POST /api/files",
-                            lambda rep, p=paths: timed_upload(service, p, categories),
-                        ),
-                    ],
+                    [(BARE, lambda rep, p=paths: bare_upload(p)),
+                     (SERVICE, lambda rep, p=paths: timed_upload(service, p, categories))],
                     warmup=args.warmup,
-                )
-                explain_upload(runs["service POST /api/files"], nbytes)
-                summarize(
-                    report,
-                    key,
-                    label,
-                    runs,
-                    nbytes,
-                    "bare waitress to disk",
-                    "service POST /api/files",
-                    0.8,
-                )
-                if key == "upload_local_single":
-                    check_temp(report, "local upload", runs["service POST /api/files"])
+                )  # fmt: skip
+                nbytes = sum(p.stat().st_size for p in paths)
+                summarize(report, label, runs, nbytes, BARE, SERVICE, 0.8)
+                if label == single:
+                    check_temp(report, "local upload", runs[SERVICE])
         finally:
             server.stop()
             bare.stop()
@@ -623,25 +322,22 @@ def local_uploads(report: Report, args: argparse.Namespace, files: dict, workdir
 
 
 def memory(
-    report: Report,
-    args: argparse.Namespace,
-    env: dict[str, str],
-    workdir: Path,
-    files: dict,
-    record_id: str,
-    token: str,
-) -> None:
-    """Three clients at once against a freshly started, warmed-up server."""
+    report: Report, args: Any, env: dict, workdir: Path, files: dict, record_id: str, token: str,
+    without: str = "",
+) -> None:  # fmt: skip
+    """Three clients at once against a freshly started, warmed-up server (``without``:
+    mechanisms taken out, for bench.ablation)."""
     results = []
     for rep in range(args.reps):
-        server = app_server(f"app-memory-{rep}", env, workdir)
+        server = app_server(f"app-memory-{rep}", env, workdir, without=without)
         try:
             service = Service(server, token, workdir)
             # Warm-up: every code path of the scenario once, so that imports and caches
             # filled on first use count as idle, not as growth.
             small = service.upload(files["small"][:2])
             service.delete(small["ids"])
-            curl([*service.auth, "-o", os.devnull, "-r", "0-1023", download_url(server, record_id)])
+            download = f"{server.base_url}/api/files/{record_id}/download"
+            curl([*service.auth, "-o", os.devnull, "-r", "0-1023", download])
             time.sleep(1.0)
             idle = proc_status(server.pid)["VmRSS"]
             hwm_reset = reset_peak_rss(server.pid)
@@ -651,16 +347,13 @@ def memory(
                 [*service.auth, *file_args([files["big"]]), "-o", str(out[1])],
                 [*service.auth, "-o", os.devnull],
             ]
-            urls = [f"{server.base_url}/api/files"] * 2 + [download_url(server, record_id)]
+            urls = [f"{server.base_url}/api/files"] * 2 + [download]
             categories = {"spool": Path(env["TMPDIR"])}
             with Sampler(server.pid, interval=0.01, file_categories=categories) as sampler:
                 began = time.perf_counter()
+                command = ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n"]
                 clients = [
-                    subprocess.Popen(
-                        ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n", *cmd, url],
-                        stdout=subprocess.PIPE,
-                        text=True,
-                    )
+                    subprocess.Popen([*command, *cmd, url], stdout=subprocess.PIPE, text=True)
                     for cmd, url in zip(commands, urls, strict=True)
                 ]
                 answers = [json.loads(c.communicate(timeout=900)[0]) for c in clients]
@@ -672,31 +365,16 @@ def memory(
                 raise RuntimeError(f"memory scenario answered {codes}")
             for path in out[:2]:
                 service.delete([item["id"] for item in json.loads(path.read_text())["files"]])
-            run = {
-                "idle_rss": idle,
-                "peak_rss": peak,
-                "growth": peak - idle,
-                "hwm_reset": hwm_reset,
-                "wall_seconds": wall,
-                "client_seconds": [a["time_total"] for a in answers],
-                "temp_peak": sampler.peak_files(),
-                "timeline": [(round(t, 3), rss) for t, rss, _ in sampler.samples[::5]],
-            }
-            results.append(run)
-            print(
-                f"  rep {rep + 1}: idle {idle / MiB:.1f} MiB, peak {peak / MiB:.1f} MiB, "
-                f"growth {(peak - idle) / MiB:.1f} MiB, spool peak "
-                f"{run['temp_peak'].get('spool', 0) / MiB:.1f} MiB, {wall:.2f} s"
-            )
+            spool = sampler.peak_files().get("spool", 0)
+            results.append({"idle_rss": idle, "peak_rss": peak, "growth": peak - idle})
+            results[-1] |= {"hwm_reset": hwm_reset, "wall_seconds": wall, "spool_peak": spool}
+            print(f"  rep {rep + 1}: idle {idle / MiB:.1f} MiB, peak {peak / MiB:.1f} MiB, "
+                  f"spool peak {spool / MiB:.1f} MiB, {wall:.2f} s")  # fmt: skip
         finally:
             server.stop()
     report.data["memory"] = results
     worst = max(r["growth"] for r in results) / MiB
     report.check("memory: peak RSS - idle RSS (worst repetition)", worst, 64, False, " MiB")
-
-
-def download_url(server: Server, record_id: str) -> str:
-    return f"{server.base_url}/api/files/{record_id}/download"
 
 
 # --- main -------------------------------------------------------------------------------
@@ -711,51 +389,25 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5, help="repetitions (>= 3) [5]")
     parser.add_argument("--warmup", type=int, default=1, help="unrecorded runs first [1]")
     parser.add_argument("--slices", type=int, default=64, help="1 MiB Range requests [64]")
-    parser.add_argument(
-        "--only",
-        default=",".join(PARTS),
-        help=f"comma-separated subset of {','.join(PARTS)} [all]",
-    )
+    parser.add_argument("--only", default=",".join(PARTS), help=f"subset of {','.join(PARTS)}")
     parser.add_argument("--keep", action="store_true", help="keep the work folder and logs")
-    parser.add_argument(
-        "--forward-read-bytes",
-        type=int,
-        default=None,
-        help="largest read1 of the bare forwarder's S3 reads [the service's, 262144]",
-    )
-    parser.add_argument(
-        "--app-env",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="extra environment of the app servers, for experiments (repeatable)",
-    )
     args = parser.parse_args()
-    args.extra_env = dict(item.split("=", 1) for item in args.app_env)
     report = Report("transfer", vars(args).copy())
 
     with contextlib.ExitStack() as stack:
         workdir = stack.enter_context(workspace("transfer", keep=args.keep))
         log(f"work folder {workdir}")
-        files = {
-            "big": write_mp4(workdir / "big.mp4", args.big_mib * MiB),
-            "small": [
-                write_mp4(workdir / f"small-{i:02d}.mp4", args.small_mib * MiB)
-                for i in range(args.small_count)
-            ],
-        }
+        small = [workdir / f"small-{i:02d}.mp4" for i in range(args.small_count)]
+        files = {"big": write_mp4(workdir / "big.mp4", args.big_mib * MiB)}
+        files["small"] = [write_mp4(path, args.small_mib * MiB) for path in small]
         s3 = start_s3(workdir)
         stack.callback(s3.stop)
         bucket = f"bench-{uuid.uuid4().hex[:12]}"
-        admin = s3_client(s3)
-        admin.create_bucket(Bucket=bucket)
-        admin.close()
+        s3_client(s3).create_bucket(Bucket=bucket)
         postgres = Postgres()
         stack.callback(postgres.drop_all)
         args.database_url = postgres.create("bench_transfer")
-        env = app_env(
-            args.database_url, s3_settings(s3, bucket), workdir / "app-tmp", **args.extra_env
-        )
+        env = app_env(args.database_url, s3_settings(s3, bucket), workdir / "app-tmp")
         prepare_database(env)
         make_user(env, EMAIL, PASSWORD)
         server = app_server("app-s3", env, workdir)
@@ -766,14 +418,12 @@ def main() -> None:
         parts = set(args.only.split(","))
         forwarder = None
         if parts & {"s3-uploads", "downloads"}:
-            forwarder = forwarder_server(
-                "forwarder", workdir, s3_settings(s3, bucket), args.forward_read_bytes
-            )
+            forwarder = bare_server("forwarder", workdir, s3=s3_settings(s3, bucket))
             stack.callback(forwarder.stop)
         if "s3-uploads" in parts:
             s3_uploads(report, args, service, forwarder, s3, bucket, files)
         if "downloads" in parts:
-            record_id = downloads(report, args, service, forwarder, s3, bucket, files["big"])
+            record_id = downloads(report, args, service, forwarder, files["big"])
         else:
             [record_id] = service.upload([files["big"]])["ids"]
         server.stop()
@@ -787,40 +437,6 @@ def main() -> None:
         shutil.rmtree(workdir / "seaweedfs" / "data", ignore_errors=True)
     report.params.pop("database_url", None)
     report.save(latest=set(args.only.split(",")) == set(PARTS))
-    print_summary(report)
-
-
-def print_summary(report: Report) -> None:
-    print()
-    print_table(
-        [
-            "scenario",
-            "baseline",
-            "baseline MiB/s",
-            "service MiB/s",
-            "ratio",
-            "target",
-            "direct MiB/s",
-            "service/direct",
-            "forwarder/direct",
-        ],
-        [
-            [
-                s["label"],
-                s["baseline"],
-                s["baseline_mib_s"],
-                s["service_mib_s"],
-                s["ratio"],
-                s["target"],
-                s.get("reference_mib_s", "-"),
-                s.get("ratio_to_reference", "-"),
-                s.get("baseline_to_reference", "-"),
-            ]
-            for s in report.data.get("summary", [])
-        ],
-    )
-    failed = [c for c in report.checks if not c["pass"]]
-    print(f"\n{len(report.checks) - len(failed)} targets met, {len(failed)} missed")
 
 
 if __name__ == "__main__":

@@ -1,45 +1,28 @@
-"""Bench-only: takes performance machinery out of a server started by bench/ablation.py.
+"""Bench-only: takes mechanisms out of a server child, the one way benchmarks compare with and
+without something (``bench.common.without``, ``app_server(..., without=NAMES)``, the scripts'
+``--without NAME``).
 
-bench/ablation.py puts this folder on the PYTHONPATH of the server child it starts with
-``BENCH_ABLATE=name[,name...]``; Python imports ``sitecustomize`` at start-up, before
-``flask serve`` builds the app, so the patches below are in place for the whole process.
-Without ``BENCH_ABLATE`` it does nothing. Nothing in the app reads this variable. A switch
+The server child gets this folder on its PYTHONPATH and ``BENCH_ABLATE=name[,name...]``;
+Python imports ``sitecustomize`` at start-up, before ``flask serve`` builds the app, so the
+settings and patches below hold for the whole process, which prints ``ablation shim: without
+NAME[,NAME...]`` (checked by bench.common). Nothing in the app reads the variable. A switch
 whose mechanism the app no longer has stops the server: remove the switch with the mechanism.
-
-- ``presigned``: S3 reads use ``get_object`` (passing on what has arrived with ``read1``,
-  as the presigned path does) instead of a presigned GET;
-- ``commits``: local files are committed (fsync, rename) before the next file is parsed;
-- ``glibc``: no ``mallopt`` tuning (glibc's default mmap threshold and arenas);
-- ``citation-style``: the Cite box renders with the Harvard style citeproc-py ships
-  (harvard-cite-them-right.csl) instead of the project's compact one, where it is rendered
-  (when a record is written, and by a page without a stored citation);
-- ``stored-citation``: every page renders its Cite box itself instead of showing the one stored
-  when its record was written (used by bench/pages.py, also as
-  ``stored-citation,citation-style``);
-- ``prepared-read``: no statement is prepared on the server (a landing page's read is planned
-  on every execution);
-- ``bound-gettext``: the templates' strings go through Flask-Babel's own gettext, which looks
-  the catalogue and locale up for each;
-- ``translated-templates``: the pages' templates translate their constant strings while a page
-  is rendered (Flask's own environment) instead of holding them translated since compiled.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-_KNOWN = (
-    "presigned",
-    "commits",
-    "glibc",
-    "citation-style",
-    "stored-citation",
-    "prepared-read",
-    "bound-gettext",
-    "translated-templates",
-)
+#: Mechanisms the app turns off by a setting.
+SETTINGS = {
+    "record-cache": {"RECORD_CACHE_SECONDS": "0"},
+    "token-cache": {"TOKEN_CACHE_SECONDS": "0"},
+    "stats": {"STATS": "off"},
+    "offload": {"DOWNLOAD_OFFLOAD": ""},
+}
 
 
 def _require(owner: object, name: str) -> None:
@@ -47,7 +30,9 @@ def _require(owner: object, name: str) -> None:
         raise SystemExit(f"ablation shim: {owner!r} has no {name} any more")
 
 
-def _without_presigned() -> None:
+def _presigned() -> None:
+    """S3 reads use ``get_object`` (passing on what has arrived with ``read1``, as the presigned
+    path does) instead of a presigned GET."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     from app.storage.base import ObjectReader, StorageError
@@ -62,10 +47,8 @@ def _without_presigned() -> None:
         except (BotoCoreError, ClientError) as exc:
             raise self._error(exc, "download of", key) from exc
         body = response["Body"]
-        length = int(response["ContentLength"])
-        size = length
-        content_range = response.get("ContentRange")
-        if content_range:
+        length = size = int(response["ContentLength"])
+        if content_range := response.get("ContentRange"):
             size = int(content_range.rpartition("/")[2])
         elif range_header:
             body.close()
@@ -79,7 +62,8 @@ def _without_presigned() -> None:
     S3Storage._open_with_get_object = open_with_get_object  # type: ignore[method-assign]
 
 
-def _without_commits() -> None:
+def _commits() -> None:
+    """Local files are committed (fsync, rename) before the next file is parsed."""
     from app.storage.local import LocalStorage
 
     if not getattr(LocalStorage, "commits_in_background", 0):
@@ -87,54 +71,54 @@ def _without_commits() -> None:
     LocalStorage.commits_in_background = 0
 
 
-def _without_glibc() -> None:
+def _glibc() -> None:
+    """No ``mallopt`` tuning (glibc's default mmap threshold and arenas)."""
     import app.server
 
     _require(app.server, "release_freed_memory_to_the_system")
     app.server.release_freed_memory_to_the_system = lambda: None  # type: ignore[assignment]
 
 
-def _without_citation_style() -> None:
-    import citeproc
+def _audit_trail() -> None:
+    """The audit trail's session listeners are never attached."""
+    import app.audit
+    import app.audit.trail
 
-    import app.pages.citation
-
-    _require(app.pages.citation, "STYLE")
-    if app.pages.citation.STYLE.name == "harvard-cite-them-right.csl":
-        raise SystemExit("ablation shim: the Cite box has no style of its own any more")
-    harvard = Path(citeproc.STYLES_PATH) / "harvard-cite-them-right.csl"
-    app.pages.citation.STYLE = harvard  # type: ignore[attr-defined]
-    app.pages.citation._style.cache_clear()
+    _require(app.audit.trail, "init_app")
+    app.audit.trail.init_app = app.audit.init_app = lambda: None  # type: ignore[assignment]
 
 
-def _without_stored_citation() -> None:
-    import app.pages.citation
+def _stored_citation() -> None:
+    """Every page renders its Cite box itself instead of showing the one kept at its write."""
+    import app.pages.citation as citation
 
-    _require(app.pages.citation, "page_citation")
-    _require(app.pages.citation, "formatted_citation")
-    citation = app.pages.citation
-
-    def rendered_now(item, stored, language):  # type: ignore[no-untyped-def]
-        return citation.formatted_citation(item, language)
-
-    citation.page_citation = rendered_now  # type: ignore[attr-defined]
+    _require(citation, "page_citation")
+    _require(citation, "formatted_citation")
+    citation.page_citation = lambda item, stored, language: citation.formatted_citation(  # type: ignore[attr-defined]
+        item, language
+    )
 
 
-def _without_prepared_read() -> None:
+def _prepared_read() -> None:
+    """No statement is prepared on the server (a page's read is planned at every execution)."""
     import app.database
 
     _require(app.database, "prepare_marked_statements")
     app.database.prepare_marked_statements = lambda engine: None  # type: ignore[assignment]
 
 
-def _without_bound_gettext() -> None:
+def _bound_gettext() -> None:
+    """The templates' strings go through Flask-Babel's own gettext (catalogue looked up per
+    string)."""
     import app.pages.i18n
 
     _require(app.pages.i18n, "bound_translations")
     app.pages.i18n.bound_translations = lambda: {}  # type: ignore[assignment]
 
 
-def _without_translated_templates() -> None:
+def _translated_templates() -> None:
+    """The pages' templates translate their constant strings while rendering (Flask's own
+    environment), not since compiled."""
     import flask
 
     import app.pages.i18n
@@ -143,19 +127,34 @@ def _without_translated_templates() -> None:
     app.pages.i18n.page_templates = lambda *args: flask.current_app.jinja_env  # type: ignore[assignment]
 
 
+#: Mechanisms without a setting: patched away before the app is built.
+PATCHES: dict[str, Callable[[], None]] = {
+    "presigned": _presigned,
+    "commits": _commits,
+    "glibc": _glibc,
+    "audit-trail": _audit_trail,
+    "stored-citation": _stored_citation,
+    "prepared-read": _prepared_read,
+    "bound-gettext": _bound_gettext,
+    "translated-templates": _translated_templates,
+}
+KNOWN = (*SETTINGS, *PATCHES)
+
+
 def _apply() -> None:
     wanted = [name for name in os.environ.get("BENCH_ABLATE", "").split(",") if name]
     if not wanted:
         return
-    unknown = set(wanted) - set(_KNOWN)
-    if unknown:
-        raise SystemExit(f"BENCH_ABLATE: unknown {sorted(unknown)}; known {_KNOWN}")
+    if unknown := set(wanted) - set(KNOWN):
+        raise SystemExit(f"BENCH_ABLATE: unknown {sorted(unknown)}; known {KNOWN}")
     root = str(Path(__file__).resolve().parents[2])
     if root not in sys.path:
         sys.path.insert(0, root)  # the app's package, before `-m flask` adds the cwd
     for name in wanted:
-        globals()[f"_without_{name.replace('-', '_')}"]()
+        os.environ.update(SETTINGS.get(name, {}))
+        PATCHES.get(name, lambda: None)()
     print(f"ablation shim: without {','.join(wanted)}", file=sys.stderr, flush=True)
 
 
-_apply()
+if __name__ == "sitecustomize":
+    _apply()
