@@ -68,6 +68,7 @@ test: install-test
 lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 format: install-test
 	$(BIN)/ruff format .

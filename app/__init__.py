@@ -1,5 +1,6 @@
 """Application factory: configure, middleware, extensions, storage, blueprints, the rules
-every response follows, errors, CLI."""
+every response follows, errors, CLI. The one module that imports the feature packages: the
+core modules below them get what they need of them from here (README, "Layout")."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from app.access_log import RequestLogMiddleware, configure_logging
+from app.access_log import RequestLogMiddleware, configure_logging, secret_paths
 from app.config import DEFAULTS, ConfigError, settings_from_env, validate
 from app.database import NEVER_BY_COUNT
 
@@ -55,8 +56,10 @@ def _configure(app: Flask, test_config: Mapping[str, Any] | None) -> None:
 
 
 def _wrap_middleware(app: Flask) -> None:
+    from app.links.holder import SECRET_PREFIXES
+
     configure_logging()
-    wsgi_app: Any = RequestLogMiddleware(app.wsgi_app)
+    wsgi_app: Any = RequestLogMiddleware(app.wsgi_app, secret_paths(SECRET_PREFIXES))
     if app.config["PROXY_COUNT"]:
         # Client address, scheme and host as the trusted proxies in front saw them; outermost,
         # so the access log records the real client too.
@@ -75,10 +78,13 @@ def _init_extensions(app: Flask) -> None:
         search,
         stats,
     )
+    from app.auth.guard import caller_of
     from app.database import ping_idle_connections, prepare_marked_statements, sqlite_pragmas
     from app.extensions import db, limiter, migrate
     from app.pages import i18n
 
+    # The server's check of the token that may send a large body (app/server.py).
+    app.extensions["caller_of"] = caller_of
     db.init_app(app)
     search.init_app()
     oai.init_app()
@@ -143,11 +149,13 @@ def _register_blueprints(app: Flask) -> None:
 def _add_response_rules(app: Flask) -> None:
     """The headers every response gets, whichever blueprint (or error handler) made it."""
 
+    from app.http import PUBLIC_CACHE
+
     @app.after_request
     def public_cache_headers(response: Response) -> Response:
         # Also for errors and unmatched ids under the public prefix.
         if request.path.startswith("/api/public/"):
-            response.headers["Cache-Control"] = "public, max-age=0, must-revalidate"
+            response.headers["Cache-Control"] = PUBLIC_CACHE
         if response.status_code == 204:
             # No content, so no type of it (Flask would label the empty body text/html).
             response.headers.pop("Content-Type", None)
@@ -156,8 +164,10 @@ def _add_response_rules(app: Flask) -> None:
 
 def _register_error_handlers(app: Flask) -> None:
     from app.errors import register_error_handlers
+    from app.links.holder import SECRET_PREFIXES
+    from app.pages.errors import page_of_error
 
-    register_error_handlers(app)
+    register_error_handlers(app, page_of_error, secret_paths(SECRET_PREFIXES))
 
 
 def _register_cli(app: Flask) -> None:

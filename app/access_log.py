@@ -25,8 +25,6 @@ REQUEST_ID_ENVIRON = "app.request_id"
 USER_ID_ENVIRON = "app.user_id"
 #: The id of the share link a request presented (app/links), logged in place of its secret.
 SHARE_LINK_ENVIRON = "app.share_link_id"
-#: The addresses that carry a share link's secret: the API's and the holder's page (app/pages).
-_SHARED_SECRET = re.compile(r"^(/api/shared|/s)/[^/]*")
 _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -63,19 +61,27 @@ def configure_logging(level: int = logging.INFO) -> None:
     logger.setLevel(level)
 
 
-def redacted_path(path: str, link_id: str | None = None) -> str:
-    """`path` without a share link's secret: the link's id when the request found the link,
-    else a fixed placeholder (a secret that found nothing is still a secret, or a typo of one)."""
-    return _SHARED_SECRET.sub(
-        lambda found: f"{found[1]}/link:{link_id or 'unknown'}", path, count=1
-    )
+def secret_paths(prefixes: Iterable[str]) -> re.Pattern[str]:
+    """The addresses that carry a share link's secret: a path segment after one of `prefixes`
+    (the factory hands those of app/links/holder.py)."""
+    alternatives = "|".join(re.escape(prefix.rstrip("/")) for prefix in prefixes)
+    return re.compile(f"^({alternatives})/[^/]*")
+
+
+def redacted_path(path: str, link_id: str | None, secrets: re.Pattern[str]) -> str:
+    """`path` without a share link's secret (`secrets`: where one is): the link's id when the
+    request found the link, else a fixed placeholder (a secret that found nothing is still a
+    secret, or a typo of one)."""
+    return secrets.sub(lambda found: f"{found[1]}/link:{link_id or 'unknown'}", path, count=1)
 
 
 class RequestLogMiddleware:
-    """Assigns the request id (the client's `X-Request-ID` if sane), echoes it, logs the line."""
+    """Assigns the request id (the client's `X-Request-ID` if sane), echoes it, logs the line
+    (`secrets`: the paths that carry a secret, see `secret_paths`)."""
 
-    def __init__(self, app: WSGIApp) -> None:
+    def __init__(self, app: WSGIApp, secrets: re.Pattern[str]) -> None:
         self.app = app
+        self.secrets = secrets
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         started = time.perf_counter()
@@ -98,8 +104,7 @@ class RequestLogMiddleware:
             return body
         return _LoggedBody(body, lambda sent: self._log(environ, status, sent, started))
 
-    @staticmethod
-    def _log(environ: dict[str, Any], status: list[str], sent: int, started: float) -> None:
+    def _log(self, environ: dict[str, Any], status: list[str], sent: int, started: float) -> None:
         code = int(status[0].split(" ", 1)[0]) if status else 0
         access_log.info(
             "request",
@@ -109,7 +114,9 @@ class RequestLogMiddleware:
                     "request_id": environ[REQUEST_ID_ENVIRON],
                     "method": environ.get("REQUEST_METHOD"),
                     "path": redacted_path(
-                        environ.get("PATH_INFO") or "", environ.get(SHARE_LINK_ENVIRON)
+                        environ.get("PATH_INFO") or "",
+                        environ.get(SHARE_LINK_ENVIRON),
+                        self.secrets,
                     ),
                     "status": code,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 2),

@@ -1,21 +1,38 @@
 """One JSON error shape for everything: `{"message": ...}`, plus `errors` on 422; the pages
-(app/pages) answer an HTML page with the same status instead."""
+(app/pages) answer an HTML page with the same status instead, which the factory hands over."""
 
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from flask import Flask, Response, jsonify, request
+from flask import Flask, Response, current_app, jsonify, request
 from sqlalchemy.exc import DBAPIError, OperationalError
 from werkzeug.exceptions import HTTPException
 
 from app.access_log import SHARE_LINK_ENVIRON, redacted_path
 from app.exceptions import DomainError
 from app.extensions import db
-from app.pages.errors import error_page, is_page
 from app.storage import ObjectNotFound, StorageUnavailable
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Handed:
+    """What the factory hands the handlers (`register_error_handlers`)."""
+
+    #: The HTML page answering an error of a path (path, status), or None: the JSON shape.
+    page: Callable[[str, int], Response | None]
+    #: The paths that carry a share link's secret, which a log line must not show.
+    secrets: re.Pattern[str]
+
+
+def _handed() -> Handed:
+    return current_app.extensions["errors"]
+
 
 MESSAGES = {
     400: "Bad request.",
@@ -33,8 +50,9 @@ MESSAGES = {
 
 
 def error_response(status: int, message: str, **extra: object) -> Response:
-    if is_page(request.path):
-        return error_page(status)
+    page = _handed().page(request.path, status)
+    if page is not None:
+        return page
     response = jsonify({"message": message, **extra})
     response.status_code = status
     return response
@@ -55,8 +73,9 @@ def _http_error(exc: HTTPException) -> Response:
 
 
 def _domain_error(exc: DomainError) -> Response:
-    if is_page(request.path):
-        return error_page(exc.status)
+    page = _handed().page(request.path, exc.status)
+    if page is not None:
+        return page
     response = jsonify(exc.body())
     response.status_code = exc.status
     response.headers.update(exc.headers)
@@ -65,7 +84,7 @@ def _domain_error(exc: DomainError) -> Response:
 
 def _path() -> str:
     """The request's path as a log line may show it (no share-link secret)."""
-    return redacted_path(request.path, request.environ.get(SHARE_LINK_ENVIRON))
+    return redacted_path(request.path, request.environ.get(SHARE_LINK_ENVIRON), _handed().secrets)
 
 
 def _storage_unavailable(exc: StorageUnavailable) -> Response:
@@ -95,7 +114,12 @@ def _unexpected(exc: Exception) -> Response:
     return error_response(500, MESSAGES[500])
 
 
-def register_error_handlers(app: Flask) -> None:
+def register_error_handlers(
+    app: Flask, page: Callable[[str, int], Response | None], secrets: re.Pattern[str]
+) -> None:
+    """`page(path, status)`: the HTML page of an error of `path`, or None where errors are
+    JSON (app/pages/errors.py); `secrets`: the paths a log line redacts (app/access_log.py)."""
+    app.extensions["errors"] = Handed(page, secrets)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(DomainError, _domain_error)
     app.register_error_handler(StorageUnavailable, _storage_unavailable)

@@ -1,4 +1,5 @@
-"""Small request helpers shared by the blueprints: bounded JSON bodies and schema loading."""
+"""Small request helpers shared by the blueprints: bounded JSON bodies, schema loading, the
+service's own addresses and the caching of answers."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ from marshmallow import Schema, ValidationError
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.exceptions import ValidationFailed
+
+#: The public answers' caching (the API's public paths, the pages, public downloads and
+#: archives): shared caches may keep an answer but must ask again before reuse.
+PUBLIC_CACHE = "public, max-age=0, must-revalidate"
+#: An authenticated download's: no cache keeps it.
+PRIVATE_CACHE = "private, no-store"
 
 _UNSET = object()
 

@@ -375,8 +375,9 @@ def make_server(
 
 
 def _token_check(app: Flask) -> Any:
+    caller_of = app.extensions["caller_of"]  # app/auth's, handed over by the factory
+
     def may_send_large_body(authorization: str) -> bool:
-        from app.auth.guard import caller_of
         from app.extensions import db
 
         with app.app_context():

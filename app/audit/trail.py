@@ -10,8 +10,8 @@ could lock without waiting (`FOR UPDATE SKIP LOCKED`): a chain's order needs its
 until the commit, and with one chain every writer would queue behind the others' commits
 (measured: a quarter of the PATCH rate of 8 concurrent clients on PostgreSQL, bench/audit.py).
 Statements that bypass the ORM's objects (bulk `UPDATE`/`DELETE`) are not seen; the service
-changes audited tables through objects, and the one bulk change it makes (revoking a token)
-calls `note` itself.
+changes audited tables through objects (revoking a token too), and what is no audited table's
+(a share link) calls `note` itself.
 """
 
 from __future__ import annotations

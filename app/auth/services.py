@@ -14,7 +14,6 @@ from flask import current_app
 from sqlalchemy import bindparam, delete, func, select, update
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from app import audit
 from app.cache import TOKENS, cache_for
 from app.exceptions import DomainError, ValidationFailed
 from app.extensions import db
@@ -163,19 +162,10 @@ def _touch(entry: CachedToken, now: datetime) -> None:
 
 
 def revoke_token(token_id: int) -> None:
-    """Delete the token, with its entry in the audit trail (a bulk statement the trail's own
-    listener does not see)."""
-    token = db.session.execute(
-        select(ApiToken.user_id, ApiToken.name).where(ApiToken.id == token_id)
-    ).first()
+    """Delete the token, as an object: the audit trail's listener writes its entry."""
+    token = db.session.get(ApiToken, token_id)
     if token is not None:
-        audit.note(
-            db.session,
-            "token.revoke",
-            {"token_id": token_id, "name": token.name},
-            account_id=token.user_id,
-        )
-    db.session.execute(delete(ApiToken).where(ApiToken.id == token_id))
+        db.session.delete(token)
     db.session.commit()
 
 

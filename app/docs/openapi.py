@@ -26,6 +26,7 @@ from flask_smorest.spec.plugins import FlaskPlugin
 from marshmallow import Schema, fields
 
 from app.detection.mime import ALLOWED_MIME_TYPES
+from app.http import PUBLIC_CACHE
 from app.schemas import field_types as types
 from app.schemas.pages import page_envelope
 from app.schemas.records import (
@@ -273,6 +274,10 @@ def const(value: Any) -> dict[str, Any]:
 def public_cache(value: str) -> dict[str, Any]:
     """The Cache-Control header of public answers (`value`: the one the views send)."""
     return header("Public responses may be cached but must be revalidated.", const(value))
+
+
+#: The public answers' Cache-Control, documented (public API, feeds, archives, statistics).
+CACHED = {"Cache-Control": public_cache(PUBLIC_CACHE)}
 
 
 def private_cache(value: str) -> dict[str, Any]:

@@ -10,12 +10,11 @@ from lxml import etree
 from marshmallow import EXCLUDE, Schema
 
 from app.database import read_without_transaction
-from app.docs.openapi import NO_TOKEN, REVALIDATION_ETAG, SERVER, Blueprint, header
+from app.docs.openapi import CACHED, NO_TOKEN, REVALIDATION_ETAG, SERVER, Blueprint, header
 from app.feeds import services
 from app.files import access
 from app.http import absolute_url, load
 from app.oai.xml import title_of, xml_text
-from app.public.routes import CACHED
 from app.schemas.field_types import PlainString
 
 bp = Blueprint(

@@ -205,7 +205,7 @@ def _in_order(
     # pragma: no mutate end
     query = listing.query()
     if after is not None:
-        query = query.where(_before(after))
+        query = query.where(before(after))
     return _rows(query.order_by(*listing.order()).offset(offset).limit(limit))
 
 
@@ -215,13 +215,14 @@ def _rows(query: Select[tuple[FileRecord]]) -> list[Any]:
     return list(db.session.execute(query.with_only_columns(*FileRecord.__table__.columns)))
 
 
-def _before(after: Position) -> Any:
+def before(after: Position) -> Any:
+    """The condition of the rows after `after` in newest-first order."""
     return tuple_(FileRecord.created_at, FileRecord.id) < tuple_(*after)
 
 
 def _all_matches(listing: Listing, after: Position | None) -> Select[Any]:
     query = listing.query().with_only_columns(FileRecord.created_at, FileRecord.id)
-    return query.where(_before(after)) if after is not None else query
+    return query.where(before(after)) if after is not None else query
 
 
 def _newest_per_folder(folders: Folders, after: Position | None, depth: int) -> Any:
@@ -230,7 +231,7 @@ def _newest_per_folder(folders: Folders, after: Position | None, depth: int) -> 
         FileRecord.path == c.path, FileRecord.freigabe == c.freigabe
     )
     if after is not None:
-        newest = newest.where(_before(after))
+        newest = newest.where(before(after))
     newest = newest.order_by(*NEWEST_FIRST).limit(depth).lateral("newest")
     return (
         select(newest.c.created_at, newest.c.id)

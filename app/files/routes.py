@@ -27,7 +27,7 @@ from app.files.listing import Listing
 from app.files.pagination import list_response
 from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
 from app.files.validation import validated
-from app.http import json_body, load
+from app.http import PRIVATE_CACHE, json_body, load
 from app.schemas.fast_dump import record_rows
 from app.schemas.records import (
     INPUT_ALIASES,
@@ -39,7 +39,7 @@ from app.schemas.records import (
     record_schema,
 )
 from app.search.schemas import SearchListQuerySchema
-from app.stats import count_download
+from app.signals import downloaded
 from app.storage import Storage
 
 bp = Blueprint(
@@ -57,7 +57,6 @@ def require_token() -> None:
 
 
 FILES_FIELD = re.compile(r"files(\[\d*\])?")
-PRIVATE_CACHE = "private, no-store"
 
 create_schema = CreateMetadataSchema()
 update_schema = UpdateSchema()
@@ -179,7 +178,13 @@ def download_file(record_id: uuid.UUID):
     """
     caller = current_user()
     response = download_response(request, caller, record_id, _storage(), PRIVATE_CACHE)
-    count_download("account", record_id, response.status_code, caller.id)
+    downloaded.send(
+        current_app._get_current_object(),  # type: ignore[attr-defined]
+        door="account",
+        record_id=record_id,
+        status=response.status_code,
+        user_id=caller.id,
+    )
     return response
 
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from flask import Response, current_app, request
-from flask_limiter.util import get_remote_address
+from flask import current_app, request
 
-from app.access_log import SHARE_LINK_ENVIRON
-from app.archives.routes import archive_ok, archive_response
+from app.archives.responses import archive_ok, archive_response
 from app.auth.guard import current_user
 from app.docs.openapi import (
     DOWNLOAD_REQUEST_HEADERS,
@@ -24,13 +22,20 @@ from app.docs.openapi import (
     json_body_doc,
     private_cache,
 )
-from app.extensions import limiter
 from app.files import access
 from app.files.downloads import download_response
 from app.files.listing import Listing
 from app.files.pagination import list_response
 from app.http import base_url, json_body, load
 from app.links import services
+from app.links.holder import (
+    HOLDER_HEADERS,
+    PAGE_PREFIX,
+    SHARED_PREFIX,
+    failures_limited,
+    open_link,
+    with_holder_headers,
+)
 from app.links.schemas import (
     CreatedLinkSchema,
     KitInputSchema,
@@ -46,17 +51,7 @@ from app.schemas.field_types import format_timestamp
 from app.stats import count_download
 
 bp = Blueprint("links", __name__, tag="Share links", errors=SERVER)
-
-#: What every answer through a link carries (errors too): the secret is in the address, so
-#: no Referer may carry it on, no cache may keep the answer and no search engine may list it.
-HOLDER_HEADERS = {
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "private, no-store",
-    "X-Robots-Tag": "noindex",
-}
-SHARED_PREFIX = "/api/shared/"
-#: The holder's HTML page (app/pages/holder.py), which a link's `url` names.
-HOLDER_PAGE_PREFIX = "/s/"
+bp.after_app_request(with_holder_headers)
 
 record_input = RecordLinkInputSchema()
 kit_input = KitInputSchema()
@@ -80,9 +75,12 @@ SECRET = {
     "schema": {"type": "string"},
 }
 HOLDER_DOC_HEADERS = {
-    "Referrer-Policy": header("Never sent on.", {"type": "string", "const": "no-referrer"}),
-    "Cache-Control": header("Never stored.", {"type": "string", "const": "private, no-store"}),
-    "X-Robots-Tag": header("Never indexed.", {"type": "string", "const": "noindex"}),
+    name: header(about, {"type": "string", "const": HOLDER_HEADERS[name]})
+    for name, about in (
+        ("Referrer-Policy", "Never sent on."),
+        ("Cache-Control", "Never stored."),
+        ("X-Robots-Tag", "Never indexed."),
+    )
 }
 EXPIRED = (
     410,
@@ -93,19 +91,8 @@ EXPIRED = (
 )
 
 
-@bp.after_app_request
-def holder_headers(response: Response) -> Response:
-    if request.path.startswith(SHARED_PREFIX):
-        response.headers.update(HOLDER_HEADERS)
-    return response
-
-
 def _max_days() -> int:
     return current_app.config["SHARE_LINK_MAX_DAYS"]
-
-
-def _failure_rate() -> str:
-    return current_app.config["RATELIMIT_SHARE_LINK_FAILURES"]
 
 
 def _dump(row: Any, **extra: Any) -> dict[str, Any]:
@@ -122,7 +109,7 @@ def _dump(row: Any, **extra: Any) -> dict[str, Any]:
 
 
 def _created(link: Any, secret: str) -> tuple[dict[str, Any], int]:
-    url = f"{base_url()}{request.script_root}{HOLDER_PAGE_PREFIX}{secret}"
+    url = f"{base_url()}{request.script_root}{PAGE_PREFIX}{secret}"
     return _dump((link, current_user().email), url=url), 201
 
 
@@ -230,26 +217,11 @@ def revoke_link(link_id: uuid.UUID):
 
 # --- the holder's side --------------------------------------------------------------------
 
-# Only failed lookups count (an unknown or revoked secret), per client address: guessing is
-# throttled, a holder with a good link is not. Once over the limit every holder request of
-# that address waits, so a guesser cannot probe with valid ones in between.
-_failures_limited = limiter.shared_limit(
-    _failure_rate,
-    scope="share-link-failures",
-    key_func=get_remote_address,
-    deduct_when=lambda response: response.status_code == 404,
-)
 HOLDER_ERRORS = ("NotFound", "TooManyRequests", *SERVER)
 
 
-def _open(secret: str) -> services.OpenLink:
-    link = services.resolve(secret)
-    request.environ[SHARE_LINK_ENVIRON] = str(link.id)
-    return link
-
-
-@bp.get("/api/shared/<secret>", parameters=[SECRET])
-@_failures_limited
+@bp.get(f"{SHARED_PREFIX}<secret>", parameters=[SECRET])
+@failures_limited
 @bp.doc(
     operationId="readSharedLink",
     security=NO_TOKEN,
@@ -271,7 +243,7 @@ def read_shared(secret: str):
     `link_expires_at`. A press kit: a page of such records with `folder` and `link_expires_at`.
     Unknown or revoked: 404 (failures are rate limited per address).
     """
-    link = _open(secret)
+    link = open_link(secret)
     holder = link.holder
     if holder.record_id is not None:
         record = access.read_record(holder, holder.record_id)
@@ -288,8 +260,10 @@ def _time(value: Any) -> str:
     return format_timestamp(value)
 
 
-@bp.get("/api/shared/<secret>/files/<uuid:record_id>/download", parameters=[SECRET, ID_PARAMETER])
-@_failures_limited
+@bp.get(
+    f"{SHARED_PREFIX}<secret>/files/<uuid:record_id>/download", parameters=[SECRET, ID_PARAMETER]
+)
+@failures_limited
 @bp.doc(
     operationId="downloadSharedFile",
     security=NO_TOKEN,
@@ -306,7 +280,7 @@ def download_shared(secret: str, record_id: uuid.UUID):
     The content whatever `freigabe` and `sperrfrist` say, as long as the link lives and names
     the record. Another record's id: 404.
     """
-    link = _open(secret)
+    link = open_link(secret)
     response = download_response(
         request,
         link.holder,
@@ -320,8 +294,8 @@ def download_shared(secret: str, record_id: uuid.UUID):
     return response
 
 
-@bp.get("/api/shared/<secret>/files.zip", parameters=[SECRET])
-@_failures_limited
+@bp.get(f"{SHARED_PREFIX}<secret>/files.zip", parameters=[SECRET])
+@failures_limited
 @bp.doc(
     operationId="downloadSharedZip",
     security=NO_TOKEN,
@@ -337,7 +311,7 @@ def download_shared_zip(secret: str):
     The kit's files (or the one file) as the folder ZIP is built, whatever `freigabe` and
     `sperrfrist` say.
     """
-    link = _open(secret)
+    link = open_link(secret)
     name = link.holder.path or "files"
     response = archive_response(link.holder, HOLDER_HEADERS["Cache-Control"], path="", name=name)
     services.note_use(link.id, download=True)

@@ -21,6 +21,8 @@ from app.files import access
 from app.http import absolute_url
 from app.oai import harvest
 from app.oai import xml as oai_xml
+from app.oai.identifiers import identifier_of
+from app.oai.identifiers import namespace as oai_namespace
 
 bp = Blueprint("oai", __name__, tag="Harvesting", errors=SERVER)
 bp.before_request(read_without_transaction)
@@ -93,17 +95,8 @@ def _public_files_url() -> str:
     return g.oai_public_files_url
 
 
-def _namespace() -> str:
-    """`OAI_NAMESPACE`: identifiers must not change with the address a harvester uses."""
-    return current_app.config["OAI_NAMESPACE"]
-
-
-def identifier_of(record_id: uuid.UUID) -> str:
-    return f"oai:{_namespace()}:{record_id}"
-
-
 def _record_id(identifier: str) -> uuid.UUID:
-    prefix = f"oai:{_namespace()}:"
+    prefix = f"oai:{oai_namespace()}:"
     try:
         if not identifier.startswith(prefix):
             raise ValueError(identifier)
@@ -213,7 +206,7 @@ def _identify(root: Any, _args: dict[str, str]) -> None:
     element = oai_xml.verb_element(root, "Identify")
     oai = oai_xml.OAI
     name = config.get("REPOSITORY_NAME") or "File repository"
-    admin = config.get("OAI_ADMIN_EMAIL") or config.get("ADMIN_EMAIL") or f"admin@{_namespace()}"
+    admin = config.get("OAI_ADMIN_EMAIL") or config.get("ADMIN_EMAIL") or f"admin@{oai_namespace()}"
     for tag, text in (
         ("repositoryName", name),
         ("baseURL", _base_url()),
@@ -236,7 +229,7 @@ def _identify(root: Any, _args: dict[str, str]) -> None:
     )
     ns = "{http://www.openarchives.org/OAI/2.0/oai-identifier}"
     oai_xml.sub(ident, f"{ns}scheme", "oai")
-    oai_xml.sub(ident, f"{ns}repositoryIdentifier", _namespace())
+    oai_xml.sub(ident, f"{ns}repositoryIdentifier", oai_namespace())
     oai_xml.sub(ident, f"{ns}delimiter", ":")
     oai_xml.sub(ident, f"{ns}sampleIdentifier", identifier_of(uuid.UUID(int=0)))
 

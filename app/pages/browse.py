@@ -19,7 +19,7 @@ from sqlalchemy import Select, or_, select, text
 from app.exceptions import RecordNotFound, ValidationFailed
 from app.extensions import db
 from app.files import access
-from app.files.listing import NEWEST_FIRST, Listing, Position, _before, paginate, position_of
+from app.files.listing import NEWEST_FIRST, Listing, Position, before, paginate, position_of
 from app.http import external_url, load
 from app.models import FilePathCount, FileRecord
 from app.pages import i18n
@@ -27,9 +27,9 @@ from app.pages.blueprint import bp
 from app.pages.i18n import render_page
 from app.pages.paging import BadPageRequest, cursor_arg, page_url
 from app.pages.records import clean_text, size_text, title_of
-from app.public.routes import list_query_schema
 from app.schemas.cursor import encode_cursor
 from app.schemas.field_types import PATH_SEGMENT
+from app.search.schemas import public_list_query_schema
 
 #: Records and sub-folders a folder page shows at a time; search results per page.
 PAGE_SIZE = 50
@@ -196,7 +196,7 @@ def folder_records(folder: str, after: Position | None, size: int) -> tuple[list
     )
     query = select(*FileRecord.__table__.columns).where(access.visible(None), in_folder)
     if after is not None:
-        query = query.where(_before(after))
+        query = query.where(before(after))
     rows = list(db.session.execute(query.order_by(*NEWEST_FIRST).limit(size + 1)))
     return rows[:size], len(rows) > size
 
@@ -267,7 +267,7 @@ def search() -> Response:
         return Response(render_page("pages/search.html", page=page))
     args = {"q": text, "page": request.args.get("page", "1")}
     try:
-        params = load(list_query_schema, args)
+        params = load(public_list_query_schema, args)
     except ValidationFailed as failed:
         # The API's reason is English; the page says what it can in the reader's language.
         del failed

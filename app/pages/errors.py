@@ -1,4 +1,5 @@
-"""Errors of page paths answer an HTML page, not the API's JSON (app/errors.py asks here)."""
+"""Errors of page paths answer an HTML page, not the API's JSON (app/errors.py asks
+`page_of_error`, which the factory hands it)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import re
 from flask import Response
 from flask_babel import lazy_gettext as _
 
+from app.links.holder import PAGE_PREFIX
 from app.pages.i18n import render_page
 
 #: First path segments served by this package; an error under them is an HTML page.
-PAGE_ROOTS = frozenset({"records", "browse", "search", "s", "robots.txt"})
+PAGE_ROOTS = frozenset({"records", "browse", "search", PAGE_PREFIX.strip("/"), "robots.txt"})
 #: The sitemap and its parts (`/sitemap.xml`, `/sitemap-2.xml`).
 SITEMAPS = re.compile(r"sitemap(-[^/]*)?\.xml")
 
@@ -33,9 +35,10 @@ def is_page(path: str) -> bool:
     return root in PAGE_ROOTS or SITEMAPS.fullmatch(root) is not None
 
 
-def is_holder_page(path: str) -> bool:
-    """A share link's page: its address carries the secret (app/pages/holder.py)."""
-    return path.startswith("/s/")
+def page_of_error(path: str, status: int) -> Response | None:
+    """The HTML page of an error of `path` if it is a page's (the factory hands this to
+    app/errors.py), else None."""
+    return error_page(status) if is_page(path) else None
 
 
 def error_page(status: int) -> Response:

@@ -3,8 +3,8 @@
 The link is resolved as `/api/shared/<secret>` resolves it (app/links), on every request; what
 it reaches is decided by app/files/access.py for its `LinkHolder`. Downloads go through the
 `/api/shared/<secret>/...` routes, which count them. The secret is in the address, so the page
-is never cached, indexed or named in a Referer (app/pages/routes.py sets the headers), and the
-access log shows the link's id instead (app/access_log.py).
+is never cached, indexed or named in a Referer (app/pages/routes.py sets the headers of
+app/links/holder.py), and the access log shows the link's id instead (app/access_log.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from app.files import access
 from app.files.listing import Listing, keyset_page
 from app.http import external_url
 from app.links import services
-from app.links.routes import _failures_limited, _open
+from app.links.holder import PAGE_PREFIX, SHARED_PREFIX, failures_limited, open_link
 from app.models import FileRecord
 from app.pages.blueprint import bp
 from app.pages.i18n import render_page
@@ -89,15 +89,15 @@ def shared_record(row: Any, base: str, today: date) -> SharedRecord:
     )
 
 
-@bp.get("/s/<secret>")
-@_failures_limited
+@bp.get(f"{PAGE_PREFIX}<secret>")
+@failures_limited
 def holder(secret: str) -> Response:
     try:
-        link = _open(secret)
+        link = open_link(secret)
     except services.LinkExpired as expired:
         return _expired(expired)
     holder = link.holder
-    base = external_url(f"{request.script_root}/api/shared/{secret}")
+    base = external_url(f"{request.script_root}{SHARED_PREFIX}{secret}")
     page = HolderPage(expires_at=link.expires_at, folder=holder.path, zip_url=f"{base}/files.zip")
     today = access.today()
     if holder.record_id is not None:

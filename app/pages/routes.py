@@ -21,13 +21,13 @@ from app.exceptions import RecordNotFound
 from app.extensions import db
 from app.files import access
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
-from app.http import base_url
-from app.links.routes import HOLDER_HEADERS
+from app.http import PUBLIC_CACHE, base_url
+from app.links.holder import HOLDER_HEADERS, is_holder_page
 from app.models import FileRecord, RecordCitation, StatsDaily
-from app.oai.routes import identifier_of
+from app.oai.identifiers import identifier_of
 from app.pages import browse, citation, exports, holder, i18n, sitemap  # noqa: F401
 from app.pages.blueprint import bp
-from app.pages.errors import is_holder_page, is_page
+from app.pages.errors import is_page
 from app.pages.i18n import render_page
 from app.pages.previews import csv_rows
 from app.pages.records import (
@@ -41,8 +41,6 @@ from app.pages.records import (
 from app.stats import count_view
 from app.stats.queries import human
 
-#: The public API's caching: shared caches may keep a page but must ask again before reuse.
-PUBLIC_CACHE = "public, max-age=0, must-revalidate"
 #: Only the app's own assets; the JSON-LD (`application/ld+json`) is data, never executed.
 CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'none'; form-action 'self'"
 #: The PDF preview is sandboxed by its own answer (no scripts, a unique origin): Chromium

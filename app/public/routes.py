@@ -6,27 +6,25 @@ from flask import current_app, request
 
 from app.database import read_without_transaction
 from app.docs.openapi import (
+    CACHED,
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
     NO_TOKEN,
     SERVER,
     Blueprint,
     download_responses,
-    public_cache,
     ref,
 )
 from app.files import access
 from app.files.downloads import download_response
 from app.files.listing import Listing
 from app.files.pagination import list_response
-from app.http import load
+from app.http import PUBLIC_CACHE, load
 from app.schemas.fast_dump import public_record_rows
 from app.schemas.records import public_record_schema
-from app.search.schemas import SearchListQuerySchema
+from app.search.schemas import public_list_query_schema as list_query_schema
 from app.stats import count_download
 
-PUBLIC_CACHE = "public, max-age=0, must-revalidate"
-CACHED = {"Cache-Control": public_cache(PUBLIC_CACHE)}
 bp = Blueprint(
     "public",
     __name__,
@@ -36,10 +34,6 @@ bp = Blueprint(
     error_headers=CACHED,
 )
 bp.before_request(read_without_transaction)
-
-
-# The release filter is not offered publicly: a `freigabe` parameter is ignored, never checked.
-list_query_schema = SearchListQuerySchema(exclude=("freigabe",))
 
 RECORD_ID = {**ID_PARAMETER, "description": "Unreleased, unknown and malformed ids are all 404."}
 

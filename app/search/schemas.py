@@ -60,3 +60,8 @@ class SearchListQuerySchema(ListQuerySchema):
         default = RELEVANCE if "q" in data and "cursor" not in data else NEWEST_FIRST
         data["sort"] = sort or default
         return data
+
+
+# The release filter is not offered publicly (the public API, the pages' search): a `freigabe`
+# parameter is ignored, never checked.
+public_list_query_schema = SearchListQuerySchema(exclude=("freigabe",))

@@ -16,6 +16,7 @@ from typing import Any
 
 from flask import Flask, current_app, request
 
+from app.signals import downloaded
 from app.stats.aggregation import flush_events
 from app.stats.clicks import MemoryClicks, RedisClicks
 from app.stats.events import COUNTED_STATUSES, DOORS, DOUBLE_CLICK_SECONDS, PAGE, Download
@@ -111,18 +112,25 @@ def init_app(app: Flask) -> None:
             app.config["STATS_REDIS_URL"], app.config["RATELIMIT_KEY_PREFIX"]
         )
     app.extensions["stats"] = collector
+    downloaded.connect(_count_sent, app)
     if background:
         _collectors.add(collector)
         app.before_request(collector.start)
 
 
 def count_download(door: str, record_id: uuid.UUID, status: int, user_id: int | None) -> None:
-    """Every download door calls this with its answer's status before returning it: the one
-    hook of the statistics on the request path (an append to memory, no I/O). `user_id`: the
+    """Every download door calls this with its answer's status before returning it (a door
+    below the statistics sends `app.signals.downloaded` instead): the one hook of the
+    statistics on the request path (an append to memory, no I/O). `user_id`: the
     token's account, else None (the visitor is then the client's address and User-Agent)."""
     if door not in DOORS:
         raise ValueError(f"unknown door {door!r}")
     _count(door, record_id, status, user_id)
+
+
+def _count_sent(app: Flask, **download: Any) -> None:
+    """A download a door below the statistics sent (app/signals.py)."""
+    count_download(**download)
 
 
 def count_view(record_id: uuid.UUID, status: int) -> None:

@@ -10,11 +10,10 @@ from flask import current_app, request
 
 from app.auth.guard import current_user
 from app.database import read_without_transaction
-from app.docs.openapi import ID_PARAMETER, NO_TOKEN, SERVER, Blueprint
+from app.docs.openapi import CACHED, ID_PARAMETER, NO_TOKEN, SERVER, Blueprint
 from app.exceptions import AdministratorsOnly, RecordNotFound
 from app.files import access
 from app.http import load
-from app.public.routes import CACHED
 from app.stats import queries
 from app.stats.schemas import (
     RankedPageSchema,

@@ -47,7 +47,7 @@ SCOPE = [
     "app.files.listing.x__folder_conditions__*",
     "app.files.listing.x_folders_of__*",
     "app.files.listing.x__in_order__*",
-    "app.files.listing.x__before__*",
+    "app.files.listing.x_before__*",
     "app.files.listing.x_paginate__*",
     "app.files.listing.x__owned_count__*",
     "app.files.listing.x_keyset_page__*",
