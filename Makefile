@@ -61,9 +61,14 @@ run: migrate
 	@if [ -n "$$ADMIN_EMAIL" ] && [ -n "$$ADMIN_PASSWORD" ]; then $(FLASK) provision-admin; fi
 	$(FLASK) serve
 
+# The suite in TEST_WORKERS processes (pytest-xdist; each starts its own SeaweedFS and
+# PostgreSQL databases); TEST_WORKERS=0 runs it in this one.
+TEST_WORKERS ?= 2
+
 test: install-test
 	$(BIN)/ruff check .
-	$(BIN)/pytest
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/pytest -n $(TEST_WORKERS)
 
 lint: install-test
 	$(BIN)/ruff check .
