@@ -105,13 +105,17 @@ def test_migration_0021_drops_the_kept_pages_and_its_downgrade_brings_them_back(
         base_config(SQLALCHEMY_DATABASE_URI=url, STORAGE_LOCAL_ROOT=str(tmp_path / "unused"))
     )
     pages = {"page_key", "page_de", "page_en"}
+
+    def assert_pages_kept() -> None:
+        columns, options = _citation_table(url)
+        assert pages <= columns
+        if dialect == "postgresql":
+            assert options == ["toast_tuple_target=8160"]
+
     with app.app_context():
         upgrade(revision="0020")
         db.engine.dispose()
-    columns, options = _citation_table(url)
-    assert pages <= columns
-    if dialect == "postgresql":
-        assert options == ["toast_tuple_target=8160"]
+    assert_pages_kept()
     with app.app_context():
         upgrade(revision="0021")
         db.engine.dispose()
@@ -120,7 +124,4 @@ def test_migration_0021_drops_the_kept_pages_and_its_downgrade_brings_them_back(
     with app.app_context():
         downgrade(revision="0020")
         db.engine.dispose()
-    columns, options = _citation_table(url)
-    assert pages <= columns
-    if dialect == "postgresql":
-        assert options == ["toast_tuple_target=8160"]
+    assert_pages_kept()
