@@ -13,16 +13,13 @@ same shell options in a folder of its own, against that server, with that admini
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
-import sys
-import time
 import zipfile
 from pathlib import Path
 
 from tests.support import samples
+from tests.support.readme import stop_group, venv_without_install
 from tests.support.server import ROOT, clean_env, free_port
 
 README = ROOT / "README.md"
@@ -113,24 +110,6 @@ def snapshot_repository(target: Path) -> Path:
     return target
 
 
-def venv_without_install(folder: Path) -> Path:
-    """A folder `make VENV=...` takes for an installed virtual environment: its `flask` and
-    `python` run this interpreter, and its marker says installed (after every checkout)."""
-    bin_dir = folder / "bin"
-    bin_dir.mkdir(parents=True)
-    for name, command in (
-        ("python", f'"{sys.executable}"'),
-        ("flask", f'"{sys.executable}" -m flask'),
-    ):
-        (bin_dir / name).write_text(f'#!/bin/sh\nexec {command} "$@"\n')
-        (bin_dir / name).chmod(0o755)
-    marker = folder / ".installed"
-    marker.touch()
-    later = time.time() + 86400  # newer than the pyproject.toml of a clone made after it
-    os.utime(marker, (later, later))
-    return folder
-
-
 def test_the_quick_start_then_the_walkthrough_run_top_to_bottom(tmp_path: Path):
     origin = snapshot_repository(tmp_path / "origin")
     venv = venv_without_install(tmp_path / "venv")
@@ -178,10 +157,7 @@ def test_the_quick_start_then_the_walkthrough_run_top_to_bottom(tmp_path: Path):
 
         result, folder, report, report_v2 = run_walkthrough(tmp_path, env, port)
     finally:
-        try:
-            os.killpg(shell.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+        stop_group(shell)
     assert result.returncode == 0, (
         f"exit {result.returncode}\n--- stdout\n{result.stdout[-4000:]}\n"
         f"--- stderr\n{result.stderr[-4000:]}\n--- server\n{log_path.read_text()[-2000:]}"
