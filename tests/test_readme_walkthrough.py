@@ -18,6 +18,8 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests.support import samples
 from tests.support.readme import stop_group, venv_without_install
 from tests.support.server import ROOT, clean_env, free_port
@@ -213,3 +215,15 @@ def run_walkthrough(
         timeout=90,
     )
     return result, folder, report, report_v2
+
+
+def test_env_files_with_secrets_stay_out_of_git():
+    """docker compose reads every secret from `.env`, and the README suggests keeping the
+    settings there: git must not pick it up."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    for name in (".env", "docs/.env"):
+        ignored = subprocess.run(["git", "check-ignore", "-q", name], cwd=ROOT)
+        assert ignored.returncode == 0, f"{name} is not ignored by git"
+    assert "`.env`" in README.read_text()
+    assert "(.gitignore keeps it" in (ROOT / "docker-compose.yml").read_text()
