@@ -34,6 +34,9 @@ def free_port() -> int:
 
 def clean_env(**settings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTINGS_PREFIXES)}
+    # Nor may the secrets of a checkout's .env (docker compose's), which `flask` would load
+    # when python-dotenv is installed (the test tools bring it).
+    env["FLASK_SKIP_DOTENV"] = "1"
     env.update(settings)
     return env
 
