@@ -152,6 +152,10 @@ DEFAULTS: dict[str, Any] = {
     "STATS_CLOCK": None,
     # Off in tests, which flush by hand: no thread then writes behind a test's back.
     "STATS_BACKGROUND_FLUSH": True,
+    # /readyz writes to the storage at most once per this many seconds per process (the answer
+    # in between is the last one), and waits for that write at most this long (app/health.py).
+    "READYZ_CACHE_SECONDS": 5.0,
+    "READYZ_PROBE_TIMEOUT_SECONDS": 2.0,
     # The pages' language (app/pages/i18n.py): German unless the reader asks for English;
     # None: the catalogues compiled at start-up from app/translations.
     "BABEL_DEFAULT_LOCALE": "de",

@@ -34,9 +34,26 @@ from tests.support.server import clean_env, flask, free_port, running_server, wa
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "nginx.conf"
+README = ROOT / "README.md"
 HOST_NAME = "files.example.org"
 CLIENT_ADDRESS = "127.0.0.2"
 MiB = 1024 * 1024
+#: The storage folder of the example's internal location (local) and the S3 endpoint of its
+#: commented-out S3 location.
+EXAMPLE_STORAGE = "/var/lib/file-repository/storage/"
+EXAMPLE_S3 = "https://s3.example.org/"
+
+
+def documented_settings() -> dict[str, str]:
+    """The settings the README gives for running behind docs/nginx.conf: the lines of the
+    first `sh` block of its section "Behind a reverse proxy"."""
+    text = README.read_text()
+    section = text[text.index("## Behind a reverse proxy\n") :]
+    start = section.index("```sh\n") + len("```sh\n")
+    block = section[start : section.index("```", start)]
+    settings = dict(line.split("=", 1) for line in block.splitlines() if line.strip())
+    assert all(re.fullmatch(r"[A-Z][A-Z0-9_]*", name) for name in settings), settings
+    return settings
 
 
 def find_nginx() -> str:
@@ -178,19 +195,26 @@ def create_user(env: dict[str, str]) -> None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Stack]:
+    """The service with the README's settings for it behind the example as documented: the
+    local internal location on, its folder the service's storage folder."""
     find_nginx()
     folder = tmp_path_factory.mktemp("reverse-proxy")
     shutil.copyfile(sqlite_template, folder / "db.sqlite3")
     (folder / "storage").mkdir(mode=0o700)
+    settings = documented_settings()
+    assert settings["PROXY_COUNT"] == "1" and settings["DOWNLOAD_OFFLOAD"] == "nginx"
+    assert settings["TRUSTED_HOSTS"] == HOST_NAME
+    assert f"{settings['STORAGE_LOCAL_ROOT']}/" == EXAMPLE_STORAGE
     env = clean_env(
-        DATABASE_URL=f"sqlite:///{folder / 'db.sqlite3'}",
-        STORAGE_LOCAL_ROOT=str(folder / "storage"),
-        PROXY_COUNT="1",
-        TRUSTED_HOSTS=HOST_NAME,
-        RATELIMIT_TOKENS="1000 per minute",
+        **{
+            **settings,
+            "DATABASE_URL": f"sqlite:///{folder / 'db.sqlite3'}",
+            "STORAGE_LOCAL_ROOT": str(folder / "storage"),
+            "RATELIMIT_TOKENS": "1000 per minute",
+        }
     )
     create_user(env)
-    with running_stack(folder, env) as running:
+    with running_stack(folder, env, offload_site("local", f"{folder / 'storage'}/")) as running:
         yield running
 
 
@@ -297,12 +321,33 @@ def test_large_bodies_pass_only_on_upload_paths(stack: Stack, token: str):
     assert [line for line in stack.access_log() if line["request_id"] == "too-large"] == []
 
 
+def test_the_documented_setup_has_nginx_send_the_bytes(stack: Stack, token: str):
+    """The README's settings behind the example: the service answers the download without a
+    body (its log says 0 bytes), nginx sends all of them."""
+    data = b"sent by nginx, not by the service\n" * 40000
+    with stack.pool() as pool:
+        record = upload(stack, pool, token, data)
+        path = f"/api/public/files/{record['id']}/download"
+        whole = stack.request(pool, "GET", path, headers={"X-Request-ID": "offloaded"})
+        assert (whole.status, whole.data) == (200, data)
+        part = stack.request(
+            pool, "GET", path, headers={"Range": "bytes=10-19", "X-Request-ID": "offloaded"}
+        )
+        assert (part.status, part.data) == (206, data[10:20])
+        assert "X-Accel-Redirect" not in whole.headers and "X-Accel-Redirect" not in part.headers
+    logged = stack.logged("offloaded")
+    deadline = time.monotonic() + 10
+    while len(logged) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        logged = stack.logged("offloaded")
+    # The service answered both with 200 and the redirect; nginx made the second a 206.
+    assert [(line["status"], line["bytes"]) for line in logged] == [(200, 0), (200, 0)]
+
+
 # --- DOWNLOAD_OFFLOAD=nginx: the service authorises, nginx sends the bytes ---------------
 
 LOCAL_BLOCK = "    # --- local storage:"
 S3_BLOCK = "    # --- S3 storage:"
-EXAMPLE_STORAGE = "/var/lib/file-repository/storage/"
-EXAMPLE_S3 = "https://s3.example.org/"
 
 
 def offload_site(backend: str, target: str) -> Callable[[str], str]:
@@ -341,69 +386,68 @@ class OffloadStack:
     ],
 )
 def offload(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    sqlite_template: Path,
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[OffloadStack]:
+    """On local storage the documented stack itself; on S3 the same settings with the S3
+    location of the example in place of the local one."""
+
+    def stored_path_in(engine: sa.Engine) -> Callable[[str], str]:
+        def stored_path(record_id: str) -> str:
+            record = sa.table("file_records", sa.column("id", sa.Uuid), sa.column("stored_path"))
+            query = sa.select(record.c.stored_path).where(record.c.id == uuid.UUID(record_id))
+            with engine.connect() as conn:
+                return conn.scalar(query)
+
+        return stored_path
+
+    if request.param == "sqlite-local":
+        stack: Stack = request.getfixturevalue("stack")
+        storage = Path(stack.env["STORAGE_LOCAL_ROOT"])
+        engine = sa.create_engine(stack.env["DATABASE_URL"])
+        try:
+            yield OffloadStack(
+                stack, "local", stored_path_in(engine), lambda key: (storage / key).unlink()
+            )
+        finally:
+            engine.dispose()
+        return
+
+    from tests.conftest import migrate_database
+
     find_nginx()
     folder = tmp_path_factory.mktemp("offload")
-    settings = {
-        "PROXY_COUNT": "1",
-        "TRUSTED_HOSTS": HOST_NAME,
-        "RATELIMIT_TOKENS": "1000 per minute",
-        "DOWNLOAD_OFFLOAD": "nginx",
-    }
-    if request.param == "sqlite-local":
-        shutil.copyfile(sqlite_template, folder / "db.sqlite3")
-        (folder / "storage").mkdir(mode=0o700)
-        database = f"sqlite:///{folder / 'db.sqlite3'}"
-        env = clean_env(
-            DATABASE_URL=database, STORAGE_LOCAL_ROOT=str(folder / "storage"), **settings
-        )
-        site = offload_site("local", f"{folder / 'storage'}/")
-        bucket = None
-    else:
-        from tests.conftest import migrate_database
-
-        seaweedfs = request.getfixturevalue("seaweedfs")
-        database = request.getfixturevalue("make_postgres_database")()
-        migrate_database(database, folder)
-        bucket = f"offload-{uuid.uuid4().hex[:12]}"
-        client = seaweedfs.client()
-        client.create_bucket(Bucket=bucket)
-        env = clean_env(
-            DATABASE_URL=database,
-            AWS_ACCESS_KEY_ID=seaweedfs.access_key,
-            AWS_SECRET_ACCESS_KEY=seaweedfs.secret_key,
-            **{name: str(value) for name, value in seaweedfs.storage_config(bucket).items()},
-            **settings,
-        )
-        site = offload_site("s3", f"{seaweedfs.endpoint_url}/")
+    settings = documented_settings()
+    del settings["STORAGE_LOCAL_ROOT"]
+    seaweedfs = request.getfixturevalue("seaweedfs")
+    database = request.getfixturevalue("make_postgres_database")()
+    migrate_database(database, folder)
+    bucket = f"offload-{uuid.uuid4().hex[:12]}"
+    client = seaweedfs.client()
+    client.create_bucket(Bucket=bucket)
+    env = clean_env(
+        **settings,
+        DATABASE_URL=database,
+        AWS_ACCESS_KEY_ID=seaweedfs.access_key,
+        AWS_SECRET_ACCESS_KEY=seaweedfs.secret_key,
+        **{name: str(value) for name, value in seaweedfs.storage_config(bucket).items()},
+        RATELIMIT_TOKENS="1000 per minute",
+    )
     create_user(env)
     engine = sa.create_engine(database)
 
-    def stored_path(record_id: str) -> str:
-        record = sa.table("file_records", sa.column("id", sa.Uuid), sa.column("stored_path"))
-        query = sa.select(record.c.stored_path).where(record.c.id == uuid.UUID(record_id))
-        with engine.connect() as conn:
-            return conn.scalar(query)
-
     def remove(key: str) -> None:
-        if bucket is None:
-            (folder / "storage" / key).unlink()
-        else:
-            client.delete_object(Bucket=bucket, Key=key)
+        client.delete_object(Bucket=bucket, Key=key)
 
     try:
+        site = offload_site("s3", f"{seaweedfs.endpoint_url}/")
         with running_stack(folder, env, site) as running:
-            yield OffloadStack(running, request.param.split("-")[1], stored_path, remove)
+            yield OffloadStack(running, "s3", stored_path_in(engine), remove)
     finally:
         engine.dispose()
-        if bucket is not None:
-            for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
-                client.delete_object(Bucket=bucket, Key=item["Key"])
-            client.delete_bucket(Bucket=bucket)
-            client.close()
+        for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
+            client.delete_object(Bucket=bucket, Key=item["Key"])
+        client.delete_bucket(Bucket=bucket)
+        client.close()
 
 
 FUTURE = "Fri, 01 Jan 2100 00:00:00 GMT"

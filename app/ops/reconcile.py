@@ -22,7 +22,14 @@ from sqlalchemy import select
 from app.extensions import db
 from app.files.writes import retry_pending_deletions
 from app.models import FileRecord, PendingObjectDeletion
-from app.storage import ObjectNotFound, Storage, StorageError, StoredObject, UnfinishedUpload
+from app.storage import (
+    WRITE_PROBE_KEY,
+    ObjectNotFound,
+    Storage,
+    StorageError,
+    StoredObject,
+    UnfinishedUpload,
+)
 from app.tus.services import abort_expired, live_keys, remove_orphaned_pieces
 
 BATCH = 500
@@ -79,7 +86,8 @@ def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
     for batch in _batches(storage.iter_objects("files/")):
         referenced = _referenced([obj.key for obj in batch])
         for obj in batch:
-            if obj.key in referenced:
+            if obj.key in referenced or obj.key == WRITE_PROBE_KEY:
+                # The readiness probe's object: written and deleted again by /readyz.
                 continue
             if obj.modified > cutoff:
                 # Possibly an upload whose record is being written right now.

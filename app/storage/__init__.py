@@ -2,6 +2,7 @@
 
 from .base import (
     DEFAULT_CHUNK_SIZE,
+    WRITE_PROBE_KEY,
     InvalidRange,
     ObjectNotFound,
     ObjectReader,
@@ -28,6 +29,7 @@ __all__ = [
     "StorageUnavailable",
     "StoredObject",
     "UnfinishedUpload",
+    "WRITE_PROBE_KEY",
     "create_storage",
     "validate_key",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass
@@ -20,6 +21,12 @@ MAX_CHUNK_SIZE = 1 * MiB
 
 #: S3 caps keys at 1024 bytes; the local backend follows it so both accept the same keys.
 MAX_KEY_BYTES = 1024
+
+#: The one key the readiness probe (`GET /readyz`) writes and deletes again: among the records'
+#: keys (``files/<uuid>/<uuid>``), so it needs the rights and folders uploads need, yet never
+#: one of them (a single segment under ``files/``); `storage reconcile` never lists it.
+WRITE_PROBE_KEY = "files/readiness-probe"
+WRITE_PROBE_CONTENT = b"readiness probe of the file repository; deleted again at once\n"
 
 
 class StorageError(Exception):
@@ -304,6 +311,13 @@ class Storage(ABC):
     @abstractmethod
     def check(self) -> None:
         """Probe the backend; raise ``StorageUnavailable`` saying what is wrong."""
+
+    def check_writable(self) -> None:
+        """Write a small object under ``WRITE_PROBE_KEY`` and delete it again; raise a
+        ``StorageError`` when either is refused. Processes may probe at the same time: each
+        write replaces the object, and deleting a missing one is no error."""
+        self.put(WRITE_PROBE_KEY, io.BytesIO(WRITE_PROBE_CONTENT))
+        self.delete(WRITE_PROBE_KEY)
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing
         """Release pooled connections (at shutdown and in tests)."""
