@@ -175,8 +175,8 @@ def page_of(record: Any, today: date, repository: str) -> RecordPage:
     """The values of a record's page and its exports' addresses."""
     urls = page_urls(record.id, record.path, base_url())
     # The folders' pages where the folder pages link them (app/pages/browse.py: `folder_url`).
-    browse = external_url(f"{request.script_root}/browse/")
-    page = record_page(record, today, urls, repository, browse)
+    folders = external_url(f"{request.script_root}/browse/")
+    page = record_page(record, today, urls, repository, folders)
     page.exports = [
         (export.label, f"{page.urls.page}/export/{export.name}", export.media_type)
         for export in exports.EXPORTS.values()

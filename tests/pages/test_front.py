@@ -10,7 +10,6 @@ import pytest
 from lxml import html
 
 from app.files import access
-from app.pages import front
 from tests.support.api import Account, Api
 
 BASE = "http://localhost"
@@ -89,7 +88,7 @@ def test_an_empty_repository_has_a_front_page_that_says_so(api: Api):
 def test_the_front_page_shows_the_newest_few(
     api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(front, "NEWEST", 2)
+    monkeypatch.setattr("app.pages.front.NEWEST", 2)
     for title in ("Eins", "Zwei", "Drei"):
         api.create(alice, f"{title}.pdf", titel=title)
     assert newest(tree(api.client.get("/"))) == ["Drei", "Zwei"]

@@ -20,7 +20,6 @@ from tests.links.test_links import kit, record_link, secret_of
 from tests.support import samples
 from tests.support.api import Account, Api
 
-
 #: Page paths that answer a file (an export, the PDF preview), not a page in a language.
 FILES = re.compile(r"/(export/[^/]+|preview)$")
 

@@ -98,7 +98,8 @@ def test_a_released_record_has_a_page_with_everything_a_reader_needs(api: Api, r
     assert [a.text for a in crumbs] == ["Alle Ordner", "berichte", "2026", "q1"]
     folders = ["", "berichte", "berichte/2026", "berichte/2026/q1"]
     assert [a.get("href") for a in crumbs] == [f"{BASE}/browse/{f}" for f in folders]
-    for crumb, below in zip(crumbs, [*(a.text for a in crumbs[1:]), "Arbeitsmarkt 2026"]):
+    below_each = [*(a.text for a in crumbs[1:]), "Arbeitsmarkt 2026"]
+    for crumb, below in zip(crumbs, below_each, strict=True):
         folder = tree(api.client.get(crumb.get("href")))
         assert below in folder.xpath("//main//a/text()"), crumb.get("href")
     details = dict(zip(document.xpath("//dt/text()"), document.xpath("//dd"), strict=True))
