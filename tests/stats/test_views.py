@@ -147,5 +147,8 @@ def test_an_embargoed_page_shows_no_reach_while_the_owner_sees_the_share_link_do
         document = html.fromstring(view(api, record["id"], query_string={"lang": language}).data)
         assert document.xpath("//dd[@class='reach']") == []
         assert "Download" not in document.xpath("string(//dl[@class='details'])")
+    assert api.client.get(f"/api/public/files/{record['id']}/stats").status_code == 404
     monkeypatch.setattr(access, "today", lambda: until)
     assert reach_text(api, record["id"]).startswith("1 Download, ")
+    public = api.client.get(f"/api/public/files/{record['id']}/stats")
+    assert public.status_code == 200 and public.get_json()["total"] == 1
