@@ -195,6 +195,8 @@ def test_pages_compiled_in_each_language_print_what_gettext_prints(
     paths = [
         *(f"/records/{record['id']}" for record in records),
         f"/records/{'0' * 8}-0000-4000-8000-{'0' * 12}",
+        "/",
+        "/?lang=en",
         "/browse/",
         "/browse/presse/2026",
         "/search?q=Bericht",
