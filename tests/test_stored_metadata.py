@@ -99,7 +99,9 @@ def bibtex(response: Any) -> None:
 
 
 def ris(response: Any) -> None:
-    assert len(rispy.loads(response.get_data(as_text=True))) == 1
+    text = response.get_data(as_text=True)
+    assert text.startswith("TY  - ")
+    assert len(rispy.loads(text)) == 1
 
 
 def csl_json(response: Any) -> None:
@@ -161,6 +163,8 @@ OUTPUTS: list[tuple[str, Callable[[Api, Account, dict], Any], Callable[[Any], No
         html_without_script,
     ),
     ("root folder page", lambda api, user, r: api.client.get("/browse/"), html_without_script),
+    ("front page", lambda api, user, r: api.client.get("/"), html_without_script),
+    ("front page en", lambda api, user, r: api.client.get("/?lang=en"), html_without_script),
     ("holder page", holder_page, html_without_script),
     ("sitemap", lambda api, user, r: api.client.get("/sitemap.xml"), xml),
     *(

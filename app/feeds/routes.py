@@ -99,13 +99,15 @@ def _feed(media_only: bool) -> Feed:
 
 def _add_entry(fg: FeedGenerator, entry: services.Entry) -> Any:
     record = entry.record
-    record_url = absolute_url(url_for("public.read_released", record_id=record.id))
+    # The record's landing page (app/pages), where people read it; the content stays the
+    # enclosure.
+    record_url = absolute_url(url_for("pages.record", record_id=record.id))
     download_url = absolute_url(url_for("public.download_released", record_id=record.id))
     fe = fg.add_entry(order="append")
     fe.id(f"urn:uuid:{record.id}")
     fe.guid(f"urn:uuid:{record.id}", permalink=False)
     fe.title(title_of(record))
-    fe.link(href=record_url, rel="alternate", type="application/json")
+    fe.link(href=record_url, rel="alternate", type="text/html")
     fe.enclosure(download_url, str(record.size), record.mime_type)
     fe.published(entry.released_at)
     fe.updated(max(record.updated_at, entry.released_at))
@@ -134,7 +136,8 @@ def atom_feed() -> Response:
 
     Atom 1.0: the newest 50 records a member of the public can download now, newest release
     first (an embargoed record is released on the day its embargo ends). Each entry links its
-    record and its download as an enclosure. Revalidate with If-None-Match or If-Modified-Since.
+    record's landing page and its download as an enclosure. Revalidate with If-None-Match or
+    If-Modified-Since.
     """
     feed = _feed(media_only=False)
     for entry in feed.entries:
@@ -151,7 +154,7 @@ def _with_link_attributes(atom: bytes, found: list[services.Entry]) -> bytes:
     for element, entry in zip(root.iterfind(f"{{{ATOM}}}entry"), found, strict=True):
         alternate, enclosure = element.findall(f"{{{ATOM}}}link")
         alternate.set("rel", "alternate")
-        alternate.set("type", "application/json")
+        alternate.set("type", "text/html")
         enclosure.set("rel", "enclosure")
         enclosure.set("type", entry.record.mime_type)
         enclosure.set("length", str(entry.record.size))

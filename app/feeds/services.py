@@ -33,8 +33,11 @@ def _released_at(record: Any, timezone: str) -> datetime:
     return max(record.created_at, day_starts.astimezone(UTC))
 
 
-def entries(path: str | None, today: date, timezone: str, *, media_only: bool) -> list[Entry]:
-    """The newest `FEED_SIZE` downloadable records under `path`, newest release first.
+def entries(
+    path: str | None, today: date, timezone: str, *, media_only: bool, size: int = FEED_SIZE
+) -> list[Entry]:
+    """The newest `size` downloadable records under `path`, newest release first (the front
+    page, app/pages/front.py, shows the newest few of them).
 
     Two short reads cover both ways a record becomes available: the newest creations without
     an active embargo, and the embargoes that ended most recently.
@@ -55,11 +58,11 @@ def entries(path: str | None, today: date, timezone: str, *, media_only: bool) -
     )
     rows = {}
     for statement in (newest, ended):
-        for row in db.session.execute(statement.limit(FEED_SIZE)):
+        for row in db.session.execute(statement.limit(size)):
             rows[row.id] = row
     found = [Entry(row, _released_at(row, timezone)) for row in rows.values()]
     found.sort(key=lambda entry: (entry.released_at, entry.record.id), reverse=True)
-    return found[:FEED_SIZE]
+    return found[:size]
 
 
 def version(kind: str, path: str | None, found: list[Entry], updated: datetime | None) -> str:

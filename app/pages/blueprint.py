@@ -1,5 +1,5 @@
 """The pages' blueprint, apart from the views so that every page module can add its routes
-(routes.py: records; browse.py, holder.py, sitemap.py) without importing each other."""
+(routes.py: records; front.py, browse.py, holder.py, sitemap.py) without importing each other."""
 
 from __future__ import annotations
 

@@ -29,8 +29,10 @@ TITLES = {
 
 
 def is_page(path: str) -> bool:
-    """Whether `path` belongs to the pages (`/records/...`, `/s/...`), also when no route
+    """Whether `path` belongs to the pages (`/`, `/records/...`, `/s/...`), also when no route
     matched it."""
+    if path == "/":  # the front page; other unmatched paths stay the API's
+        return True
     root = path.split("/", 2)[1]
     return root in PAGE_ROOTS or SITEMAPS.fullmatch(root) is not None
 

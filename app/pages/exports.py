@@ -144,6 +144,14 @@ def bibtex(page: RecordPage, record: RecordLike, today: date) -> str:
     return bibtexparser.write_string(bibtexparser.Library([entry]))
 
 
+class RisWriter(rispy.RisWriter):
+    """rispy's writer without the number it puts above each reference (`1.`): a RIS file
+    begins with `TY  - `, and readers that follow the format reject anything before it."""
+
+    def set_header(self, count: int) -> None:
+        return None
+
+
 RIS_TYPES = {
     "dataset": "DATA",
     "report": "RPRT",
@@ -173,7 +181,7 @@ def ris(page: RecordPage, record: RecordLike, today: date) -> str:
         entry["keywords"] = [one_line(word) for word in page.keywords + page.themes]
     if page.downloadable:
         entry["file_attachments1"] = page.urls.download
-    return rispy.dumps([entry])
+    return rispy.dumps([entry], implementation=RisWriter)
 
 
 def resource_type_general(page: RecordPage) -> str:

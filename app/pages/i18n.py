@@ -6,7 +6,8 @@ the English catalogue (`pybabel extract -F babel.cfg -o messages.pot .` then `py
 the first app of a process starts, into a folder of that process, so the repository keeps no
 compiled file. A reader chooses by `Accept-Language` or by the visible switch, which adds
 `?lang=de|en` to the address: no cookie, so a shared cache keys a page by its address and the
-`Accept-Language` it varies on.
+`Accept-Language` it varies on. A choice by the address carries over to every link to a page
+(`in_language`, and a hidden `lang` field in the search forms).
 
 A page's templates come from `page_templates()`: one Jinja environment per language, whose
 templates hold their constant strings already translated (`TranslatedConstants`), so a page
@@ -52,6 +53,21 @@ def language_url(language: str) -> str:
     """This page's address in `language` (the other parameters kept, e.g. a search)."""
     args = [(k, v) for k, v in request.args.items(multi=True) if k != "lang"]
     return "?" + urlencode([*args, ("lang", language)])
+
+
+def address_language() -> str | None:
+    """The language the address chose (`?lang=`), if it names one the pages have."""
+    asked = request.args.get("lang")
+    return asked if asked in LANGUAGES else None
+
+
+def in_language(url: str) -> str:
+    """`url`, a link to a page, in the language the reader chose by the address: the choice
+    carries over to the next page (without it, the next page falls back to Accept-Language)."""
+    language = address_language()
+    if language is None:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}lang={language}"
 
 
 def page_language() -> str:
@@ -168,4 +184,6 @@ def init_app(app: Flask) -> None:
     Babel(app, locale_selector=chosen_language)
     app.jinja_env.globals["page_language"] = page_language
     app.jinja_env.globals["LANGUAGES"] = LANGUAGES
+    app.jinja_env.globals["in_language"] = in_language
+    app.jinja_env.globals["address_language"] = address_language
     app.context_processor(bound_translations)

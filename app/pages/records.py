@@ -71,7 +71,8 @@ class RecordPage:
     description: str
     keywords: list[str]
     themes: list[str]
-    breadcrumbs: list[str]
+    #: (name, address of its folder page) of each folder from the top to the record's.
+    breadcrumbs: list[tuple[str, str]]
     file_name: str
     mime_type: str
     size: int
@@ -157,8 +158,18 @@ def json_ld_markup(data: dict[str, Any]) -> Markup:
     return Markup(text)
 
 
-def record_page(record: RecordLike, today: date, urls: Urls, repository: str) -> RecordPage:
-    """The page of one record the public may see; under embargo it offers no content."""
+def crumbs(path: str | None, browse: str) -> list[tuple[str, str]]:
+    """(name, address) of every folder from the top to `path`, the folder pages' addresses
+    starting with `browse` (`.../browse/`)."""
+    parts = [part for part in clean_text(path).split("/") if part]
+    return [(part, browse + "/".join(parts[: i + 1])) for i, part in enumerate(parts)]
+
+
+def record_page(
+    record: RecordLike, today: date, urls: Urls, repository: str, browse: str = "/browse/"
+) -> RecordPage:
+    """The page of one record the public may see; under embargo it offers no content. Its
+    folders link to their pages under `browse`."""
     page = RecordPage(
         id=str(record.id),
         title=title_of(record),
@@ -167,7 +178,7 @@ def record_page(record: RecordLike, today: date, urls: Urls, repository: str) ->
         description=clean_text(record.beschreibung),
         keywords=split_list(record.sachschlagwoerter),
         themes=split_list(record.org_themen),
-        breadcrumbs=[part for part in clean_text(record.path).split("/") if part],
+        breadcrumbs=crumbs(record.path, browse),
         file_name=clean_text(record.original_name),
         mime_type=record.mime_type,
         size=record.size,

@@ -21,11 +21,11 @@ from app.exceptions import RecordNotFound
 from app.extensions import db
 from app.files import access
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
-from app.http import PUBLIC_CACHE, base_url
+from app.http import PUBLIC_CACHE, base_url, external_url
 from app.links.holder import HOLDER_HEADERS, is_holder_page
 from app.models import FileRecord, RecordCitation, StatsDaily
 from app.oai.identifiers import identifier_of
-from app.pages import browse, citation, exports, holder, i18n, sitemap  # noqa: F401
+from app.pages import browse, citation, exports, front, holder, i18n, sitemap  # noqa: F401
 from app.pages.blueprint import bp
 from app.pages.errors import is_page
 from app.pages.i18n import render_page
@@ -173,7 +173,10 @@ def page_urls(record_id: Any, path: str | None, base: str) -> Urls:
 
 def page_of(record: Any, today: date, repository: str) -> RecordPage:
     """The values of a record's page and its exports' addresses."""
-    page = record_page(record, today, page_urls(record.id, record.path, base_url()), repository)
+    urls = page_urls(record.id, record.path, base_url())
+    # The folders' pages where the folder pages link them (app/pages/browse.py: `folder_url`).
+    folders = external_url(f"{request.script_root}/browse/")
+    page = record_page(record, today, urls, repository, folders)
     page.exports = [
         (export.label, f"{page.urls.page}/export/{export.name}", export.media_type)
         for export in exports.EXPORTS.values()
@@ -226,7 +229,10 @@ def _page(read: Read) -> Response:
     fits the record (app/pages/citation.py), else rendered now."""
     page, row = read.page, read.row
     language = i18n.page_language()
-    page.reach = _reach(row)
+    # While the public may not have the content (an embargo), how often it was fetched
+    # (through share links, by its owner) is not the public's to know: the owner's
+    # statistics show it.
+    page.reach = _reach(row) if page.downloadable else None
     etag = _etag(*read.version, repr(page.reach), language)
     if request.if_none_match.contains_weak(etag):
         response = Response(status=304)

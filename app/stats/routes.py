@@ -100,9 +100,12 @@ def public_stats(record_id: uuid.UUID):
     """A released record's downloads
 
     All counted downloads of a released record. 404 when the operator has switched public
-    statistics off (`STATS_PUBLIC`).
+    statistics off (`STATS_PUBLIC`), and while the record is under embargo: how often its
+    content was fetched before the public may have it (through share links) is its owner's
+    to know (`GET /api/files/{id}/stats`).
     """
     if current_app.config["STATS_PUBLIC"] != "on":
         raise RecordNotFound()
-    access.read_record(None, record_id)
+    if access.embargo_active(access.read_record(None, record_id), access.today()):
+        raise RecordNotFound()
     return totals_schema.dump(queries.record_totals(record_id))

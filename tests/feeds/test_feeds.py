@@ -53,6 +53,13 @@ def test_atom_feed_lists_downloadable_releases_newest_first(api: Api, alice: Acc
     enclosure = next(link for link in entry.links if link.rel == "enclosure")
     assert enclosure.href == f"http://localhost/api/public/files/{new['id']}/download"
     assert enclosure.type == "application/pdf"
+    # The entry links the record's landing page, where people read it.
+    (alternate,) = [link for link in entry.links if link.rel == "alternate"]
+    assert alternate.href == f"http://localhost/records/{new['id']}"
+    assert alternate.type == "text/html"
+    assert entry.link == alternate.href
+    landing = api.client.get(urlsplit(alternate.href).path)
+    assert landing.status_code == 200 and landing.mimetype == "text/html"
 
     _, everything = parse(api, "/api/public/feed.atom")
     titles = [entry.title for entry in everything.entries]
@@ -97,6 +104,9 @@ def test_podcast_feed_has_one_enclosure_per_audio_or_video_file(api: Api, alice:
     ):
         (enclosure,) = entry.enclosures
         assert enclosure.type == record["mime_type"] == data_type
+        # The episode's link is its landing page; the enclosure stays the download.
+        assert entry.link == f"http://localhost/records/{record['id']}"
+        assert api.client.get(urlsplit(entry.link).path).mimetype == "text/html"
         assert int(enclosure.length) == record["size"]
         download = api.client.get(urlsplit(enclosure.href).path)
         assert download.status_code == 200

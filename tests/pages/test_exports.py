@@ -4,11 +4,13 @@ its page. Every value is compared with the record."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import bibtexparser
+import pybtex.database
 import pytest
 import rispy
 from bibtexparser import middlewares
@@ -103,6 +105,30 @@ def test_bibtex_reads_back_as_the_record(api: Api, app, report):
         "keywords": "Arbeit, Löhne, Konjunktur",
         "url": f"{BASE}/records/{report['id']}",
     }
+
+
+#: A RIS line: a tag of a capital letter and a capital or digit, two spaces, a hyphen, a space.
+RIS_LINE = re.compile(r"[A-Z][A-Z0-9]  - .*")
+
+
+def test_ris_begins_with_its_type_and_is_read_by_a_second_parser(api: Api, app, report):
+    """RIS as the format has it: `TY  - ` first, then nothing but tagged lines up to `ER  - `;
+    pybtexris (pybtex's RIS reader) reads it back as well as rispy does."""
+    text = export(api, report["id"], "ris").get_data(as_text=True)
+    lines = text.splitlines()
+    assert lines[0] == "TY  - RPRT" and lines[-1] == "ER  - "
+    assert [line for line in lines if not RIS_LINE.fullmatch(line)] == []
+    (entry,) = pybtex.database.parse_string(text, "ris").entries.values()
+    assert entry.type == "techreport"
+    assert [str(person) for person in entry.persons["author"]] == [
+        "Muster, Erika",
+        "Beispiel, Max",
+    ]
+    assert entry.fields["title"] == "Arbeitsmarkt 2026"
+    assert entry.fields["year"] == str(published(report).year)
+    assert entry.fields["url"] == f"{BASE}/records/{report['id']}"
+    assert entry.fields["publisher"] == app.config["REPOSITORY_NAME"]
+    assert entry.fields["abstract"] == "Ein Bericht."
 
 
 def test_ris_reads_back_as_the_record(api: Api, app, report):

@@ -3,8 +3,10 @@ dates follow the language, and a shared cache keeps the two apart."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from babel.messages.extract import extract_from_dir
@@ -13,9 +15,13 @@ from flask import current_app
 from lxml import html
 
 from app.pages import i18n
-from tests.links.test_links import kit, record_link
+from app.pages.errors import is_page
+from tests.links.test_links import kit, record_link, secret_of
 from tests.support import samples
 from tests.support.api import Account, Api
+
+#: Page paths that answer a file (an export, the PDF preview), not a page in a language.
+FILES = re.compile(r"/(export/[^/]+|preview)$")
 
 
 def tree(response: Any) -> Any:
@@ -81,6 +87,45 @@ def test_the_switch_links_to_the_other_language_of_the_same_page(api: Api, alice
     assert switch.xpath("span[@aria-current='true']/text()") == ["DE"]
     english = tree(api.client.get(f"/records/{record['id']}?lang=en"))
     assert english.xpath("//nav[@class='languages']/a/@href") == ["?lang=de"]
+
+
+def test_a_language_chosen_by_the_address_carries_over_to_every_link_to_a_page(
+    api: Api, alice: Account
+):
+    """`?lang=en` is kept by every link to a page (records, folders, search, front page, the
+    next page of a list) and by every search form; links to files and feeds have no language,
+    and the switch names its own."""
+    record = api.create(alice, "bericht.pdf", titel="Bericht", path="berichte/2026/q1")
+    api.create(alice, "anhang.pdf", titel="Anhang", path="berichte")
+    secret = secret_of(record_link(api, alice, record["id"]).get_json())
+    addresses = [
+        "/",
+        "/browse/",
+        "/browse/berichte",
+        f"/records/{record['id']}",
+        "/search?q=Bericht",
+        f"/s/{secret}",
+    ]
+    for address in addresses:
+        joined = "&" if "?" in address else "?"
+        document = tree(api.client.get(f"{address}{joined}lang=en"))
+        assert document.get("lang") == "en", address
+        page_links = [
+            href
+            for href in document.xpath("//body//a[not(ancestor::nav[@class='languages'])]/@href")
+            if is_page(urlsplit(href).path) and not FILES.search(urlsplit(href).path)
+        ]
+        assert page_links, address
+        for href in page_links:
+            assert parse_qs(urlsplit(href).query).get("lang") == ["en"], (address, href)
+            follow = tree(api.client.get(href))
+            assert follow.get("lang") == "en", (address, href)
+        for form in document.xpath("//form[@method='get']"):
+            assert form.xpath("input[@type='hidden'][@name='lang']/@value") == ["en"], address
+    # Chosen by the header instead, the links stay as they were.
+    document = tree(api.client.get("/browse/berichte", headers={"Accept-Language": "en"}))
+    assert all("lang=" not in href for href in document.xpath("//main//a/@href"))
+    assert document.xpath("//input[@name='lang']") == []
 
 
 def test_each_language_has_its_own_etag(api: Api, alice: Account):
@@ -150,6 +195,8 @@ def test_pages_compiled_in_each_language_print_what_gettext_prints(
     paths = [
         *(f"/records/{record['id']}" for record in records),
         f"/records/{'0' * 8}-0000-4000-8000-{'0' * 12}",
+        "/",
+        "/?lang=en",
         "/browse/",
         "/browse/presse/2026",
         "/search?q=Bericht",

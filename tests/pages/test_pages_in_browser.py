@@ -47,6 +47,8 @@ FAILING_IMPACTS = {"serious", "critical"}
 
 #: name -> (address with `{record}` placeholders filled from `_seed`, expected status).
 PAGES: dict[str, tuple[str, int]] = {
+    "front": ("/", 200),
+    "front-en": ("/?lang=en", 200),
     "record-pdf": ("/records/{pdf}", 200),
     "record-csv": ("/records/{csv}", 200),
     "record-audio": ("/records/{audio}", 200),

@@ -93,7 +93,15 @@ def test_a_released_record_has_a_page_with_everything_a_reader_needs(api: Api, r
         "Tarif",
     ]
     assert document.xpath("//ul[@class='tags']")[1].xpath("li/text()") == ["Konjunktur"]
-    assert document.xpath("//ol[@class='breadcrumbs']/li/text()") == ["berichte", "2026", "q1"]
+    # Each folder links to its page, which lists the record or the folder below.
+    crumbs = document.xpath("//ol[@class='breadcrumbs']/li/a")
+    assert [a.text for a in crumbs] == ["Alle Ordner", "berichte", "2026", "q1"]
+    folders = ["", "berichte", "berichte/2026", "berichte/2026/q1"]
+    assert [a.get("href") for a in crumbs] == [f"{BASE}/browse/{f}" for f in folders]
+    below_each = [*(a.text for a in crumbs[1:]), "Arbeitsmarkt 2026"]
+    for crumb, below in zip(crumbs, below_each, strict=True):
+        folder = tree(api.client.get(crumb.get("href")))
+        assert below in folder.xpath("//main//a/text()"), crumb.get("href")
     details = dict(zip(document.xpath("//dt/text()"), document.xpath("//dd"), strict=True))
     assert details["Dateiname"].text_content() == "bericht.pdf"
     assert details["Typ"].text_content() == "application/pdf"
@@ -194,6 +202,13 @@ def test_an_embargoed_record_has_a_page_that_states_it_and_offers_no_content(
     document = tree(response)
     assert "Sperrfrist bis" in document.xpath("string(//p[@class='embargo'])")
     assert document.xpath("//p[@class='embargo']/time/@datetime") == [tomorrow()]
+    # Not published yet: the page says from when it is available, never "published".
+    assert "Verfügbar ab" in document.xpath("string(//p[@class='date'])")
+    assert document.xpath("//p[@class='date']/time/@datetime") == [tomorrow()]
+    assert "eröffentlicht" not in document.xpath("string(//main)")
+    english = tree(page(api, record["id"], query_string={"lang": "en"}))
+    assert "Available from" in english.xpath("string(//p[@class='date'])")
+    assert "ublished" not in english.xpath("string(//main)")
     assert not document.xpath("//a[@class='download'] | //iframe | //audio | //video | //img")
     assert "/download" not in response.get_data(as_text=True)
     assert meta(document, "citation_title") == ["Gesperrt"]

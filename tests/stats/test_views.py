@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import csv
 import io
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask import Flask
 from lxml import html
 
+from app.files import access
+from tests.links.test_links import record_link, secret_of
 from tests.stats.conftest import Clock
 from tests.stats.test_counting import BROWSER, CURL, GOOGLEBOT, flush, public_download, stats
 from tests.support.api import Account, Api
@@ -124,3 +127,28 @@ def test_the_page_the_statistics_and_the_ranking_count_people_alike(
         (record["id"], 2, 1, 2)
     ]
     assert reach_text(api, record["id"]) == "2 Downloads, 2 Aufrufe dieser Seite"
+
+
+def test_an_embargoed_page_shows_no_reach_while_the_owner_sees_the_share_link_downloads(
+    app: Flask, api: Api, alice: Account, clock: Clock, monkeypatch: Any
+) -> None:
+    """A journalist's download through a share link before the embargo ends is the owner's to
+    know: the public page shows no reach until the content is public too."""
+    until = datetime.now(UTC).date() + timedelta(days=3)
+    record = api.create(alice, sperrfrist=until.isoformat())
+    link = record_link(api, alice, record["id"]).get_json()
+    shared = api.client.get(
+        f"/api/shared/{secret_of(link)}/files/{record['id']}/download", headers=BROWSER
+    )
+    assert shared.status_code == 200
+    flush(app)
+    assert stats(api, alice, record["id"])["doors"] == {"public": 0, "account": 0, "link": 1}
+    for language in ("de", "en"):
+        document = html.fromstring(view(api, record["id"], query_string={"lang": language}).data)
+        assert document.xpath("//dd[@class='reach']") == []
+        assert "Download" not in document.xpath("string(//dl[@class='details'])")
+    assert api.client.get(f"/api/public/files/{record['id']}/stats").status_code == 404
+    monkeypatch.setattr(access, "today", lambda: until)
+    assert reach_text(api, record["id"]).startswith("1 Download, ")
+    public = api.client.get(f"/api/public/files/{record['id']}/stats")
+    assert public.status_code == 200 and public.get_json()["total"] == 1
