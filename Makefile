@@ -93,7 +93,7 @@ mutate: install-test
 	$(BIN)/pip install --quiet -e '.[test,mutate]'
 	$(BIN)/python -m tests.support.mutation
 
-# The README's two pictures of the pages, fresh from the browser test's screenshots.
+# The README's three pictures of the pages, fresh from the browser test's screenshots.
 screenshots: install-test
 	REQUIRE_BROWSER=1 $(BIN)/pytest -q tests/pages/test_pages_in_browser.py
 	$(BIN)/python -m tests.support.screenshots
