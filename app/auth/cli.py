@@ -42,6 +42,31 @@ def checked(hints: dict[str, str], **given: str) -> dict[str, str]:
         raise click.BadParameter(errors[0], param_hint=hints.get(field, field)) from None
 
 
+class MissingSetting(click.ClickException):
+    """A usage error (exit 2) in one line, without the usage text."""
+
+    exit_code = 2
+
+
+def _missing(email: str | None, password: str | None, hints: dict[str, str]) -> str:
+    """What provision-admin lacks; half of the two settings is named as such (make run)."""
+    if not email and not password:
+        return (
+            "ADMIN_EMAIL and ADMIN_PASSWORD are not set and --email and --password were not given."
+        )
+    lacking, option, other = (
+        ("ADMIN_EMAIL", "--email", "password")
+        if not email
+        else ("ADMIN_PASSWORD", "--password", "email")
+    )
+    if hints[other].startswith("ADMIN_"):
+        return (
+            f"{lacking} is not set while {hints[other]} is: set both to provision the "
+            "administrator (or neither)."
+        )
+    return f"{lacking} is not set and {option} was not given."
+
+
 TABLE_COLUMNS = ("ID", "EMAIL", "NAME", "ADMIN", "ACTIVE", "CREATED", "FILES", "TOKENS")
 
 
@@ -93,19 +118,8 @@ def provision_admin_command(email: str | None, password: str | None, name: str |
     email = email or config.get("ADMIN_EMAIL")
     password = password or config.get("ADMIN_PASSWORD")
     name = name or config.get("ADMIN_NAME") or "Administrator"
-    if not email and not password:
-        raise click.UsageError("ADMIN_EMAIL and ADMIN_PASSWORD are not set and --email and "
-                               "--password were not given.")  # fmt: skip
-    if not email:
-        raise click.UsageError(
-            "ADMIN_EMAIL is not set and --email was not given: set both ADMIN_EMAIL and "
-            "ADMIN_PASSWORD (or neither)."
-        )
-    if not password:
-        raise click.UsageError(
-            "ADMIN_PASSWORD is not set and --password was not given: set both ADMIN_EMAIL and "
-            "ADMIN_PASSWORD (or neither)."
-        )
+    if not email or not password:
+        raise MissingSetting(_missing(email, password, hints))
     given = checked(hints, email=email, password=password, name=name)
     user, created = provision_admin(given["email"], given["name"], given["password"])
     verb = "Created" if created else "Updated"
