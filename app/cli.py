@@ -5,6 +5,7 @@ port is not what the settings promise (README, "Operator commands")."""
 from __future__ import annotations
 
 import errno
+import os
 import re
 import signal
 import sys
@@ -77,11 +78,17 @@ def migration_state(app: Flask) -> str | None:
     from app.extensions import db
 
     migrate = app.extensions["migrate"].migrate
-    heads = set(ScriptDirectory.from_config(migrate.get_config()).get_heads())
+    # Beside the package in a checkout; an installed wheel runs from a folder that holds them
+    # (the image: `db upgrade --directory migrations`); without either only "none" is told.
+    folders = [migrate.directory, os.path.join(os.getcwd(), "migrations")]
+    folder = next((f for f in folders if os.path.isfile(os.path.join(f, "env.py"))), None)
     with db.engine.connect() as connection:
         current = set(MigrationContext.configure(connection).get_current_heads())
     if not current:
         return NOT_MIGRATED
+    if folder is None:
+        return None
+    heads = set(ScriptDirectory.from_config(migrate.get_config(folder)).get_heads())
     if current != heads:
         return (
             f"the database is at migration {', '.join(sorted(current))}, the code needs "

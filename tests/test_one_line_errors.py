@@ -260,3 +260,24 @@ def test_make_run_refuses_half_an_administrator_setting(
         f"Error: {missing} is not set while {other} is: set both to provision the "
         "administrator (or neither)."
     ]
+
+
+def test_a_database_behind_the_code_says_which_migrations(tmp_path: Path):
+    from flask_migrate import downgrade, upgrade
+
+    from app.cli import migration_state
+
+    app = create_app(
+        base_config(
+            SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
+        )
+    )
+    with app.app_context():
+        assert migration_state(app) == NOT_MIGRATED
+        upgrade()
+        assert migration_state(app) is None
+        downgrade(revision="-1")
+        state = migration_state(app)
+        assert state is not None and state.endswith("run `flask db upgrade` (make run does)"), state
+        assert state.startswith("the database is at migration ") and "the code needs" in state
