@@ -57,8 +57,11 @@ nginx:
 migrate: install
 	$(FLASK) db upgrade
 
+# With ADMIN_EMAIL and ADMIN_PASSWORD it provisions that administrator first; half of the two
+# stops it with one line (provision-admin). Serving prints the front and docs pages' addresses
+# and, while there is no administrator, how to make one.
 run: migrate
-	@if [ -n "$$ADMIN_EMAIL" ] && [ -n "$$ADMIN_PASSWORD" ]; then $(FLASK) provision-admin; fi
+	@if [ -n "$$ADMIN_EMAIL$$ADMIN_PASSWORD" ]; then $(FLASK) provision-admin; fi
 	$(FLASK) serve
 
 # The suite in TEST_WORKERS processes (pytest-xdist; each starts its own SeaweedFS and

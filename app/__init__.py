@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from app.access_log import RequestLogMiddleware, configure_logging, secret_paths
-from app.config import DEFAULTS, ConfigError, settings_from_env, validate
+from app.config import DEFAULTS, ConfigError, database_url, settings_from_env, validate
 from app.database import NEVER_BY_COUNT
 
 
@@ -40,6 +40,8 @@ def _configure(app: Flask, test_config: Mapping[str, Any] | None) -> None:
         app.config.from_pyfile("config.py", silent=True)
     else:
         app.config.from_mapping(test_config)
+    uri = app.config["SQLALCHEMY_DATABASE_URI"]
+    app.config["SQLALCHEMY_DATABASE_URI"] = database_url(uri) if isinstance(uri, str) else uri
     validate(app.config)
     if make_url(app.config["SQLALCHEMY_DATABASE_URI"]).get_backend_name() == "postgresql":
         # Never switch to server-side prepared statements by count: their generic plan cannot

@@ -1,13 +1,123 @@
-"""`flask serve`: the production server, waitress, configured for the service's limits."""
+"""`flask serve`: the production server, waitress, configured for the service's limits; and
+the one line an operator reads instead of a traceback when the database, the storage or the
+port is not what the settings promise (README, "Operator commands")."""
 
 from __future__ import annotations
 
+import errno
+import os
+import re
 import signal
+import sys
+from collections.abc import Callable, Mapping
+from types import TracebackType
 from typing import Any
 
 import click
-from flask import current_app
+from flask import Flask, current_app
 from flask.cli import with_appcontext
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import select
+from sqlalchemy.engine import make_url
+
+#: What `flask serve` (and any command) says of a database without the service's tables.
+NOT_MIGRATED = "the database is not migrated: run `flask db upgrade` (make run does)"
+#: What `flask serve` says while no account is an administrator.
+NO_ADMINISTRATOR = (
+    "No administrator yet: create one with "
+    "`ADMIN_EMAIL=you@example.org ADMIN_PASSWORD='a long passphrase' make run` "
+    "or `.venv/bin/flask --app wsgi provision-admin --email E --password P`."
+)
+# SQLite's "no such table", PostgreSQL's undefined_table (42P01).
+_NO_TABLE = re.compile(r"no such table|UndefinedTable|relation \"[^\"]+\" does not exist")
+
+
+def database_address(config: Mapping[str, Any]) -> str:
+    """`DATABASE_URL` as it may be shown: the password hidden."""
+    try:
+        return make_url(config["SQLALCHEMY_DATABASE_URI"]).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - validate() refused it already; never fail to say so
+        return "DATABASE_URL"
+
+
+def _first_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text or type(error).__name__
+
+
+def database_error_line(error: BaseException, config: Mapping[str, Any]) -> str | None:
+    """One line for an error of the database's (unreachable, refused, no tables), or None."""
+    if not isinstance(error, sa_exc.DBAPIError):
+        return None
+    cause = error.orig if error.orig is not None else error
+    if _NO_TABLE.search(f"{type(cause).__name__} {cause}"):
+        return NOT_MIGRATED
+    return f"database error: cannot use {database_address(config)}: {_first_line(cause)}"
+
+
+def one_line_errors(config: Mapping[str, Any]) -> Callable[..., None]:
+    """A `sys.excepthook` that says an error of the database's in one line on stderr (the exit
+    status stays 1) and leaves every other error's traceback as it is."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+        line = database_error_line(error, config)
+        if line is None:
+            previous(kind, error, tb)
+        else:
+            print(f"Error: {line}", file=sys.stderr)
+
+    return hook
+
+
+def migration_state(app: Flask) -> str | None:
+    """Why the database cannot be served (not migrated, or behind the code), or None."""
+    from alembic.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    from app.extensions import db
+
+    migrate = app.extensions["migrate"].migrate
+    # Beside the package in a checkout; an installed wheel runs from a folder that holds them
+    # (the image: `db upgrade --directory migrations`); without either only "none" is told.
+    folders = [migrate.directory, os.path.join(os.getcwd(), "migrations")]
+    folder = next((f for f in folders if os.path.isfile(os.path.join(f, "env.py"))), None)
+    with db.engine.connect() as connection:
+        current = set(MigrationContext.configure(connection).get_current_heads())
+    if not current:
+        return NOT_MIGRATED
+    if folder is None:
+        return None
+    heads = set(ScriptDirectory.from_config(migrate.get_config(folder)).get_heads())
+    if current != heads:
+        return (
+            f"the database is at migration {', '.join(sorted(current))}, the code needs "
+            f"{', '.join(sorted(heads))}: run `flask db upgrade` (make run does)"
+        )
+    return None
+
+
+def storage_problem(app: Flask) -> str | None:
+    """Why a local storage folder cannot be used, or None. An S3 bucket is not probed here:
+    it may come up after the service (readiness says so, /readyz)."""
+    from app.storage.base import StorageUnavailable
+    from app.storage.local import LocalStorage
+
+    storage = app.extensions.get("storage")
+    if not isinstance(storage, LocalStorage):
+        return None
+    try:
+        storage.check()
+    except StorageUnavailable as exc:
+        return f"STORAGE_LOCAL_ROOT: {exc}"
+    return None
+
+
+def has_administrator() -> bool:
+    from app.extensions import db
+    from app.models import User
+
+    return db.session.scalar(select(User.id).where(User.is_admin).limit(1)) is not None
 
 
 @click.command("serve")
@@ -16,23 +126,42 @@ from flask.cli import with_appcontext
 @click.option("--threads", type=int, help="Worker threads [default: SERVER_THREADS or 8].")
 @with_appcontext
 def serve_command(host: str | None, port: int | None, threads: int | None) -> None:
-    """Serve the API with waitress."""
+    """Serve the API with waitress.
+
+    Refuses to start, in one line, when the database cannot be reached or is not migrated,
+    the storage folder cannot be written or the port is taken.
+    """
     from app.server import (
         make_server,
         release_freed_memory_to_the_system,
         warn_when_links_follow_any_host,
     )
 
-    release_freed_memory_to_the_system()
     app = current_app._get_current_object()  # type: ignore[attr-defined]
-    server = make_server(
-        app,
-        host=host or app.config["HOST"],
-        port=port or app.config["PORT"],
-        threads=threads or app.config["SERVER_THREADS"],
-    )
+    problem = migration_state(app) or storage_problem(app)
+    if problem is not None:
+        raise click.ClickException(problem)
+    release_freed_memory_to_the_system()
+    host = host or app.config["HOST"]
+    port = port or app.config["PORT"]
+    try:
+        server = make_server(
+            app, host=host, port=port, threads=threads or app.config["SERVER_THREADS"]
+        )
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise click.ClickException(
+                f"port {port} on {host} is already in use: stop what listens there, or choose "
+                "another with PORT or --port"
+            ) from None
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc} (HOST, PORT)"
+        ) from None
     warn_when_links_follow_any_host(app, [server.effective_host])
-    click.echo(f"Serving on http://{server.effective_host}:{server.effective_port}")
+    base = f"http://{server.effective_host}:{server.effective_port}"
+    click.echo(f"Serving on {base}/ (API documentation: {base}/api/docs)")
+    if not has_administrator():
+        click.echo(NO_ADMINISTRATOR)
     # A stop (docker stop, systemd) ends like Ctrl-C, so the exit handlers run: among them
     # the statistics' last flush (app/stats/collector.py).
     signal.signal(signal.SIGTERM, _stop)

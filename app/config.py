@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from limits import parse_many
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 MiB = 1024 * 1024
 MAX_FILE_SIZE = 200 * MiB
@@ -65,6 +65,16 @@ S3_DEFAULTS: dict[str, Any] = {
     "S3_MAX_ATTEMPTS": 3,
     "S3_MAX_POOL_CONNECTIONS": 20,
 }
+
+
+def database_url(url: str) -> str:
+    """`DATABASE_URL` as SQLAlchemy reads it: `postgres://` (Heroku's and libpq's spelling,
+    which SQLAlchemy refuses) is PostgreSQL through psycopg, as `postgresql://` is."""
+    scheme, sep, rest = url.partition("://")
+    if sep and (scheme == "postgres" or scheme.startswith("postgres+")):
+        driver = scheme.partition("+")[2] or "psycopg"
+        return f"postgresql+{driver}://{rest}"
+    return url
 
 
 def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[str, Any]:
@@ -166,9 +176,21 @@ DEFAULTS: dict[str, Any] = {
 def validate(config: Mapping[str, Any]) -> None:
     """Fail start-up with a one-line message naming the setting that is wrong."""
     try:
-        make_url(config["SQLALCHEMY_DATABASE_URI"])
+        url = make_url(config["SQLALCHEMY_DATABASE_URI"])
     except ArgumentError:
         raise ConfigError("DATABASE_URL is not a valid SQLAlchemy database URL") from None
+    try:
+        url.get_dialect().import_dbapi()
+    except NoSuchModuleError:
+        raise ConfigError(
+            f"DATABASE_URL names an unknown kind of database {url.drivername!r}: "
+            "use postgresql://... or sqlite:///..."
+        ) from None
+    except ImportError as exc:
+        raise ConfigError(
+            f"DATABASE_URL needs the driver {exc.name or url.drivername!r}, which is not "
+            "installed: use postgresql://... (psycopg) or sqlite:///..."
+        ) from None
 
     # Storage settings are checked where the storage is built (`app.storage.create_storage`).
     try:

@@ -38,7 +38,7 @@ def test_two_processes_share_tokens_content_and_rate_limits(
     )
     assert flask("db", "upgrade", env=env).returncode == 0
     created = flask(
-        "create-user", "--email", "r@example.org", "--name", "R", "--password", "pw", env=env
+        "create-user", "--email", "r@example.org", "--name", "R", "--password", "pw-12345", env=env
     )
     assert created.returncode == 0, created.stderr
 
@@ -46,7 +46,7 @@ def test_two_processes_share_tokens_content_and_rate_limits(
         running_server(env, tmp_path / "a.log") as a,
         running_server(env, tmp_path / "b.log") as b,
     ):
-        status, body = login(a, "r@example.org", "pw")
+        status, body = login(a, "r@example.org", "pw-12345")
         assert status == 201
         auth = {"Authorization": f"Bearer {body['token']}"}
 

@@ -25,9 +25,21 @@ def _instant(value: str | None) -> datetime | None:
         raise click.BadParameter(str(exc)) from None
 
 
+def _anchor(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An anchor as `verify` prints it, `<sha-256 hex>:<length>,<length>,...`, or a usage error
+    (a mistyped anchor is the operator's slip, not a broken trail)."""
+    if value is not None and not services.ANCHOR.fullmatch(value):
+        raise click.BadParameter(
+            "not an anchor that `flask audit verify` printed "
+            "(64 hex digits, ':', then the chains' lengths separated by commas)"
+        )
+    return value
+
+
 @audit_group.command("verify")
 @click.option(
     "--anchor",
+    callback=_anchor,
     help="The anchor an earlier verify printed, kept outside the database: "
     "the chains must have grown from there.",
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -108,6 +109,10 @@ def _pruned(session: Session) -> set[tuple[int, int, str]]:
         for chain, (chain_seq, digest) in json.loads(changes)["chains"].items():
             found.add((int(chain), int(chain_seq), str(digest)))
     return found
+
+
+#: The form of what `anchor_of` returns.
+ANCHOR = re.compile(r"[0-9a-f]{64}:[0-9]+(,[0-9]+)*")
 
 
 def anchor_of(heads: dict[int, tuple[int, str]]) -> str:

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from app.access_log import REQUEST_ID_ENVIRON
 from app.audit.schemas import ENTRY_FIELDS
-from app.models import ApiToken, AuditChainHead, AuditEntry, FileRecord, User, utcnow
+from app.models import ApiToken, AuditChainHead, AuditEntry, FileRecord, ShareLink, User, utcnow
 from app.schemas.field_types import format_timestamp
 from app.schemas.records import MetadataSchema
 
@@ -139,6 +139,18 @@ def note(
 # --- what ------------------------------------------------------------------------------
 
 
+def link_values(link: ShareLink) -> dict[str, Any]:
+    """What the trail keeps of a share link (not an audited model: its changes are noted by
+    whoever makes them): never its secret or the secret's hash."""
+    return {
+        "link_id": str(link.id),
+        "record_id": None if link.record_id is None else str(link.record_id),
+        "path": link.path,
+        "expires_at": format_timestamp(link.expires_at),
+        "description": link.description,
+    }
+
+
 def _history(obj: Any, name: str) -> tuple[bool, Any, Any]:
     history = inspect(obj).attrs[name].history
     if not history.has_changes():
@@ -219,7 +231,7 @@ AUDITED: dict[type, Audited] = {
     User: Audited(
         created=("account.create", ACCOUNT),
         changed=_account_changed,
-        deleted=None,
+        deleted=lambda user: ("account.delete", _values(user, ACCOUNT)),
         about=lambda user, _changes: (None, user.id),
     ),
     ApiToken: Audited(

@@ -9,9 +9,12 @@ from datetime import UTC
 import click
 from flask import current_app
 from flask.cli import with_appcontext
+from marshmallow import ValidationError
 
+from app.auth.schemas import AccountSchema
 from app.auth.services import (
     AccountExists,
+    LastAdministrator,
     UserNotFound,
     UserSummary,
     create_user,
@@ -20,8 +23,49 @@ from app.auth.services import (
     prune_expired_tokens,
     set_active,
     set_password,
+    set_role,
 )
 from app.schemas.field_types import format_timestamp
+
+#: The rules of an account's email, name and password (the README states them).
+account_schema = AccountSchema()
+
+
+def checked(hints: dict[str, str], **given: str) -> dict[str, str]:
+    """`given` through the account rules; a value they refuse is a usage error (exit 2) naming
+    where it came from (`hints`: field -> option or setting)."""
+    try:
+        return account_schema.load_account(**given)
+    except ValidationError as exc:
+        messages: dict[str, list[str]] = exc.messages  # type: ignore[assignment]
+        field, errors = next(iter(messages.items()))
+        raise click.BadParameter(errors[0], param_hint=hints.get(field, field)) from None
+
+
+class MissingSetting(click.ClickException):
+    """A usage error (exit 2) in one line, without the usage text."""
+
+    exit_code = 2
+
+
+def _missing(email: str | None, password: str | None, hints: dict[str, str]) -> str:
+    """What provision-admin lacks; half of the two settings is named as such (make run)."""
+    if not email and not password:
+        return (
+            "ADMIN_EMAIL and ADMIN_PASSWORD are not set and --email and --password were not given."
+        )
+    lacking, option, other = (
+        ("ADMIN_EMAIL", "--email", "password")
+        if not email
+        else ("ADMIN_PASSWORD", "--password", "email")
+    )
+    if hints[other].startswith("ADMIN_"):
+        return (
+            f"{lacking} is not set while {hints[other]} is: set both to provision the "
+            "administrator (or neither)."
+        )
+    return f"{lacking} is not set and {option} was not given."
+
 
 TABLE_COLUMNS = ("ID", "EMAIL", "NAME", "ADMIN", "ACTIVE", "CREATED", "FILES", "TOKENS")
 
@@ -38,11 +82,18 @@ TABLE_COLUMNS = ("ID", "EMAIL", "NAME", "ADMIN", "ACTIVE", "CREATED", "FILES", "
 )
 @with_appcontext
 def create_user_command(email: str, name: str, password: str) -> None:
-    """Create a normal user account."""
-    if not password:
-        raise click.UsageError("The password must not be empty.")
+    """Create a normal user account.
+
+    The email must be an address (name@example.org), the password at least 8 characters.
+    """
+    given = checked(
+        {"email": "'--email'", "name": "'--name'", "password": "'--password'"},
+        email=email,
+        name=name,
+        password=password,
+    )
     try:
-        user = create_user(email, name, password)
+        user = create_user(given["email"], given["name"], given["password"])
     except AccountExists as exc:
         raise click.ClickException(exc.message) from None
     click.echo(f"Created user {user.email} (id {user.id}).")
@@ -59,21 +110,25 @@ def provision_admin_command(email: str | None, password: str | None, name: str |
     Safe to run on every start: an existing account keeps its id and name.
     """
     config = current_app.config
+    hints = {
+        "email": "'--email'" if email else "ADMIN_EMAIL",
+        "password": "'--password'" if password else "ADMIN_PASSWORD",
+        "name": "'--name'" if name else "ADMIN_NAME",
+    }
     email = email or config.get("ADMIN_EMAIL")
     password = password or config.get("ADMIN_PASSWORD")
     name = name or config.get("ADMIN_NAME") or "Administrator"
-    if not email:
-        raise click.UsageError("ADMIN_EMAIL is not set and --email was not given.")
-    if not password:
-        raise click.UsageError("ADMIN_PASSWORD is not set and --password was not given.")
-    user, created = provision_admin(email, name, password)
+    if not email or not password:
+        raise MissingSetting(_missing(email, password, hints))
+    given = checked(hints, email=email, password=password, name=name)
+    user, created = provision_admin(given["email"], given["name"], given["password"])
     verb = "Created" if created else "Updated"
     click.echo(f"{verb} administrator {user.email} (id {user.id}).")
 
 
 @click.group("users")
 def users_group() -> None:
-    """List accounts, set passwords, deactivate and reactivate accounts."""
+    """List accounts, set passwords and roles, deactivate, reactivate and remove accounts."""
 
 
 @click.group("tokens")
@@ -158,9 +213,9 @@ def set_password_command(email: str, password: str) -> None:
     """Give the account EMAIL a new password.
 
     Tokens issued before keep working; deactivate the account or let them expire to end them.
+    The password must be at least 8 characters.
     """
-    if not password:
-        raise click.UsageError("The password must not be empty.")
+    password = checked({"password": "'--password'"}, password=password)["password"]
     try:
         user = set_password(email, password)
     except UserNotFound as exc:
@@ -183,6 +238,27 @@ def _set_active(email: str, active: bool) -> None:
             f"Deactivated {user.email} (id {user.id}); sign-in is refused and their tokens "
             "answer 401 until the account is activated again."
         )
+
+
+@users_group.command("set-role")
+@click.argument("email")
+@click.argument("role", type=click.Choice(["admin", "user"]))
+@with_appcontext
+def set_role_command(email: str, role: str) -> None:
+    """Make the account EMAIL an administrator (admin) or a normal user (user).
+
+    Recorded in the audit trail (account.update, is_admin). The last active administrator
+    keeps the role until another account has it.
+    """
+    try:
+        user, changed = set_role(email, role == "admin")
+    except (UserNotFound, LastAdministrator) as exc:
+        raise click.ClickException(exc.message) from None
+    label = "an administrator" if role == "admin" else "a normal user"
+    if not changed:
+        click.echo(f"User {user.email} (id {user.id}) is already {label}.")
+    else:
+        click.echo(f"{user.email} (id {user.id}) is now {label}.")
 
 
 @users_group.command("deactivate")

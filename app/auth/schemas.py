@@ -1,4 +1,6 @@
-"""The body of `POST /api/tokens` and of its answer."""
+"""The body of `POST /api/tokens` and of its answer, and the rules of an account's email,
+name and password, which every operator command that sets them loads through (`AccountSchema`,
+app/auth/cli.py): one rule, stated in the README's "Operator commands"."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from marshmallow import (
     Schema,
     ValidationError,
     fields,
+    pre_load,
+    validate,
     validates_schema,
 )
 
@@ -62,3 +66,66 @@ class TokenSchema(Schema):
             "description": "`<id>|<secret>`; shown only this once.",
         },
     )
+
+
+#: The shortest password an account may be given (NIST SP 800-63B's minimum).
+PASSWORD_MIN = 8
+
+
+class AccountSchema(Schema):
+    """An account's email, name and password as `create-user`, `provision-admin` and
+    `users set-password` accept them (load with `partial=True` for a part of them).
+
+    - email: an address such as `name@example.org` (marshmallow's `Email`), at most 255
+      characters, surrounding whitespace dropped; stored lower-cased (unique regardless of case);
+    - name: not blank, at most 255 characters;
+    - password: at least `PASSWORD_MIN` characters, not only whitespace, no NUL.
+    """
+
+    class Meta:
+        unknown = EXCLUDE
+
+    email = PlainString(
+        required=True,
+        validate=[
+            validate.Length(
+                max=STRING_MAX,
+                error=f"The email must not be longer than {STRING_MAX} characters.",
+            ),
+            validate.Email(error="The email must be an address such as name@example.org."),
+        ],
+    )
+    name = PlainString(
+        required=True,
+        validate=validate.Length(
+            max=STRING_MAX, error=f"The name must not be longer than {STRING_MAX} characters."
+        ),
+    )
+    password = Secret(
+        required=True,
+        validate=validate.Length(
+            min=PASSWORD_MIN,
+            error=f"The password must be at least {PASSWORD_MIN} characters long.",
+        ),
+    )
+
+    @pre_load
+    def strip(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return {
+            name: value.strip() if name in ("email", "name") and isinstance(value, str) else value
+            for name, value in data.items()
+        }
+
+    @validates_schema
+    def not_blank(self, data: dict[str, Any], **kwargs: Any) -> None:
+        errors = {
+            name: [f"The {name} must not be empty."]
+            for name in ("email", "name", "password")
+            if name in data and not data[name].strip()
+        }
+        if errors:
+            raise ValidationError(errors)
+
+    def load_account(self, **given: str) -> dict[str, str]:
+        """The given fields, checked; the email and the name without surrounding whitespace."""
+        return self.load(given, partial=True)

@@ -275,6 +275,46 @@ def set_active(email: str, active: bool) -> tuple[User, bool]:
     return user, True
 
 
+class LastAdministrator(DomainError):
+    pass
+
+
+def other_active_administrators(user: User) -> int:
+    """How many active administrators there are besides `user`."""
+    return (
+        db.session.scalar(
+            select(func.count())
+            .select_from(User)
+            .where(User.is_admin, User.is_active, User.id != user.id)
+        )
+        or 0
+    )
+
+
+def refuse_last_administrator(user: User, doing: str) -> None:
+    """Refuse to take the last active administrator away: nobody could then manage others'
+    records, and only an operator command gives the role again."""
+    if user.is_admin and user.is_active and not other_active_administrators(user):
+        raise LastAdministrator(
+            f"{user.email} is the only active administrator: give another account the role "
+            f"first (flask users set-role EMAIL admin), then {doing}."
+        )
+
+
+def set_role(email: str, admin: bool) -> tuple[User, bool]:
+    """Give or take administrator rights; returns the user and whether anything changed. The
+    audit trail records the change (`account.update`, `is_admin`), and a process's cached
+    token checks end with it (app/cache.py)."""
+    user = get_user(email)
+    if user.is_admin == admin:
+        return user, False
+    if not admin:
+        refuse_last_administrator(user, "take this one's away")
+    user.is_admin = admin
+    db.session.commit()
+    return user, True
+
+
 def prune_expired_tokens(*, dry_run: bool = False) -> int:
     """Delete tokens whose lifetime has ended; returns how many there were."""
     expired = ApiToken.expires_at <= utcnow()

@@ -95,20 +95,9 @@ def create_link(
         downloads=0,
     )
     db.session.add(link)
-    audit.note(db.session, "link.create", _audited(link), record_id=record_id)
+    audit.note(db.session, "link.create", audit.link_values(link), record_id=record_id)
     db.session.commit()
     return link, secret
-
-
-def _audited(link: ShareLink) -> dict[str, Any]:
-    """What the trail keeps of a link: never its secret or the secret's hash."""
-    return {
-        "link_id": str(link.id),
-        "record_id": None if link.record_id is None else str(link.record_id),
-        "path": link.path,
-        "expires_at": format_timestamp(link.expires_at),
-        "description": link.description,
-    }
 
 
 # --- reading and revoking, for the creator, the record's owner and administrators ---------
@@ -161,7 +150,7 @@ def revoke(caller: Caller, link_id: uuid.UUID, *, record_id: uuid.UUID | None = 
         access.find_record(caller, link.record_id)
     if link.revoked_at is None:
         link.revoked_at = utcnow()
-        audit.note(db.session, "link.revoke", _audited(link), record_id=link.record_id)
+        audit.note(db.session, "link.revoke", audit.link_values(link), record_id=link.record_id)
     db.session.commit()
 
 

@@ -116,8 +116,10 @@ class VerifyResult:
 
 
 def verify(storage: Storage, record_ids: list[uuid.UUID] | None = None) -> VerifyResult:
-    """Re-read objects and compare size and SHA-256 with what was recorded at upload."""
+    """Re-read objects and compare size and SHA-256 with what was recorded at upload; an id
+    of `record_ids` that names no record is a problem too."""
     result = VerifyResult()
+    unknown = dict.fromkeys(record_ids or ())
     query = select(
         FileRecord.id, FileRecord.stored_path, FileRecord.size, FileRecord.checksum_sha256
     )
@@ -125,6 +127,7 @@ def verify(storage: Storage, record_ids: list[uuid.UUID] | None = None) -> Verif
         query = query.where(FileRecord.id.in_(record_ids))
     for record_id, key, size, checksum in db.session.execute(query.order_by(FileRecord.id)):
         result.checked += 1
+        unknown.pop(record_id, None)
         digest, length = hashlib.sha256(), 0
         try:
             reader = storage.open(key)
@@ -142,6 +145,7 @@ def verify(storage: Storage, record_ids: list[uuid.UUID] | None = None) -> Verif
             result.problems.append(f"{record_id}: size {length} bytes, recorded {size}")
         elif digest.hexdigest() != checksum:
             result.problems.append(f"{record_id}: content does not match its SHA-256 (changed)")
+    result.problems.extend(f"{record_id}: no record has this id" for record_id in unknown)
     return result
 
 

@@ -77,6 +77,17 @@ def test_an_intact_trail_verifies_and_prints_its_anchor(app: Flask, trail: list[
     assert verify(app, "--anchor", anchor)[0] == 0
 
 
+@pytest.mark.parametrize(
+    "anchor",
+    ["", "abc", "not-an-anchor", "f" * 64, "f" * 64 + ":", "f" * 64 + ":1,x", "g" * 64 + ":3"],
+)
+def test_a_malformed_anchor_is_a_usage_error(app: Flask, trail: list[str], anchor: str) -> None:
+    code, output = verify(app, "--anchor", anchor)
+    assert code == 2, output
+    assert "Invalid value for '--anchor'" in output
+    assert "BROKEN" not in output
+
+
 def test_an_altered_entry_is_caught(app: Flask, trail: list[str]) -> None:
     sql(
         app,

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 
 from app.auth.services import issue_token
 from app.extensions import db
-from app.models import ApiToken, User, utcnow
+from app.models import ApiToken, AuditEntry, User, utcnow
 from tests.ops.helpers import lines
 
 
@@ -92,27 +92,32 @@ def test_list_without_users(runner):
 
 def test_set_password_with_the_option(app, runner, api):
     alice = api.account("alice@example.org")
-    result = runner.invoke(args=["users", "set-password", "Alice@Example.org", "--password", "n3w"])
+    result = runner.invoke(
+        args=["users", "set-password", "Alice@Example.org", "--password", "n3w-pass"]
+    )
     assert result.exit_code == 0, result.output
     assert result.output == f"Set a new password for alice@example.org (id {alice.id}).\n"
     assert login(app, "alice@example.org", alice.password) == 422
-    assert login(app, "alice@example.org", "n3w") == 201
+    assert login(app, "alice@example.org", "n3w-pass") == 201
     assert token_status(app, alice.token) == 200
 
 
 def test_set_password_prompts_hidden_with_confirmation(app, runner, api):
     api.account("alice@example.org")
     result = runner.invoke(
-        args=["users", "set-password", "alice@example.org"], input="first\nsecond\nn3w\nn3w\n"
+        args=["users", "set-password", "alice@example.org"],
+        input="first-pw\nsecond-pw\nn3w-pass\nn3w-pass\n",
     )
     assert result.exit_code == 0, result.output
     assert "n3w" not in result.output and "first" not in result.output
     assert "do not match" in result.output
-    assert login(app, "alice@example.org", "n3w") == 201
+    assert login(app, "alice@example.org", "n3w-pass") == 201
 
 
 def test_set_password_of_an_unknown_user(runner):
-    result = runner.invoke(args=["users", "set-password", "nobody@example.org", "--password", "x"])
+    result = runner.invoke(
+        args=["users", "set-password", "nobody@example.org", "--password", "x-123456"]
+    )
     assert result.exit_code == 1
     assert "No user with the email nobody@example.org." in result.output
 
@@ -166,7 +171,7 @@ def test_deactivate_an_unknown_user(runner):
 def test_users_help(runner):
     result = runner.invoke(args=["users", "--help"])
     assert result.exit_code == 0
-    for command in ("list", "set-password", "deactivate", "activate"):
+    for command in ("list", "set-password", "set-role", "deactivate", "activate", "remove"):
         assert command in result.output
 
 
@@ -223,3 +228,156 @@ def test_tokens_help(runner):
     result = runner.invoke(args=["tokens", "prune", "--help"])
     assert result.exit_code == 0
     assert "--dry-run" in result.output and "expired" in result.output
+
+
+# --- set-role and remove (issue 35, item 3) ---------------------------------------------
+
+
+def trail(app) -> list[tuple[str, str, dict]]:
+    """(action, actor, changes) of every audit entry, oldest first."""
+    with app.app_context():
+        rows = db.session.scalars(select(AuditEntry).order_by(AuditEntry.seq)).all()
+        return [(row.action, row.actor, json.loads(row.changes)) for row in rows]
+
+
+def is_admin(app, email: str) -> bool | None:
+    with app.app_context():
+        user = db.session.scalars(select(User).where(User.email == email)).first()
+        return None if user is None else user.is_admin
+
+
+def test_set_role_gives_and_takes_administrator_rights_in_the_trail(app, runner, api):
+    api.account("root@example.org", admin=True)
+    alice = api.account("alice@example.org")
+    promoted = runner.invoke(args=["users", "set-role", "Alice@example.org", "admin"])
+    assert promoted.exit_code == 0, promoted.output
+    assert promoted.output == f"alice@example.org (id {alice.id}) is now an administrator.\n"
+    assert is_admin(app, "alice@example.org") is True
+    again = runner.invoke(args=["users", "set-role", "alice@example.org", "admin"])
+    assert again.exit_code == 0 and "already an administrator" in again.output
+    demoted = runner.invoke(args=["users", "set-role", "alice@example.org", "user"])
+    assert demoted.exit_code == 0, demoted.output
+    assert is_admin(app, "alice@example.org") is False
+    changes = [entry for entry in trail(app) if entry[1] == "cli:users set-role"]
+    assert changes == [
+        ("account.update", "cli:users set-role", {"is_admin": [False, True]}),
+        ("account.update", "cli:users set-role", {"is_admin": [True, False]}),
+    ]
+    # The API sees the role at once (no cached check keeps the old one on SQLite).
+    assert app.test_client().get("/api/audit", headers=alice.auth).status_code == 403
+
+
+def test_set_role_refuses_an_unknown_role_account_and_the_last_administrator(app, runner, api):
+    api.account("root@example.org", admin=True)
+    bad_role = runner.invoke(args=["users", "set-role", "root@example.org", "owner"])
+    assert bad_role.exit_code == 2 and "'owner' is not one of 'admin', 'user'" in bad_role.output
+    unknown = runner.invoke(args=["users", "set-role", "nobody@example.org", "admin"])
+    assert unknown.exit_code == 1
+    assert "No user with the email nobody@example.org." in unknown.output
+    last = runner.invoke(args=["users", "set-role", "root@example.org", "user"])
+    assert last.exit_code == 1
+    assert "root@example.org is the only active administrator" in last.output
+    assert is_admin(app, "root@example.org") is True
+
+
+def test_remove_is_refused_while_the_account_owns_files(app, runner, api):
+    alice = api.account("alice@example.org")
+    api.create(alice, "a.pdf")
+    result = runner.invoke(args=["users", "remove", "alice@example.org"])
+    assert result.exit_code == 1
+    assert (
+        "alice@example.org owns 1 file record(s): hand them to another account with "
+        "--hand-files-to EMAIL, or delete them first." in result.output
+    )
+    assert login(app, "alice@example.org", alice.password) == 201
+    unknown_heir = runner.invoke(
+        args=["users", "remove", "alice@example.org", "--hand-files-to", "nobody@example.org"]
+    )
+    assert unknown_heir.exit_code == 1 and "No user with the email nobody@example.org" in (
+        unknown_heir.output
+    )
+    herself = runner.invoke(
+        args=["users", "remove", "alice@example.org", "--hand-files-to", "ALICE@example.org"]
+    )
+    assert herself.exit_code == 1 and "another account" in herself.output
+
+
+def test_remove_hands_files_and_links_over_and_revokes_tokens_in_the_trail(app, runner, api):
+    admin = api.account("root@example.org", admin=True)
+    alice = api.account("alice@example.org")
+    bob = api.account("bob@example.org")
+    record = api.create(alice, "a.pdf", freigabe="1", sperrfrist="2099-01-01")
+    link = app.test_client().post(
+        f"/api/files/{record['id']}/links",
+        json={"expires_at": (utcnow() + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")},
+        headers=alice.auth,
+    )
+    assert link.status_code == 201, link.get_json()
+    shared = "/shared/" + link.get_json()["url"].rsplit("/", 1)[1]
+
+    result = runner.invoke(
+        args=["users", "remove", "alice@example.org", "--hand-files-to", "bob@example.org"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output == (
+        f"Removed alice@example.org (id {alice.id}); 1 token(s) revoked; 1 file record(s) and "
+        "1 share link(s) handed to bob@example.org.\n"
+    )
+    assert token_status(app, alice.token) == 401
+    assert login(app, "alice@example.org", alice.password) == 422
+    client = app.test_client()
+    assert client.get(f"/api/files/{record['id']}", headers=bob.auth).status_code == 200
+    mine = client.get("/api/files", headers=bob.auth).get_json()
+    assert [r["id"] for r in mine["data"]] == [record["id"]] and mine["total"] == 1
+    assert client.get("/api" + shared).status_code == 200  # the press link keeps working
+    links = client.get(f"/api/files/{record['id']}/links", headers=bob.auth).get_json()
+    assert [entry["created_by"] for entry in links["data"]] == ["bob@example.org"]
+
+    removal = [entry for entry in trail(app) if entry[1] == "cli:users remove"]
+    assert [action for action, _, _ in removal] == [
+        "file.update",
+        "link.update",
+        "token.revoke",
+        "account.delete",
+    ]
+    assert removal[0][2] == {"owner": ["alice@example.org", "bob@example.org"]}
+    assert removal[1][2]["created_by"] == ["alice@example.org", "bob@example.org"]
+    assert removal[3][2] == {
+        "email": "alice@example.org",
+        "name": "Test User",
+        "is_admin": False,
+        "is_active": True,
+    }
+    history = client.get(f"/api/files/{record['id']}/history", headers=admin.auth).get_json()
+    assert "file.update" in [entry["action"] for entry in history["data"]]
+    assert runner.invoke(args=["audit", "verify"]).exit_code == 0
+
+
+def test_remove_of_an_account_without_files_revokes_its_links(app, runner, api):
+    api.account("root@example.org", admin=True)
+    carol = api.account("carol@example.org", admin=True)
+    alice = api.account("alice@example.org")
+    record = api.create(alice, "a.pdf")
+    link = app.test_client().post(
+        f"/api/files/{record['id']}/links",
+        json={"expires_at": (utcnow() + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")},
+        headers=carol.auth,
+    )
+    assert link.status_code == 201
+    shared = "/shared/" + link.get_json()["url"].rsplit("/", 1)[1]
+    result = runner.invoke(args=["users", "remove", "carol@example.org"])
+    assert result.exit_code == 0, result.output
+    assert "1 token(s) revoked; 1 share link(s) revoked." in result.output
+    assert app.test_client().get("/api" + shared).status_code == 404
+    actions = [action for action, actor, _ in trail(app) if actor == "cli:users remove"]
+    assert actions == ["link.revoke", "token.revoke", "account.delete"]
+    assert [u["email"] for u in json.loads(runner.invoke(args=["users", "list", "--json"]).output)
+            ] == ["root@example.org", "alice@example.org"]  # fmt: skip
+
+
+def test_remove_refuses_the_last_administrator(app, runner, api):
+    api.account("root@example.org", admin=True)
+    result = runner.invoke(args=["users", "remove", "root@example.org"])
+    assert result.exit_code == 1
+    assert "root@example.org is the only active administrator" in result.output
+    assert is_admin(app, "root@example.org") is True

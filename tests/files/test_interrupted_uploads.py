@@ -41,7 +41,7 @@ def deployment(tmp_path: Path):
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
         STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
         ADMIN_EMAIL="a@example.org",
-        ADMIN_PASSWORD="pw",
+        ADMIN_PASSWORD="pw-12345",
     )
     for step in (("db", "upgrade"), ("provision-admin",)):
         assert flask(*step, env=env).returncode == 0
@@ -68,7 +68,7 @@ def start(env: dict, tmp_path: Path) -> tuple[subprocess.Popen, int, str]:
             assert time.monotonic() < deadline and process.poll() is None, "server did not start"
             time.sleep(0.1)
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        body = b'{"email": "a@example.org", "password": "pw", "token_name": "t"}'
+        body = b'{"email": "a@example.org", "password": "pw-12345", "token_name": "t"}'
         sock.sendall(
             b"POST /api/tokens HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()

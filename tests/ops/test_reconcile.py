@@ -88,3 +88,19 @@ def test_verify_finds_changed_and_missing_content(app, client, runner):
     only_good = runner.invoke(verify_command, ["--record", good["id"]])
     assert only_good.exit_code == 0, only_good.output
     assert "checked 1 records" in only_good.output and "0 problem(s)" in only_good.output
+
+
+def test_verify_of_an_unknown_record_exits_1_naming_it(app, client, runner):
+    api = Api(app, client)
+    alice = api.account("alice@example.org")
+    good = api.create(alice, "good.txt", b"kept\n")
+    unknown = "0f0f0f0f-0000-4000-8000-000000000001"
+
+    result = runner.invoke(verify_command, ["--record", unknown])
+    assert result.exit_code == 1, result.output
+    assert f"{unknown}: no record has this id" in result.output
+    assert "1 problem(s)" in result.output
+
+    both = runner.invoke(verify_command, ["--record", good["id"], "--record", unknown])
+    assert both.exit_code == 1
+    assert "checked 1 records" in both.output and f"{unknown}: no record" in both.output

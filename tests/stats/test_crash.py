@@ -33,12 +33,12 @@ def test_kill_9_loses_at_most_the_last_interval(tmp_path: Path) -> None:
     )
     assert flask("db", "upgrade", env=env).returncode == 0
     created = flask(
-        "create-user", "--email", "k@example.org", "--name", "K", "--password", "pw", env=env
+        "create-user", "--email", "k@example.org", "--name", "K", "--password", "pw-12345", env=env
     )
     assert created.returncode == 0, created.stderr
 
     with serving_process(env, tmp_path / "a.log") as (port, process):
-        body = json.dumps({"email": "k@example.org", "password": "pw", "token_name": "t"})
+        body = json.dumps({"email": "k@example.org", "password": "pw-12345", "token_name": "t"})
         status, _, raw = request(
             port, "POST", "/api/tokens", body.encode(), {"Content-Type": "application/json"}
         )
