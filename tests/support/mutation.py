@@ -90,6 +90,11 @@ TEST_FILES = {
     "test_token_ids.py",
     "test_token_cache.py",
     "test_record_cache.py",
+    # who a share link's holder may see (the holder's branch of `visible` and `may_see`)
+    "test_links.py",
+    "test_link_properties.py",
+    # the actor a token's change is written under (`Caller.email` from `resolve_token`)
+    "test_trail.py",
 }
 
 ACCEPTED = Path("docs/mutation.md")
@@ -196,7 +201,10 @@ def pytest_ignore_collect(collection_path: Path, config: object) -> bool | None:
 #: what is tested.
 SQLITE_ACCESS = {"test_records.py", "test_download.py", "test_list.py", "test_public.py"}
 LISTS = {"test_list.py", "test_list_folders.py", "test_public.py"}
+LINKS = {"test_links.py", "test_link_properties.py"}
 COVERING = {
+    "app.files.access.x_may_see_": SQLITE_ACCESS | LINKS,
+    "app.files.access.x_visible_": SQLITE_ACCESS | LINKS,
     "app.files.access.x_read_record_": SQLITE_ACCESS | {"test_record_cache.py"},
     "app.files.access.x_downloadable_record_": {"test_download.py", "test_record_cache.py"},
     "app.files.access.": SQLITE_ACCESS,
@@ -204,6 +212,13 @@ COVERING = {
     "app.files.pagination.": LISTS,
     "app.files.downloads.x_download_response_": {"test_download.py", "test_record_cache.py"},
     "app.files.downloads.": {"test_download.py"},
+    "app.auth.services.x_resolve_token_": {
+        "test_tokens.py",
+        "test_token_ids.py",
+        "test_token_cache.py",
+        "test_records.py",
+        "test_trail.py",
+    },
     "app.auth.services.": {
         "test_tokens.py",
         "test_token_ids.py",
