@@ -93,8 +93,6 @@ TEST_FILES = {
     # who a share link's holder may see (the holder's branch of `visible` and `may_see`)
     "test_links.py",
     "test_link_properties.py",
-    # the actor a token's change is written under (`Caller.email` from `resolve_token`)
-    "test_trail.py",
 }
 
 ACCEPTED = Path("docs/mutation.md")
@@ -217,7 +215,7 @@ COVERING = {
         "test_token_ids.py",
         "test_token_cache.py",
         "test_records.py",
-        "test_trail.py",
+        "test_links.py",  # a link's `created_by` is the caller's email
     },
     "app.auth.services.": {
         "test_tokens.py",
