@@ -59,9 +59,12 @@ def _configure(app: Flask, test_config: Mapping[str, Any] | None) -> None:
 
 def _wrap_middleware(app: Flask) -> None:
     from app.links.holder import SECRET_PREFIXES
+    from app.tus.override import MethodOverride
 
     configure_logging()
-    wsgi_app: Any = RequestLogMiddleware(app.wsgi_app, secret_paths(SECRET_PREFIXES))
+    # Innermost: tus's X-HTTP-Method-Override must change the method before Flask routes.
+    wsgi_app: Any = MethodOverride(app.wsgi_app)
+    wsgi_app = RequestLogMiddleware(wsgi_app, secret_paths(SECRET_PREFIXES))
     if app.config["PROXY_COUNT"]:
         # Client address, scheme and host as the trusted proxies in front saw them; outermost,
         # so the access log records the real client too.

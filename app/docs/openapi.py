@@ -581,7 +581,10 @@ new tus.Upload(file, {
 ```
 
 Only the owner sees or continues an upload. Unfinished uploads expire after the configured
-hours without a new piece (`Upload-Expires`)."""
+hours without a new piece (`Upload-Expires`). A client that cannot send `PATCH` or `DELETE`
+sends `POST` with `X-HTTP-Method-Override: PATCH` (or `DELETE`): under `/api/uploads` the
+header's method is the one answered. Every answer here carries `Tus-Resumable` and
+`Cache-Control: no-store`."""
 
 TAGS = {
     "Tokens": "Personal access tokens.",

@@ -32,9 +32,10 @@ from app.tus.api_doc import (
     without_body,
 )
 from app.tus.copying import spooled_body
+from app.tus.override import HEADER, PREFIX, effective_method, under_prefix
 from app.tus.pieces import Piece
 
-bp = Blueprint("tus", __name__, url_prefix="/api/uploads", tag="Uploads")
+bp = Blueprint("tus", __name__, url_prefix=PREFIX, tag="Uploads")
 
 
 @bp.record_once
@@ -65,10 +66,13 @@ def require_tus_version() -> Response | None:
     return None
 
 
-@bp.after_request
+@bp.after_app_request
 def tus_headers(response: Response) -> Response:
-    response.headers["Tus-Resumable"] = protocol.TUS_VERSION
-    response.headers["Cache-Control"] = "no-store"
+    """On every answer under the prefix, the routing's 404 and 405 (no view of this
+    blueprint) included: the version, and no cache keeps an upload's state."""
+    if under_prefix(request.path):
+        response.headers["Tus-Resumable"] = protocol.TUS_VERSION
+        response.headers["Cache-Control"] = "no-store"
     return response
 
 
@@ -98,6 +102,10 @@ def _checksum() -> tuple[str, bytes] | None:
         raise protocol.TusError("Upload-Checksum: the checksum is not base64.") from None
 
 
+def _waitress_name(name: str) -> str:
+    return name.upper().replace("-", "_")
+
+
 PIECE_PATH = re.compile(rf"{bp.url_prefix}/([0-9a-fA-F-]{{32,36}})")
 
 
@@ -108,6 +116,7 @@ def refuse_before_body(
     names): a PATCH for no upload of the caller's, at the wrong offset or longer than the
     room left is answered at once; anything else goes on to the view."""
     match = PIECE_PATH.fullmatch(path)
+    method = effective_method(method, path, headers.get(_waitress_name(HEADER)))
     if method != "PATCH" or match is None:
         return None
     mimetype = headers.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()

@@ -2,6 +2,8 @@
 // usage: node upload.mjs <endpoint> <token> <file> <chunkSize> <metadata-json> [pauseAt]
 // With pauseAt, the upload is paused (abort) once that many bytes are in, then resumed by a
 // new Upload that only knows the upload URL, as a page reloaded by the user would.
+// With TUS_OVERRIDE_PATCH=1 in the environment, every piece is sent as a POST with
+// `X-HTTP-Method-Override: PATCH` (the client's `overridePatchMethod`).
 import { readFileSync } from "node:fs";
 import * as tus from "tus-js-client";
 
@@ -20,6 +22,7 @@ function upload(options) {
       retryDelays: [],
       uploadDataDuringCreation: true,
       removeFingerprintOnSuccess: true,
+      overridePatchMethod: process.env.TUS_OVERRIDE_PATCH === "1",
       onAfterResponse(req, res) {
         const recordId = res.getHeader("Upload-Record-Id");
         if (recordId) result.recordId = recordId;

@@ -33,11 +33,19 @@ from werkzeug.test import TestResponse
 from werkzeug.wrappers import Request
 
 from app.docs.openapi import openapi_document
+from app.tus.override import HEADER as METHOD_OVERRIDE
+from app.tus.override import effective_method
 
 JSON = "application/json"
 DOCUMENTED_PREFIX = "/api/"
 DOCUMENTED_PROBES = ("/healthz", "/readyz")
 UNDOCUMENTED_ROUTE_STATUSES = {401, 404, 405}
+
+
+def routed_method(request: Request) -> str:
+    """The method the app routed by: tus's `X-HTTP-Method-Override` under /api/uploads."""
+    path = request.root_path + request.path
+    return effective_method(request.method, path, request.headers.get(METHOD_OVERRIDE))
 
 
 class RequestAdapter:
@@ -46,7 +54,7 @@ class RequestAdapter:
     def __init__(self, request: Request) -> None:
         self.host_url = request.host_url
         self.path = request.root_path + request.path
-        self.method = request.method.lower()
+        self.method = routed_method(request).lower()
         self.parameters = RequestParameters(
             query=ImmutableMultiDict(request.args),
             header=Headers(request.headers),
@@ -138,8 +146,9 @@ def check_response(app: Flask, response: TestResponse) -> None:
     if not (path + "/").startswith(DOCUMENTED_PREFIX) and path not in DOCUMENTED_PROBES:
         return
     contract = contract_for(app)
-    where = f"{request.method} {request.full_path.rstrip('?')} -> {response.status_code}"
-    operation = contract.operation(request.method.lower(), path)
+    method = routed_method(request)
+    where = f"{method} {request.full_path.rstrip('?')} -> {response.status_code}"
+    operation = contract.operation(method.lower(), path)
 
     if operation is None:
         assert response.status_code in UNDOCUMENTED_ROUTE_STATUSES, (

@@ -15,11 +15,13 @@ from tests.tus.conftest import Deployment, MiB
 TUS = {"Tus-Resumable": "1.0.0"}
 
 
-def answer_to_headers_only(deployment: Deployment, path: str, headers: dict[str, str]) -> str:
+def answer_to_headers_only(
+    deployment: Deployment, path: str, headers: dict[str, str], method: str = "PATCH"
+) -> str:
     """Send a PATCH's head and none of its body; the server's answer, which must come
     without the body (the socket's timeout ends a wait for it)."""
     head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    request = f"PATCH {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n".encode()
+    request = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n".encode()
     with socket.create_connection(("127.0.0.1", deployment.port), timeout=10) as sock:
         sock.sendall(request)
         received = b""
@@ -31,10 +33,13 @@ def answer_to_headers_only(deployment: Deployment, path: str, headers: dict[str,
     return received.decode("latin-1")
 
 
+@pytest.mark.parametrize("overridden", [False, True], ids=["PATCH", "POST as PATCH"])
 @pytest.mark.parametrize("case", ["no such upload", "longer than the room", "wrong offset"])
 def test_a_large_piece_it_cannot_take_is_answered_before_its_body(
-    deployment: Deployment, case: str
+    deployment: Deployment, case: str, overridden: bool
 ):
+    """Also a POST with `X-HTTP-Method-Override: PATCH` (tus-js-client's
+    `overridePatchMethod`): the server routes it as the PATCH it is."""
     auth = deployment.auth()
     created = requests.post(
         deployment.endpoint,
@@ -63,7 +68,9 @@ def test_a_large_piece_it_cannot_take_is_answered_before_its_body(
             "Upload-Offset": str(offset),
             "Content-Type": "application/offset+octet-stream",
             "Content-Length": str(size),
+            **({"X-HTTP-Method-Override": "PATCH"} if overridden else {}),
         },
+        "POST" if overridden else "PATCH",
     )
     status_line, _, rest = answer.partition("\r\n")
     assert status_line.startswith(f"HTTP/1.1 {status} "), answer

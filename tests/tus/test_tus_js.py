@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,6 +29,7 @@ def run(
     data: bytes,
     chunk: int,
     pause_at: int | None = None,
+    override_patch: bool = False,
     **metadata: str,
 ) -> dict:
     path = deployment.tmp_path / "upload.bin"
@@ -43,7 +45,8 @@ def run(
     ]
     if pause_at is not None:
         args.append(str(pause_at))
-    result = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=JS)
+    env = {**os.environ, "TUS_OVERRIDE_PATCH": "1" if override_patch else "0"}
+    result = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=JS, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout)
 
@@ -75,4 +78,13 @@ def test_tus_js_client_small_file_in_the_creation_request(node: str, deployment:
     assert result["offsets"] == [len(data)]  # one request: creation with upload
     record = deployment.record(result["recordId"])
     assert record["mime_type"] == "application/json"
+    assert deployment.download(result["recordId"]) == data
+
+
+def test_tus_js_client_with_override_patch_method(node: str, deployment: Deployment):
+    """`overridePatchMethod`: every piece a POST with `X-HTTP-Method-Override: PATCH`."""
+    data = text_content(3 * MiB + 7, seed="override")
+    result = run(node, deployment, data, MiB, override_patch=True, filename="bericht.txt")
+    assert result["outcome"] == "done", result
+    assert result["offsets"] == [MiB, 2 * MiB, 3 * MiB, len(data)]
     assert deployment.download(result["recordId"]) == data
