@@ -14,6 +14,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -61,25 +62,62 @@ def configure_logging(level: int = logging.INFO) -> None:
     logger.setLevel(level)
 
 
-def secret_paths(prefixes: Iterable[str]) -> re.Pattern[str]:
+#: What could hold a share link's whole secret wherever it stands in a path: a run of at least
+#: 43 of its URL-safe characters (app/links/services.py `SECRET_FORM`). A path holding a secret
+#: holds such a run, whatever was put around it, so no path written to a log can show one.
+_SECRET_LIKE = re.compile(r"[A-Za-z0-9_-]{43,}")
+#: What a secret-like run elsewhere in a path is written as.
+SECRET_PLACEHOLDER = "[redacted]"
+
+
+@dataclass(frozen=True, slots=True)
+class SecretPaths:
+    """The addresses that carry a share link's secret: the segment after one of `prefixes`
+    (segments, lower case; `secret_paths` makes them)."""
+
+    prefixes: tuple[tuple[str, ...], ...]
+
+
+def secret_paths(prefixes: Iterable[str]) -> SecretPaths:
     """The addresses that carry a share link's secret: a path segment after one of `prefixes`
     (the factory hands those of app/links/holder.py)."""
-    alternatives = "|".join(re.escape(prefix.rstrip("/")) for prefix in prefixes)
-    return re.compile(f"^({alternatives})/[^/]*")
+    return SecretPaths(
+        tuple(tuple(part.lower() for part in p.split("/") if part) for p in prefixes)
+    )
 
 
-def redacted_path(path: str, link_id: str | None, secrets: re.Pattern[str]) -> str:
+def redacted_path(path: str, link_id: str | None, secrets: SecretPaths) -> str:
     """`path` without a share link's secret (`secrets`: where one is): the link's id when the
     request found the link, else a fixed placeholder (a secret that found nothing is still a
-    secret, or a typo of one)."""
-    return secrets.sub(lambda found: f"{found[1]}/link:{link_id or 'unknown'}", path, count=1)
+    secret, or a typo of one).
+
+    The segment after a prefix is found as a server or a client may read the path: repeated
+    slashes, `.` and `..` segments and the prefix's case do not hide it (`/api//shared/S`,
+    `/api/./shared/S`, `/S/S`). Any other run of characters that could be a whole secret is
+    cut out too (`SECRET_PLACEHOLDER`), wherever it stands."""
+    canonical: list[str] = []
+    written: list[str] = []
+    for segment in path.split("/"):
+        if segment in ("", "."):
+            written.append(segment)
+            continue
+        if segment == "..":
+            if canonical:
+                canonical.pop()
+            written.append(segment)
+            continue
+        if tuple(part.lower() for part in canonical) in secrets.prefixes:
+            segment = f"link:{link_id or 'unknown'}"
+        canonical.append(segment)
+        written.append(segment)
+    return _SECRET_LIKE.sub(SECRET_PLACEHOLDER, "/".join(written))
 
 
 class RequestLogMiddleware:
     """Assigns the request id (the client's `X-Request-ID` if sane), echoes it, logs the line
     (`secrets`: the paths that carry a secret, see `secret_paths`)."""
 
-    def __init__(self, app: WSGIApp, secrets: re.Pattern[str]) -> None:
+    def __init__(self, app: WSGIApp, secrets: SecretPaths) -> None:
         self.app = app
         self.secrets = secrets
 

@@ -4,15 +4,15 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import TracebackType
 
 from flask import Flask, Response, current_app, jsonify, request
 from sqlalchemy.exc import DBAPIError, OperationalError
 from werkzeug.exceptions import HTTPException
 
-from app.access_log import SHARE_LINK_ENVIRON, redacted_path
+from app.access_log import SHARE_LINK_ENVIRON, SecretPaths, redacted_path
 from app.exceptions import DomainError
 from app.extensions import db
 from app.storage import ObjectNotFound, StorageUnavailable
@@ -27,7 +27,7 @@ class Handed:
     #: The HTML page answering an error of a path (path, status), or None: the JSON shape.
     page: Callable[[str, int], Response | None]
     #: The paths that carry a share link's secret, which a log line must not show.
-    secrets: re.Pattern[str]
+    secrets: SecretPaths
 
 
 def _handed() -> Handed:
@@ -114,12 +114,21 @@ def _unexpected(exc: Exception) -> Response:
     return error_response(500, MESSAGES[500])
 
 
+def _log_exception(
+    exc_info: tuple[type, BaseException, TracebackType] | tuple[None, None, None],
+) -> None:
+    """Flask's line for an exception no handler answered (one raised by a handler itself),
+    with the path as a log line may show it: Flask's own writes `request.path` as it came."""
+    log.error("exception during %s %s", request.method, _path(), exc_info=exc_info)
+
+
 def register_error_handlers(
-    app: Flask, page: Callable[[str, int], Response | None], secrets: re.Pattern[str]
+    app: Flask, page: Callable[[str, int], Response | None], secrets: SecretPaths
 ) -> None:
     """`page(path, status)`: the HTML page of an error of `path`, or None where errors are
     JSON (app/pages/errors.py); `secrets`: the paths a log line redacts (app/access_log.py)."""
     app.extensions["errors"] = Handed(page, secrets)
+    app.log_exception = _log_exception  # type: ignore[method-assign]
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(DomainError, _domain_error)
     app.register_error_handler(StorageUnavailable, _storage_unavailable)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from flask import Response
+from flask import Response, current_app, request
+from flask.globals import request_ctx
 from flask_babel import lazy_gettext as _
 
 from app.links.holder import PAGE_PREFIX
@@ -45,7 +46,29 @@ def page_of_error(path: str, status: int) -> Response | None:
 
 def error_page(status: int) -> Response:
     """The HTML page of an error status, with that status."""
+    _bind_urls()
     title = TITLES.get(status, _("Fehler"))
     response = Response(render_page("pages/error.html", status=status, title=title))
     response.status_code = status
     return response
+
+
+#: The name the page's addresses are built under when the request's Host is no name.
+_FALLBACK_NAME = "localhost"
+
+
+def _bind_urls() -> None:
+    """A request whose Host cannot be a name (a label over 63 characters fails IDNA: Werkzeug
+    answers BadHost, 400) has no URL adapter, and the error page's links need one (`url_for`
+    would fail, answering 500). They are relative, so any name serves: the server's own."""
+    context = request_ctx._get_current_object()  # type: ignore[attr-defined]
+    if context.url_adapter is not None:
+        return
+    name = str(request.environ.get("SERVER_NAME") or _FALLBACK_NAME)
+    try:
+        name.encode("idna")
+    except UnicodeError:
+        name = _FALLBACK_NAME
+    context.url_adapter = current_app.url_map.bind(
+        name, script_name=request.root_path or "/", url_scheme=request.scheme
+    )

@@ -240,12 +240,18 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
         "formats": [page.mime_type],
         "schemaVersion": "http://datacite.org/schema/kernel-4",
     }
-    subjects = [{"subject": word} for word in page.keywords + page.themes]
-    if subjects:
-        data["subjects"] = subjects
+    if page.keywords or page.themes:
+        data["subjects"] = [{"subject": word} for word in page.keywords + page.themes]
     if page.description:
         data["descriptions"] = [{"description": page.description, "descriptionType": "Abstract"}]
-    return _xml_safe(data)
+    data = _xml_safe(data)
+    if "subjects" in data:
+        # The schema's subjects are unique items: a word that is both a keyword and a theme (or
+        # two that only differ in characters XML cannot carry) is one subject, where it first
+        # stands. Validation failing on it answered 500 (issue 36 finding 7).
+        words = dict.fromkeys(subject["subject"] for subject in data["subjects"])
+        data["subjects"] = [{"subject": word} for word in words]
+    return data
 
 
 def datacite_xml(page: RecordPage, record: RecordLike, today: date) -> bytes:

@@ -13,6 +13,18 @@ from app.stats import queries
 
 stats_group = AppGroup("stats", help="Export the download statistics.")
 
+#: What makes a spreadsheet read a cell as a formula (OWASP, "CSV Injection"): a title
+#: `=HYPERLINK(...)` would run in the operator's spreadsheet.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A text cell that starts like a formula with a single quote before it, which spreadsheets
+    read as "text follows" and do not show; other cells as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return f"'{value}"
+    return value
+
 
 def _month(ctx: click.Context, param: click.Parameter, value: str) -> date:
     try:
@@ -28,7 +40,8 @@ def _month(ctx: click.Context, param: click.Parameter, value: str) -> date:
 def export_command(month: date, output) -> None:
     """COUNTER-style item report of one month as CSV: Total_Item_Investigations (downloads
     and landing-page views), Total_Item_Requests and Unique_Item_Requests of every record
-    that people downloaded or viewed."""
+    that people downloaded or viewed. A text cell that a spreadsheet would read as a formula
+    (starting with `=`, `+`, `-`, `@`, a tab or a carriage return) has a `'` put before it."""
     writer = csv.writer(output or sys.stdout, lineterminator="\n")
     writer.writerow(["Item", "Title", "Metric_Type", "Month", "Count"])
-    writer.writerows(queries.item_report(month))
+    writer.writerows([spreadsheet_safe(cell) for cell in row] for row in queries.item_report(month))

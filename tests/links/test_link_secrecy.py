@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 import pytest
+from flask.testing import FlaskClient
 
 from app import create_app
 from app.access_log import JSONFormatter
@@ -100,3 +101,41 @@ def test_an_error_log_line_names_the_link_not_its_secret(
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert any(f"/api/shared/link:{link['id']}/files/" in line for line in errors)
     assert secret_of(link) not in "\n".join(JSONFormatter().format(r) for r in caplog.records)
+
+
+def test_no_shape_of_a_secret_path_reaches_a_log_line(
+    api: Api, alice: Account, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 36 finding 4: repeated slashes, dot segments, the prefix's case, a secret with
+    something around it, a Host label too long for IDNA: no log line shows the secret."""
+    record = api.create(alice, "a.txt", b"hello\n")
+    link = record_link(api, alice, record["id"]).get_json()
+    secret = secret_of(link)
+    shapes = [
+        f"/api/shared//{secret}",
+        f"/api//shared/{secret}",
+        f"//api/shared/{secret}/files.zip",
+        f"/S/{secret}",
+        f"/API/Shared/{secret}",
+        f"/api/./shared/{secret}",
+        f"/api/x/../shared/{secret}",
+        f"/s/./{secret}",
+        f"/s/x{secret}y",
+        f"/records/{secret}",
+        f"/api/files/{secret}.txt",
+    ]
+    raw = FlaskClient(api.app)  # no OpenAPI check: most of these shapes are not the API's
+    api.app.config["PROPAGATE_EXCEPTIONS"] = False  # errors are logged, as in production
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG):
+        statuses = [raw.get(path, buffered=True).status_code for path in shapes]
+        for path in (f"/s/{secret}", f"/api/shared/{secret}", f"/S/{secret}"):
+            answer = raw.get(path, headers={"Host": "a" * 64 + ".example"}, buffered=True)
+            statuses.append(answer.status_code)
+    formatter = JSONFormatter()
+    lines = [formatter.format(r) for r in caplog.records]
+    paths = [json.loads(line)["path"] for line in lines if '"logger": "app.access"' in line]
+    assert len(paths) == len(shapes) + 3, "one access line a request"
+    assert "/api//shared/link:unknown" in paths and "/S/link:unknown" in paths
+    assert secret not in "\n".join(lines) + caplog.text
+    assert secret[5:-5] not in "\n".join(lines) + caplog.text

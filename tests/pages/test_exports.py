@@ -17,8 +17,10 @@ from bibtexparser import middlewares
 from citeproc import Citation, CitationItem, CitationStylesBibliography, CitationStylesStyle
 from citeproc import formatter as citeproc_formatter
 from citeproc.source.json import CiteProcJSON
+from datacite import schema45
 from lxml import etree, html
 
+from app.pages import exports
 from tests.support.api import Account, Api
 
 BASE = "http://localhost"
@@ -211,6 +213,40 @@ def test_datacite_xml_reads_back_as_the_record(api: Api, app, report):
     assert texts("d:sizes/d:size") == [f"{api.row(report['id']).size} bytes"]
     assert texts("d:formats/d:format") == ["application/pdf"]
     assert texts("d:descriptions/d:description") == ["Ein Bericht."]
+
+
+def test_a_word_that_is_keyword_and_theme_is_one_valid_datacite_subject(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+):
+    """Issue 36 finding 7: DataCite's subjects are unique items, so a word both keyword and
+    theme failed the schema's validation and the export answered 500."""
+    record = api.create(
+        alice,
+        "bericht.pdf",
+        sachschlagwoerter="Arbeit, Löhne, Arbeit",
+        org_themen="Arbeit; Konjunktur; Löhne",
+    )
+    validated: list[dict[str, Any]] = []
+    metadata = exports.datacite_metadata
+
+    def kept(page: Any) -> dict[str, Any]:
+        validated.append(metadata(page))
+        return validated[-1]
+
+    monkeypatch.setattr(exports, "datacite_metadata", kept)
+    response = export(api, record["id"], "datacite")
+    assert response.status_code == 200
+    root = etree.fromstring(response.get_data())
+    subjects = [element.text for element in root.iterfind("d:subjects/d:subject", DATACITE)]
+    assert subjects == ["Arbeit", "Löhne", "Konjunktur"]
+    (data,) = validated
+    schema45.validator.validate(data)
+    assert (
+        api.client.get(
+            f"/records/{record['id']}", headers={"Accept": TYPES["datacite"]}
+        ).status_code
+        == 200
+    )
 
 
 def test_dublin_core_is_valid_oai_dc_and_reads_back_as_the_record(api: Api, app, report):

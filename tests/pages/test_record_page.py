@@ -4,12 +4,14 @@ cacheable. The public API's visibility rules decide which pages exist."""
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 import extruct
 import pytest
+from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import html
@@ -241,6 +243,38 @@ def test_a_changed_http_method_on_a_page_is_an_html_error(api: Api, report):
     response = api.client.post(f"/records/{report['id']}")
     assert response.status_code == 405 and response.mimetype == "text/html"
     assert "GET" in response.headers["Allow"]
+
+
+def test_a_host_label_longer_than_idna_allows_is_a_400_everywhere(
+    api: Api, report, caplog: pytest.LogCaptureFixture
+):
+    """Issue 36 finding 8: a Host label of 64 characters is no name (IDNA allows 63). Werkzeug
+    answers 400 before any route; the pages' error page then had no URL adapter and answered
+    500 with a traceback."""
+    raw = FlaskClient(api.app)  # the API's 400 of a bad Host is in no OpenAPI operation
+    api.app.config["PROPAGATE_EXCEPTIONS"] = False  # errors are logged, as in production
+    host = "a" * 64 + ".example.org"
+    pages = [
+        "/",
+        f"/records/{report['id']}",
+        f"/records/{report['id']}/export/datacite",
+        "/browse/",
+        "/browse/berichte/2026",
+        "/search?q=Arbeit",
+        "/sitemap.xml",
+        "/robots.txt",
+        "/s/" + "A" * 43,
+    ]
+    with caplog.at_level(logging.DEBUG):
+        for path in pages:
+            response = raw.get(path, headers={"Host": host})
+            assert (path, response.status_code, response.mimetype) == (path, 400, "text/html")
+            assert tree(response).xpath("string(//h1)") == "Ungültige Anfrage"
+        for path in ("/api/public/files", f"/api/public/files/{report['id']}"):
+            response = raw.get(path, headers={"Host": host})
+            assert (path, response.status_code) == (path, 400)
+            assert response.get_json() == {"message": "Bad request."}
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
 def test_highwire_tags_name_the_record_for_google_scholar(api: Api, app, report):

