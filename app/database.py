@@ -119,12 +119,28 @@ def ping_idle_connections(engine: Engine, idle_seconds: float) -> None:
 
 
 def sqlite_pragmas(connection: Any, _record: Any) -> None:
-    """Foreign keys on, and concurrent requests wait for a lock instead of failing at once."""
+    """Foreign keys on, concurrent requests wait for a lock instead of failing at once, and
+    LIKE is case-sensitive, as on PostgreSQL.
+
+    A path prefix (a list's `path`, a press kit's folder, a ZIP, a folder page, an OAI-PMH set)
+    is a LIKE; SQLite's LIKE ignores the case of ASCII letters by default, so a kit for
+    `presse/2026` reached `Presse/2026/...` (issue 36). Case-sensitive, LIKE compares code
+    points as `=` does, and a prefix LIKE can read the path indexes (BINARY collation), which
+    it could not before. The pragma is deprecated and a build may leave it out, silently: the
+    connection checks that it took effect rather than let every folder match in any case.
+    """
     cursor = connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=15000")
     cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA case_sensitive_like=ON")
+    cursor.execute("SELECT 'a' LIKE 'A'")
+    (folds_case,) = cursor.fetchone()
     cursor.close()
+    if folds_case:
+        raise RuntimeError(
+            "SQLite ignored PRAGMA case_sensitive_like: paths would match in any case"
+        )
 
 
 def lock_database_on_sqlite(session: OrmSession) -> None:

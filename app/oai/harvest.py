@@ -163,7 +163,8 @@ def _in_folder(path: Any, folder: str) -> Any:
     """`path` is `folder` or inside it."""
     if db.session.get_bind().dialect.name == "sqlite":
         # In SQLite's byte order the paths inside a folder lie between "folder/" and
-        # "folder0" ("0" follows "/"): a range the index reads, where LIKE would scan.
+        # "folder0" ("0" follows "/"): a range the index reads (as the case-sensitive LIKE of
+        # app/database.py now would too).
         return or_(path == folder, and_(path >= folder + "/", path < folder + "0"))
     # PostgreSQL reads a prefix LIKE from the text_pattern_ops index (migration 0005).
     return or_(path == folder, path.like(_like_prefix(folder), escape="\\"))
