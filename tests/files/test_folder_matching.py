@@ -12,7 +12,6 @@ import zipfile
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from flask import Flask
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import html
@@ -172,12 +171,12 @@ def test_folders_match_exactly_wherever_a_folder_decides_access(
         remove_all(api)
 
 
-def test_on_sqlite_a_path_prefix_is_case_sensitive_and_reads_the_path_index(app: Flask):
+def test_on_sqlite_a_path_prefix_is_case_sensitive_and_reads_the_path_index(make_sqlite_app):
     """The fix: LIKE compares case on every connection, and with the index's BINARY collation
-    a prefix LIKE is a range read of ix_file_records_path (a scan before)."""
+    a prefix LIKE is a range read of ix_file_records_path (a scan before). PostgreSQL's LIKE
+    always compared case."""
+    app = make_sqlite_app()
     with app.app_context():
-        if db.engine.dialect.name != "sqlite":
-            pytest.skip("PostgreSQL's LIKE always compared case")
         assert db.session.scalar(text("SELECT 'presse' LIKE 'Presse'")) == 0
         query = filtered(select(FileRecord.id), {"path": "presse/2026"})
         compiled = query.compile(db.engine, compile_kwargs={"literal_binds": True})
