@@ -18,8 +18,12 @@ from sqlalchemy.orm import Session
 from app.audit.schemas import ENTRY_FIELDS
 from app.audit.trail import GENESIS, HASHED, canonical, entry_hash, note, plain
 from app.models import AuditChainHead, AuditEntry, utcnow
+from app.schemas.field_types import format_timestamp, parse_since
 
 PRUNE = "audit.prune"
+#: How far the clocks of the writers and of verify may disagree: a prune dated later than
+#: verify's clock by more than this is forged.
+SKEW = timedelta(minutes=5)
 
 
 def as_dict(entry: AuditEntry) -> dict[str, Any]:
@@ -77,6 +81,7 @@ class Verdict:
     anchor: str
     problem: str | None = None
     seq: int | None = None
+    note: str | None = None
 
 
 def _entries(
@@ -102,17 +107,65 @@ def _row(entry: AuditEntry) -> dict[str, Any]:
     return {name: getattr(entry, name) for name in HASHED}
 
 
-def _pruned(session: Session) -> set[tuple[int, int, str]]:
+@dataclass(frozen=True)
+class Pruned:
+    """A recorded prune: when it ran, and whether it is of the kind verify can check against
+    the retention (one that kept each chain's newest old entry, `first_kept`)."""
+
+    seq: int
+    at: datetime
+    checkable: bool
+
+
+def _pruned(session: Session) -> dict[tuple[int, int, str], Pruned]:
     """Where recorded prunes left each chain: (chain, last removed chain_seq, its hash)."""
-    found = set()
-    for changes in session.scalars(select(AuditEntry.changes).where(AuditEntry.action == PRUNE)):
-        for chain, (chain_seq, digest) in json.loads(changes)["chains"].items():
-            found.add((int(chain), int(chain_seq), str(digest)))
+    found = {}
+    for seq, at, changes in session.execute(
+        select(AuditEntry.seq, AuditEntry.at, AuditEntry.changes).where(AuditEntry.action == PRUNE)
+    ):
+        recorded = json.loads(changes)
+        for chain, (chain_seq, digest) in recorded["chains"].items():
+            found[(int(chain), int(chain_seq), str(digest))] = Pruned(
+                seq, at, "first_kept" in recorded
+            )
     return found
 
 
-#: The form of what `anchor_of` returns.
-ANCHOR = re.compile(r"[0-9a-f]{64}:[0-9]+(,[0-9]+)*")
+def _prune_fits(entry: AuditEntry, prune: Pruned, retention_days: int, now: datetime) -> str | None:
+    """Whether a prune that left `entry` first in its chain fits the retention. A prune keeps
+    each chain's newest entry older than its cutoff and removes those before it, which were
+    written before it (a chain is appended to in order under its head's lock): so the first
+    entry kept, whose time its hash and its successors' prove, must have been older than the
+    retention at the prune's time, and the prune no later than now.
+
+    A prune written before issue 36 removed every old entry, so the entry after it was young
+    then: it is accepted once that entry is older than the retention now (what was removed
+    before it is older still), and is an "unchecked prune" until then."""
+    retention = timedelta(days=retention_days)
+    if not prune.checkable:
+        if entry.at < now - retention:
+            return None
+        return (
+            f"chain {entry.chain}: the entries before entry {entry.seq} were removed by the "
+            f"prune at entry {prune.seq}, which does not show that the retention allowed it "
+            f"(an unchecked prune: entry {entry.seq} is younger than {retention_days} days)"
+        )
+    if prune.at > now + SKEW:
+        return f"the prune at entry {prune.seq} is dated in the future"
+    if entry.at >= prune.at - retention:
+        return (
+            f"chain {entry.chain}: the prune at entry {prune.seq} removed entries written "
+            f"before entry {entry.seq} of {format_timestamp(entry.at)}, younger than the "
+            f"retention of {retention_days} days at the prune's time {format_timestamp(prune.at)}"
+        )
+    return None
+
+
+#: The form of what `anchor_of` returns, and after `@` the time it was taken (an anchor
+#: printed before issue 36 has none: still accepted, see `_against_anchor`).
+ANCHOR = re.compile(
+    r"[0-9a-f]{64}:[0-9]+(,[0-9]+)*(@[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z)?"
+)
 
 
 def anchor_of(heads: dict[int, tuple[int, str]]) -> str:
@@ -124,22 +177,33 @@ def anchor_of(heads: dict[int, tuple[int, str]]) -> str:
     return f"{digest}:{','.join(str(heads[chain][0]) for chain in sorted(heads))}"
 
 
-def verify(session: Session, anchor: str | None = None) -> Verdict:
+def verify(
+    session: Session,
+    anchor: str | None = None,
+    retention_days: int = 395,
+    now: datetime | None = None,
+) -> Verdict:
     """Walk every chain; the first entry found altered, removed or inserted is the verdict.
 
-    `anchor` is a value an earlier verify printed: then the chains must have grown from the
-    heads it names (each head still in place, unchanged)."""
+    A chain may start after entry 1 only where a recorded prune ended it, and only if that
+    prune fits `retention_days` (`_prune_fits`). `anchor` is a value an earlier verify printed:
+    then the chains must have grown from the heads it names (each head still in place,
+    unchanged, or removed by a prune the retention allowed)."""
+    now = now or utcnow()
     heads = {
         head.id: (head.last_seq, head.last_hash) for head in session.scalars(select(AuditChainHead))
     }
-    pruned = _pruned(session)
     checked = 0
-    seen: dict[int, tuple[int, str]] = {chain: (0, GENESIS) for chain in heads}
-    expected: tuple[int, int, str] | None = None  # chain, chain_seq, prev_hash
-    last_seq_in_chain = 0
 
     def bad(problem: str, seq: int | None) -> Verdict:
         return Verdict(False, checked, "", problem, seq)
+
+    pruned = _pruned(session)
+    # Of each chain that starts after a prune: its first entry's place, and that prune.
+    starts: dict[int, tuple[int, Pruned]] = {}
+    seen: dict[int, tuple[int, str]] = {chain: (0, GENESIS) for chain in heads}
+    expected: tuple[int, int, str] | None = None  # chain, chain_seq, prev_hash
+    last_seq_in_chain = 0
 
     for entry in _entries(session, order=(AuditEntry.chain, AuditEntry.chain_seq)):
         if entry.chain not in heads:
@@ -151,7 +215,10 @@ def verify(session: Session, anchor: str | None = None) -> Verdict:
             last_seq_in_chain = 0
             if entry.chain_seq == 1:
                 expected = (entry.chain, 1, GENESIS)
-            elif (entry.chain, entry.chain_seq - 1, entry.prev_hash) in pruned:
+            elif prune := pruned.get((entry.chain, entry.chain_seq - 1, entry.prev_hash)):
+                if problem := _prune_fits(entry, prune, retention_days, now):
+                    return bad(problem, entry.seq)
+                starts[entry.chain] = (entry.chain_seq, prune)
                 expected = (entry.chain, entry.chain_seq, entry.prev_hash)
             else:
                 return bad(
@@ -191,23 +258,43 @@ def verify(session: Session, anchor: str | None = None) -> Verdict:
         if last[0] == head[0]:
             return bad(f"chain {chain}: its last entry was replaced (not the chain's head)", None)
         return bad(f"chain {chain}: {head[0] - last[0]} entries were removed from its end", None)
+    note = None
     if anchor is not None:
-        problem = _against_anchor(session, anchor, heads)
+        problem, note = _against_anchor(session, anchor, heads, starts, retention_days)
         if problem:
             return bad(problem, None)
-    return Verdict(True, checked, anchor_of(heads))
+    taken = format_timestamp(now).split(".")[0] + "Z"
+    return Verdict(True, checked, f"{anchor_of(heads)}@{taken}", note=note)
 
 
-def _against_anchor(session: Session, anchor: str, heads: dict[int, tuple[int, str]]) -> str | None:
-    """Whether each chain still holds, at the length the anchor names, the entry it had."""
-    digest, _, lengths_text = anchor.partition(":")
+def _against_anchor(
+    session: Session,
+    anchor: str,
+    heads: dict[int, tuple[int, str]],
+    starts: dict[int, tuple[int, Pruned]],
+    retention_days: int,
+) -> tuple[str | None, str | None]:
+    """Whether each chain still holds, at the length the anchor names, the entry it had (a
+    problem, or None and a note).
+
+    An anchored entry gone from the start of its chain counts only as the retention allowed
+    it: the prune that left the chain starting after it kept an entry written after the
+    anchor was taken (the anchored entry was then the head), which was older than the
+    retention at the prune's time; so the prune must be at least the retention later than
+    the anchor's time. An anchor without a time (printed before issue 36) cannot show that,
+    and fails. The anchor then no longer pins the other chains (its digest needs every head's
+    hash): the note says so."""
+    heads_text, _, taken_text = anchor.partition("@")
+    digest, _, lengths_text = heads_text.partition(":")
     try:
         lengths = [int(n) for n in lengths_text.split(",")]
+        taken = parse_since(taken_text) if taken_text else None
     except ValueError:
-        return "the anchor is not one that `flask audit verify` printed"
+        return "the anchor is not one that `flask audit verify` printed", None
     if len(lengths) != len(heads):
-        return "the anchor names another number of chains"
+        return "the anchor names another number of chains", None
     then: dict[int, tuple[int, str]] = {}
+    outlived: list[int] = []
     for chain, length in zip(sorted(heads), lengths, strict=True):
         if length == 0:
             then[chain] = (0, GENESIS)
@@ -215,51 +302,88 @@ def _against_anchor(session: Session, anchor: str, heads: dict[int, tuple[int, s
         found = session.scalar(
             select(AuditEntry.hash).where(AuditEntry.chain == chain, AuditEntry.chain_seq == length)
         )
-        if found is None:
-            return f"chain {chain} no longer holds its entry {length} named by the anchor"
-        then[chain] = (length, found)
+        if found is not None:
+            then[chain] = (length, found)
+            continue
+        first_kept, prune = starts.get(chain, (0, None))
+        if prune is None or length >= first_kept:
+            return f"chain {chain} no longer holds its entry {length} named by the anchor", None
+        if taken is None:
+            return (
+                f"chain {chain}: the prune at entry {prune.seq} removed entry {length} named "
+                "by the anchor, and the anchor carries no time to show that the retention "
+                "allowed it",
+                None,
+            )
+        if prune.at < taken + timedelta(days=retention_days) - SKEW:
+            return (
+                f"chain {chain}: the prune at entry {prune.seq} removed entry {length} named "
+                f"by the anchor of {format_timestamp(taken)}, before the retention of "
+                f"{retention_days} days allowed it",
+                None,
+            )
+        outlived.append(chain)
+    if outlived:
+        chains = ", ".join(str(chain) for chain in outlived)
+        return None, (
+            f"the anchor's entries of chain(s) {chains} were pruned under the retention, so "
+            "it no longer pins the chains: keep a newer anchor"
+        )
     if anchor_of(then) != f"{digest}:{lengths_text}":
-        return "the chains did not grow from the anchor: they were rewritten"
-    return None
+        return "the chains did not grow from the anchor: they were rewritten", None
+    return None, None
 
 
 # --- retention and export --------------------------------------------------------------
 
 
 def prune(session: Session, days: int, now: datetime | None = None) -> int:
-    """Remove entries older than `days`, and say so in the trail itself (where each chain
-    now starts), so that the chains stay verifiable from the first entry kept, and a removal
-    nobody recorded does not pass."""
+    """Remove entries older than `days` but the newest such entry of each chain, and say so in
+    the trail itself: where each chain now starts (its last removed entry and that entry's
+    hash, `chains`; the entry kept, `first_kept`). The entry kept is the proof, for verify,
+    that what was removed was older than the retention: its time is covered by its hash and
+    the chain after it. A removal nobody recorded, or one the retention did not allow, does
+    not pass."""
     cutoff = (now or utcnow()) - timedelta(days=days)
-    old = AuditEntry.at < cutoff
-    last_of_chain = (
+    newest_old = (
         select(AuditEntry.chain, func.max(AuditEntry.chain_seq).label("chain_seq"))
-        .where(old)
+        .where(AuditEntry.at < cutoff)
         .group_by(AuditEntry.chain)
         .subquery()
     )
-    ends = session.execute(
-        select(AuditEntry.chain, AuditEntry.chain_seq, AuditEntry.hash).join(
-            last_of_chain,
-            (AuditEntry.chain == last_of_chain.c.chain)
-            & (AuditEntry.chain_seq == last_of_chain.c.chain_seq),
+    kept = session.execute(
+        select(AuditEntry.chain, AuditEntry.chain_seq, AuditEntry.prev_hash, AuditEntry.hash)
+        .join(
+            newest_old,
+            (AuditEntry.chain == newest_old.c.chain)
+            & (AuditEntry.chain_seq == newest_old.c.chain_seq),
         )
+        .order_by(AuditEntry.chain)
     ).all()
-    if not ends:
-        return 0
     removed = 0
-    for chain, chain_seq, _ in ends:
+    chains: dict[str, list[Any]] = {}
+    first_kept: dict[str, list[Any]] = {}
+    for chain, chain_seq, prev_hash, digest in kept:
         result = session.execute(
-            delete(AuditEntry).where(AuditEntry.chain == chain, AuditEntry.chain_seq <= chain_seq)
+            delete(AuditEntry).where(AuditEntry.chain == chain, AuditEntry.chain_seq < chain_seq)
         )
-        removed += int(result.rowcount or 0)  # type: ignore[attr-defined]
+        count = int(result.rowcount or 0)  # type: ignore[attr-defined]
+        if count:
+            removed += count
+            chains[str(chain)] = [chain_seq - 1, prev_hash]
+            first_kept[str(chain)] = [chain_seq, digest]
+    if not removed:
+        session.rollback()
+        return 0
     note(
         session,
         PRUNE,
         {
-            "chains": {str(chain): [chain_seq, digest] for chain, chain_seq, digest in ends},
+            "chains": chains,
+            "first_kept": first_kept,
             "removed": removed,
             "older_than": plain(cutoff),
+            "days": days,
         },
     )
     session.commit()

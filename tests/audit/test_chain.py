@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from flask import Flask
 from sqlalchemy import select, text
 
 from app.audit import services
-from app.audit.trail import entry_hash
+from app.audit.trail import entry_hash, note
 from app.extensions import db
 from app.models import AuditEntry, utcnow
+from app.schemas.field_types import format_timestamp
 from tests.support.api import Account, Api
 
 
@@ -74,12 +75,26 @@ def test_an_intact_trail_verifies_and_prints_its_anchor(app: Flask, trail: list[
     assert code == 0, output
     assert f"audit trail intact: {last_seq(app)} entries" in output
     anchor = output.strip().rsplit("anchor ", 1)[1]
+    assert "@" in anchor
     assert verify(app, "--anchor", anchor)[0] == 0
+    # An anchor printed before issue 36 (no time) is still accepted while its entries stand.
+    assert verify(app, "--anchor", anchor.partition("@")[0])[0] == 0
 
 
 @pytest.mark.parametrize(
     "anchor",
-    ["", "abc", "not-an-anchor", "f" * 64, "f" * 64 + ":", "f" * 64 + ":1,x", "g" * 64 + ":3"],
+    [
+        "",
+        "abc",
+        "not-an-anchor",
+        "f" * 64,
+        "f" * 64 + ":",
+        "f" * 64 + ":1,x",
+        "g" * 64 + ":3",
+        "f" * 64 + ":3@",
+        "f" * 64 + ":3@2026-13-01T00:00:00Z",
+        "f" * 64 + ":3@2026-11-28",
+    ],
 )
 def test_a_malformed_anchor_is_a_usage_error(app: Flask, trail: list[str], anchor: str) -> None:
     code, output = verify(app, "--anchor", anchor)
@@ -206,25 +221,192 @@ def test_a_rewritten_chain_differs_from_the_anchor_kept_outside(
     assert code == 1 and "rewritten" in output
 
 
-def test_prune_keeps_the_trail_verifiable_from_the_first_entry_kept(
-    app: Flask, trail: list[str], api: Api, alice: Account
+def written_at(monkeypatch: pytest.MonkeyPatch, when: datetime) -> None:
+    """From now on the trail's entries (and verify's clock) read `when`: a trail written in
+    the past, without waiting a year."""
+    monkeypatch.setattr("app.audit.trail.utcnow", lambda: when)
+    monkeypatch.setattr("app.audit.services.utcnow", lambda: when)
+
+
+def anchor_now(app: Flask) -> str:
+    code, output = verify(app)
+    assert code == 0, output
+    return output.strip().splitlines()[0].rsplit("anchor ", 1)[1]
+
+
+def chain_zero(app: Flask) -> list[AuditEntry]:
+    with app.app_context():
+        entries = db.session.scalars(
+            select(AuditEntry).where(AuditEntry.chain == 0).order_by(AuditEntry.chain_seq)
+        ).all()
+        db.session.expunge_all()
+        db.session.remove()
+    return list(entries)
+
+
+@pytest.mark.parametrize("form", ["as before issue 36", "with first_kept"])
+def test_a_forged_prune_of_the_past_before_the_anchor_is_caught(
+    app: Flask, trail: list[str], api: Api, alice: Account, form: str
 ) -> None:
+    # Issue 36, finding 2: the administrator's "embargo lifted early" change and everything
+    # before it deleted by SQL, then the `audit.prune` entry anyone can compute appended as
+    # the service appends one; the anchor taken after the change still names a kept entry.
+    assert api.patch(trail[0], alice, {"titel": "Später"}).status_code == 200
+    anchor = anchor_now(app)
+    entries = chain_zero(app)
+    lifted = next(e for e in entries if e.action == "file.update" and "freigabe" in e.changes)
+    after = entries[lifted.chain_seq]  # the first entry kept, the anchor's
+    changes: dict[str, object] = {
+        "chains": {"0": [lifted.chain_seq, lifted.hash]},
+        "removed": lifted.chain_seq,
+        "older_than": format_timestamp(utcnow() - timedelta(days=395)),
+    }
+    if form == "with first_kept":
+        changes |= {"first_kept": {"0": [after.chain_seq, after.hash]}, "days": 395}
+    with app.app_context():
+        db.session.execute(
+            text("DELETE FROM audit_entries WHERE chain = 0 AND chain_seq <= :n"),
+            {"n": lifted.chain_seq},
+        )
+        note(db.session, services.PRUNE, changes)
+        db.session.commit()
+        db.session.remove()
+    for args in ((), ("--anchor", anchor)):
+        code, output = verify(app, *args)
+        assert code == 1, output
+        assert f"BROKEN at entry {after.seq}" in output
+        if form == "with first_kept":
+            assert "younger than the retention of 395 days" in output
+        else:
+            assert "an unchecked prune" in output
+
+
+def test_a_prune_written_before_issue_36_passes_once_the_entry_after_it_is_old(
+    app: Flask, trail: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The old prune removed every entry before its cutoff and recorded no `first_kept`.
+    entries = chain_zero(app)
+    last_removed = entries[-2]
+    with app.app_context():
+        db.session.execute(
+            text("DELETE FROM audit_entries WHERE chain = 0 AND chain_seq <= :n"),
+            {"n": last_removed.chain_seq},
+        )
+        note(
+            db.session,
+            services.PRUNE,
+            {
+                "chains": {"0": [last_removed.chain_seq, last_removed.hash]},
+                "removed": last_removed.chain_seq,
+                "older_than": format_timestamp(utcnow() - timedelta(days=395)),
+            },
+        )
+        db.session.commit()
+        db.session.remove()
+    code, output = verify(app)
+    assert code == 1 and f"BROKEN at entry {entries[-1].seq}" in output
+    assert "an unchecked prune" in output
+    written_at(monkeypatch, utcnow() + timedelta(days=396))
+    code, output = verify(app)
+    assert code == 0, output
+
+
+def test_a_prune_of_entries_younger_than_the_retention_fails(app: Flask, trail: list[str]) -> None:
+    # The service's own prune, told that it is a year later than it is: what it removes is
+    # younger than the retention at the time its entry carries.
     with app.app_context():
         removed = services.prune(db.session, 395, now=utcnow() + timedelta(days=396))
         db.session.remove()
     assert removed > 0
+    code, output = verify(app)
+    assert code == 1 and "younger than the retention of 395 days" in output
+
+
+def test_prune_keeps_the_trail_verifiable_from_the_first_entry_kept(
+    app: Flask, trail: list[str], api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fixture's entries are "now"; these are 400 days later, a prune then removes all of
+    # the fixture's entries but the newest of them (kept as the proof of the removal's age).
+    old = chain_zero(app)
+    later = utcnow() + timedelta(days=400)
+    written_at(monkeypatch, later)
+    assert api.patch(trail[0], alice, {"titel": "Ein Jahr später"}).status_code == 200
+    with app.app_context():
+        removed = services.prune(db.session, 395)
+        db.session.remove()
+    assert removed == len(old) - 1
     assert api.patch(trail[0], alice, {"titel": "Nach dem Aufräumen"}).status_code == 200
     code, output = verify(app)
     assert code == 0, output
+    kept = chain_zero(app)
+    assert (kept[0].chain_seq, kept[0].hash) == (old[-1].chain_seq, old[-1].hash)
+    prune = next(entry for entry in kept if entry.action == "audit.prune")
+    recorded = json.loads(prune.changes)
+    assert recorded["removed"] == removed and recorded["days"] == 395
+    assert recorded["chains"] == {"0": [old[-2].chain_seq, old[-2].hash]}
+    assert recorded["first_kept"] == {"0": [old[-1].chain_seq, old[-1].hash]}
+    assert prune.actor == "system"
+    # Pruning again removes nothing and writes nothing; the trail still verifies.
     with app.app_context():
-        kept = db.session.scalars(select(AuditEntry).order_by(AuditEntry.seq)).all()
+        assert services.prune(db.session, 395) == 0
         db.session.remove()
-    assert kept[0].action == "audit.prune"
-    assert json.loads(kept[0].changes)["removed"] == removed
-    assert kept[0].actor == "system"
+    assert len(chain_zero(app)) == len(kept)
     # Removing an entry kept after the prune is still caught.
-    sql(app, "DELETE FROM audit_entries WHERE seq = :s", s=kept[0].seq)
+    sql(app, "DELETE FROM audit_entries WHERE seq = :s", s=prune.seq)
     assert verify(app)[0] == 1
+
+
+def test_an_anchor_older_than_the_retention_survives_a_prune_of_its_entries(
+    app: Flask, trail: list[str], api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old_anchor = anchor_now(app)
+    now = utcnow()
+    written_at(monkeypatch, now + timedelta(days=1))
+    assert api.patch(trail[0], alice, {"titel": "Am Tag danach"}).status_code == 200
+    written_at(monkeypatch, now + timedelta(days=400))
+    assert api.patch(trail[0], alice, {"titel": "Ein Jahr später"}).status_code == 200
+    with app.app_context():
+        assert services.prune(db.session, 395) > 0
+        db.session.remove()
+    # The anchor's entry (the fixture's last) was not the newest old one: it is gone, by a
+    # prune more than the retention after the anchor was taken.
+    code, output = verify(app, "--anchor", old_anchor)
+    assert code == 0, output
+    assert "no longer pins the chains" in output
+    # An anchor of the old form (no time) cannot show that the removal was allowed.
+    code, output = verify(app, "--anchor", old_anchor.partition("@")[0])
+    assert code == 1 and "the anchor carries no time" in output
+    assert verify(app, "--anchor", anchor_now(app))[0] == 0
+
+
+def test_a_prune_cannot_cover_an_anchor_younger_than_the_retention(
+    app: Flask, trail: list[str], api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Written a year and more ago, anchored ten days ago, then entries written after the
+    # anchor but dated before it (as a rewrite by someone with the database and this code
+    # dates them): a prune now removes the anchor's entry as if it were old.
+    now = utcnow()
+    written_at(monkeypatch, now - timedelta(days=10))
+    anchor = anchor_now(app)
+    written_at(monkeypatch, now - timedelta(days=399))
+    assert api.patch(trail[0], alice, {"titel": "Zurückdatiert"}).status_code == 200
+    written_at(monkeypatch, now)
+    assert api.patch(trail[0], alice, {"titel": "Heute"}).status_code == 200
+    with app.app_context():
+        assert services.prune(db.session, 395, now=now) > 0
+        db.session.remove()
+    # Without the anchor the chain cannot tell (its first kept entry is dated old enough).
+    assert verify(app)[0] == 0
+    code, output = verify(app, "--anchor", anchor)
+    assert code == 1, output
+    assert "before the retention of 395 days allowed it" in output
+
+
+def test_prune_by_command_keeps_at_least_the_retention(app: Flask, trail: list[str]) -> None:
+    result = app.test_cli_runner().invoke(args=["audit", "prune", "--days", "30"])
+    assert result.exit_code == 2 and "lower that setting instead" in result.output
+    result = app.test_cli_runner().invoke(args=["audit", "prune", "--days", "400"])
+    assert result.exit_code == 0 and "removed 0 entries older than 400 days" in result.output
 
 
 def test_prune_by_command_removes_nothing_younger_than_the_retention(
