@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import io
 import os
-import secrets
 import threading
 import time
 import uuid
@@ -73,19 +72,9 @@ RIGHTS = {
 
 @pytest.fixture(scope="module")
 def limited_seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.support.seaweedfs import start_seaweedfs
+    from tests.support.seaweedfs import start_seaweedfs_with_rights
 
-    keys = {name: (f"{name}-{secrets.token_hex(6)}", secrets.token_urlsafe(24)) for name in RIGHTS}
-    identities = [
-        {
-            "name": name,
-            "credentials": [{"accessKey": keys[name][0], "secretKey": keys[name][1]}],
-            "actions": actions,
-        }
-        for name, actions in RIGHTS.items()
-    ]
-    server = start_seaweedfs(tmp_path_factory.mktemp("seaweedfs-ready"), identities=identities)
-    server.keys = keys
+    server = start_seaweedfs_with_rights(tmp_path_factory.mktemp("seaweedfs-ready"), RIGHTS)
     admin = server.client()
     try:
         admin.create_bucket(Bucket=BUCKET)

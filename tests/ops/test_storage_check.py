@@ -187,19 +187,10 @@ RIGHTS = {
 @pytest.fixture(scope="module")
 def restricted_seaweedfs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A SeaweedFS of its own with identities limited per bucket, and the two buckets."""
-    from tests.support.seaweedfs import start_seaweedfs
+    from tests.support.seaweedfs import start_seaweedfs_with_rights
 
-    keys = {name: (f"{name}-{secrets.token_hex(6)}", secrets.token_urlsafe(24)) for name in RIGHTS}
-    identities = [
-        {
-            "name": name,
-            "credentials": [{"accessKey": keys[name][0], "secretKey": keys[name][1]}],
-            "actions": actions,
-        }
-        for name, actions in RIGHTS.items()
-    ]
-    server = start_seaweedfs(tmp_path_factory.mktemp("seaweedfs-iam"), identities=identities)
-    server.keys = {**keys, "admin": (server.access_key, server.secret_key)}
+    server = start_seaweedfs_with_rights(tmp_path_factory.mktemp("seaweedfs-iam"), RIGHTS)
+    server.keys = {**server.keys, "admin": (server.access_key, server.secret_key)}
     admin = server.client()
     try:
         admin.create_bucket(Bucket=OWN)

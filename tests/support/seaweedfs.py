@@ -331,3 +331,20 @@ def start_seaweedfs(
         return server
     assert error is not None
     raise error
+
+
+def start_seaweedfs_with_rights(workdir: Path, rights: dict[str, list[str]]) -> SeaweedFS:
+    """``start_seaweedfs`` with one identity per name of ``rights`` allowed only its actions
+    (``"Read:bucket"``, ...); their (access key, secret key) pairs in ``server.keys``."""
+    keys = {name: (f"{name}-{secrets.token_hex(6)}", secrets.token_urlsafe(24)) for name in rights}
+    identities = [
+        {
+            "name": name,
+            "credentials": [{"accessKey": keys[name][0], "secretKey": keys[name][1]}],
+            "actions": actions,
+        }
+        for name, actions in rights.items()
+    ]
+    server = start_seaweedfs(workdir, identities=identities)
+    server.keys = keys  # type: ignore[attr-defined]
+    return server
