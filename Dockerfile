@@ -40,4 +40,5 @@ VOLUME ["/opt/file-repository/var/app-instance", "/var/spool/file-repository"]
 HEALTHCHECK --interval=10s --timeout=10s --start-period=20s --retries=5 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=5)"]
 # Migrate, provision the administrator when ADMIN_EMAIL/ADMIN_PASSWORD are set, then serve.
-CMD ["sh", "-c", "flask --app wsgi db upgrade --directory migrations && if [ -n \"$ADMIN_EMAIL\" ] && [ -n \"$ADMIN_PASSWORD\" ]; then flask --app wsgi provision-admin; fi && exec flask --app wsgi serve"]
+# Half of the two stops the container with provision-admin's one line, as `make run` does.
+CMD ["sh", "-c", "flask --app wsgi db upgrade --directory migrations && if [ -n \"$ADMIN_EMAIL$ADMIN_PASSWORD\" ]; then flask --app wsgi provision-admin; fi && exec flask --app wsgi serve"]

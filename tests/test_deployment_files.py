@@ -294,6 +294,44 @@ def test_image_migrates_provisions_and_serves():
     assert probe[0] == "python" and "/readyz" in probe[2]
 
 
+UPGRADE = "db upgrade --directory migrations"
+
+
+@pytest.mark.parametrize(
+    ("admin", "ran"),
+    [
+        ({}, [UPGRADE, "serve"]),
+        (
+            {"ADMIN_EMAIL": "a@example.org", "ADMIN_PASSWORD": "p"},
+            [UPGRADE, "provision-admin", "serve"],
+        ),
+        # Half of the two: provision-admin refuses it with one line and the container stops.
+        ({"ADMIN_EMAIL": "a@example.org"}, [UPGRADE, "provision-admin"]),
+        ({"ADMIN_PASSWORD": "p"}, [UPGRADE, "provision-admin"]),
+    ],
+)
+def test_image_command_runs_provision_admin_whenever_either_admin_setting_is_set(
+    tmp_path, admin, ran
+):
+    runtime = stages(DOCKERFILE)["runtime"]
+    cmd = json.loads(next(line for line in runtime if line.startswith("CMD"))[len("CMD") :])
+    calls = tmp_path / "calls"
+    # A stand-in for flask that notes each command after `--app wsgi` and, like the real
+    # provision-admin, fails on half of the two settings.
+    flask = tmp_path / "flask"
+    flask.write_text(
+        "#!/bin/sh\n"
+        'shift 2; echo "$*" >> "$CALLS"\n'
+        'if [ "$1" = provision-admin ] && { [ -z "$ADMIN_EMAIL" ] || [ -z "$ADMIN_PASSWORD" ]; }\n'
+        "then exit 1; fi\n"
+    )
+    flask.chmod(0o755)
+    subprocess.run(
+        cmd, env={"PATH": f"{tmp_path}:/usr/bin:/bin", "CALLS": str(calls), **admin}, check=False
+    )
+    assert calls.read_text().splitlines() == ran
+
+
 def test_image_is_built_in_two_stages_from_a_pinned_base():
     found = stages(DOCKERFILE)
     assert list(found) == ["build", "runtime"]
