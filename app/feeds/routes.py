@@ -88,7 +88,11 @@ def _feed(media_only: bool) -> Feed:
     fg.title(title)
     fg.author({"name": name})
     fg.link(href=self_url, rel="self")
-    fg.link(href=absolute_url(url_for("public.list_released")), rel="alternate")
+    # People read a feed's releases on the nearest folder page that holds all of them.
+    folder = (path or "").rpartition("/")[0]
+    fg.link(
+        href=absolute_url(url_for("pages.browse", folder=folder)), rel="alternate", type="text/html"
+    )
     fg.description(f"Newest releases of {title}.")
     fg.language("de")
     modified = services.last_modified(found) or services.last_public_change()

@@ -63,6 +63,15 @@ def test_atom_feed_lists_downloadable_releases_newest_first(api: Api, alice: Acc
 
     _, everything = parse(api, "/api/public/feed.atom")
     titles = [entry.title for entry in everything.entries]
+    # The feed itself links the page where people read its releases: the nearest folder page
+    # holding all of them (not the JSON list).
+    _, folder = parse(api, "/api/public/feed.atom", path="reports/")
+    for parsed, page in ((folder, "/browse/reports"), (feed, "/browse/"), (everything, "/browse/")):
+        (link,) = [link for link in parsed.feed.links if link.rel == "alternate"]
+        assert (link.href, link.type) == (f"http://localhost{page}", "text/html")
+        shown = api.client.get(page)
+        assert shown.status_code == 200 and shown.mimetype == "text/html"
+    assert 'href="http://localhost/browse/reports/2025"' in api.client.get("/browse/reports").text
     # The embargo that ends today counts as released at the start of today.
     assert titles == ["Presse", "Heute frei", "Neuer Bericht", "Alter Bericht"]
     published = datetime(*everything.entries[titles.index("Heute frei")].published_parsed[:6])
