@@ -112,6 +112,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "RATELIMIT_UPLOADS": get("RATELIMIT_UPLOADS", "60 per minute"),
         "RATELIMIT_WRITES": get("RATELIMIT_WRITES", "120 per minute"),
         "RATELIMIT_SHARE_LINK_FAILURES": get("RATELIMIT_SHARE_LINK_FAILURES", "20 per minute"),
+        "RATELIMIT_LINKS": get("RATELIMIT_LINKS", "30 per minute;300 per day"),
         "SHARE_LINK_MAX_DAYS": _int(environ, "SHARE_LINK_MAX_DAYS", 90),
         "RATELIMIT_KEY_PREFIX": get("RATELIMIT_KEY_PREFIX", "file-repository"),
         "PROXY_COUNT": _int(environ, "PROXY_COUNT", 0),
@@ -208,6 +209,7 @@ def validate(config: Mapping[str, Any]) -> None:
         "RATELIMIT_UPLOADS",
         "RATELIMIT_WRITES",
         "RATELIMIT_SHARE_LINK_FAILURES",
+        "RATELIMIT_LINKS",
     ):
         try:
             parse_many(str(config.get(name)))

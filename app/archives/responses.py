@@ -17,7 +17,7 @@ from app.files.downloads import content_disposition
 from app.http import load
 from app.schemas.fast_dump import public_record_rows, record_rows
 from app.schemas.field_types import PlainString
-from app.stats import count_download
+from app.stats import deferred_counter
 
 
 class ArchiveQuerySchema(Schema):
@@ -93,9 +93,7 @@ def archive_response(
     manifest = services.Manifest(
         app, members, scope, record_rows if isinstance(user, Caller) else public_record_rows
     )
-    members = manifest.measure()
-    archive = services.FolderArchive(app, manifest, scope, current_app.extensions["storage"])
-    length = len(archive)
+    manifest.measure()
     if manifest.size >= streaming.SMALL_BODY_BYTES:
         # Measuring read every record once: the pages that left empty go back before the
         # archive streams for as long as its reader takes (bench.open_internet: 0.27 MiB of
@@ -107,8 +105,16 @@ def archive_response(
         door, user_id = "link", None  # a holder is a visitor like the public, counted apart
     else:
         door, user_id = "account", user.id
-    for record_id in members.record_ids():
-        count_download(door, record_id, 200, user_id)
+    # Each member counts once its bytes were handed on, not when the headers go out: a
+    # reader who closes the archive early counts only what it received (issue 36, 9).
+    archive = services.FolderArchive(
+        app,
+        manifest,
+        scope,
+        current_app.extensions["storage"],
+        on_member=deferred_counter(door, user_id),
+    )
+    length = len(archive)
     # Sent by the server's event loop like downloads: a long archive holds no request thread.
     # Read ahead by one chunk only: a slow reader holds one chunk, not the downloads' buffer.
     body = streaming.event_loop_body(

@@ -364,12 +364,18 @@ class FolderArchive:
         manifest: Manifest,
         scope: Callable[[], Select[Any]],
         storage: Storage,
+        on_member: Callable[[uuid.UUID], None] | None = None,
     ) -> None:
         self.app = app
         self.manifest = manifest
         self.members = manifest.members
         self._scope = scope
         self.storage = storage
+        #: Called with a member's record id once the chunk holding its last byte was handed
+        #: on (the statistics count it then: a reader gone before counts nothing of it).
+        self.on_member = on_member
+        #: (offset after the member, its index) of the members written but not yet handed on.
+        self._ends: deque[tuple[int, int]] = deque()
 
     def __len__(self) -> int:
         members = self.members
@@ -400,9 +406,13 @@ class FolderArchive:
             yield from reader
 
     def _members(self, writer: zipwriter.ZipWriter) -> Iterator[bytes]:
+        index = 0
         for batch in self._batches():
             for name, key, size in batch:
                 yield from writer.member(name, size, self._content(key))
+                if self.on_member is not None:
+                    self._ends.append((writer.position, index))
+                index += 1
 
     def _pieces(self) -> Iterator[bytes]:
         writer = zipwriter.ZipWriter()
@@ -415,7 +425,20 @@ class FolderArchive:
         yield from writer.finish(names)
 
     def __iter__(self) -> Iterator[bytes]:
-        return zipwriter.coalesced(self._pieces(), CHUNK_BYTES)
+        chunks = zipwriter.coalesced(self._pieces(), CHUNK_BYTES)
+        return chunks if self.on_member is None else self._handed_on(chunks)
+
+    def _handed_on(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """`chunks`, calling `on_member` for each member whose last byte is in the chunk being
+        handed on. A member's end is noted when the pieces move past it, which `coalesced`
+        makes them do before it hands on the chunk that holds it."""
+        sent = 0
+        ends = self._ends
+        for chunk in chunks:
+            sent += len(chunk)
+            while ends and ends[0][0] <= sent:
+                self.on_member(self.members.id(ends.popleft()[1]))  # type: ignore[misc]
+            yield chunk
 
 
 def archive_file_name(path: str) -> str:

@@ -4,11 +4,12 @@ may see the record."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from flask import current_app, request
 
 from app.audit import services
-from app.audit.schemas import AuditPageSchema, AuditQuerySchema, HistorySchema
+from app.audit.schemas import AuditPageSchema, AuditQuerySchema, HistoryQuerySchema, HistorySchema
 from app.auth.guard import current_user
 from app.database import read_without_transaction
 from app.docs.openapi import ID_PARAMETER, SERVER, Blueprint
@@ -22,6 +23,7 @@ bp = Blueprint("audit", __name__, tag="Audit", errors=("Unauthenticated", *SERVE
 bp.before_request(read_without_transaction)
 
 query_schema = AuditQuerySchema()
+history_query = HistoryQuerySchema()
 
 
 @bp.get("/api/audit")
@@ -42,6 +44,10 @@ def list_entries():
         **{name: params.get(name) for name in ("record_id", "actor", "action", "since", "until")}
     )
     entries, next_seq = services.newest_first(db.session, filters, params.get("cursor"), per_page)
+    return _page(entries, next_seq, per_page)
+
+
+def _page(entries: list[Any], next_seq: int | None, per_page: int) -> dict[str, Any]:
     next_cursor = str(next_seq) if next_seq is not None else None
     return {
         "data": [services.as_dict(entry) for entry in entries],
@@ -53,14 +59,17 @@ def list_entries():
 
 
 @bp.get("/api/files/<uuid:record_id>/history", parameters=[ID_PARAMETER])
-@bp.doc(operationId="getFileHistory")
-@bp.alt_response(200, schema=HistorySchema, description="The record's entries.")
-@bp.errors("NotFound")
+@bp.doc(operationId="getFileHistory", parameters=[{"in": "query", "schema": history_query}])
+@bp.alt_response(200, schema=HistorySchema, description="One page of the record's entries.")
+@bp.errors("NotFound", "ValidationFailed")
 def record_history(record_id: uuid.UUID):
     """A record's history
 
-    The audit entries of one record, oldest first, for its owner and administrators (others: 404, as
-    for the record).
+    The audit entries of one record, oldest first, 100 a page (`cursor=`, then each
+    `next_cursor`), for its owner and administrators (others: 404, as for the record).
     """
     access.find_record(current_user(), record_id)
-    return {"data": [services.as_dict(e) for e in services.history(db.session, record_id)]}
+    params = load(history_query, request.args.to_dict())
+    per_page = current_app.config["PAGE_SIZE"]
+    entries, next_seq = services.history(db.session, record_id, params.get("cursor"), per_page)
+    return _page(entries, next_seq, per_page)

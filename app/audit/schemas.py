@@ -72,5 +72,12 @@ class AuditPageSchema(Schema):
     next_page_url = fields.String(required=True, allow_none=True)
 
 
-class HistorySchema(Schema):
-    data = fields.List(fields.Nested(AuditEntrySchema), required=True)
+class HistoryQuerySchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    cursor = SeqCursor(metadata={"description": "Empty for the first page, then `next_cursor`."})
+
+
+class HistorySchema(AuditPageSchema):
+    """A page of a record's entries, oldest first, as the trail's pages (`next_cursor`)."""

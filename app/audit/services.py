@@ -65,10 +65,23 @@ def newest_first(
     return entries, None
 
 
-def history(session: Session, record_id: uuid.UUID) -> list[AuditEntry]:
-    """One record's entries, oldest first (a record has few)."""
-    query = select(AuditEntry).where(AuditEntry.record_id == record_id).order_by(AuditEntry.seq)
-    return list(session.scalars(query))
+def history(
+    session: Session, record_id: uuid.UUID, after_seq: int | None, limit: int
+) -> tuple[list[AuditEntry], int | None]:
+    """A page of one record's entries, oldest first, and the sequence number the next page
+    starts after (its owner can add one with every PATCH: it is paged like the trail)."""
+    query = (
+        select(AuditEntry)
+        .where(AuditEntry.record_id == record_id)
+        .order_by(AuditEntry.seq)
+        .limit(limit + 1)
+    )
+    if after_seq is not None:
+        query = query.where(AuditEntry.seq > after_seq)
+    entries = list(session.scalars(query))
+    if len(entries) > limit:
+        return entries[:limit], entries[limit - 1].seq
+    return entries, None
 
 
 # --- the chains' check ----------------------------------------------------------------

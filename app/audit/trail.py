@@ -78,6 +78,27 @@ def plain(value: Any) -> Any:
     return value
 
 
+#: A text value of an entry's `changes` whose JSON text is longer than this many bytes is
+#: kept as its length and SHA-256 instead (`bounded`): a PATCH of every field at its longest
+#: then leaves an entry of a few kilobytes, not tens (docs/security.md, issue 36 finding 6).
+MAX_VALUE_BYTES = 256
+
+
+def bounded(changes: Any) -> Any:
+    """`changes` with every text whose JSON is longer than `MAX_VALUE_BYTES` replaced by
+    `{"length": <characters>, "sha256": <hex of its UTF-8>}`: what it was can still be
+    checked against a copy, and the entry's size is bounded. Applied when an entry is
+    written; entries written before keep their text (and their hashes)."""
+    if isinstance(changes, dict):
+        return {key: bounded(value) for key, value in changes.items()}
+    if isinstance(changes, list):
+        return [bounded(value) for value in changes]
+    if isinstance(changes, str) and len(canonical(changes).encode()) > MAX_VALUE_BYTES:
+        digest = hashlib.sha256(changes.encode()).hexdigest()
+        return {"length": len(changes), "sha256": digest}
+    return changes
+
+
 def canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -347,7 +368,7 @@ def _seal(session: Session) -> None:
             "action": item.action,
             "record_id": record_id,
             "account_id": account_id,
-            "changes": canonical(item.changes),
+            "changes": canonical(bounded(item.changes)),
             "request_id": item.request_id,
             "prev_hash": prev,
         }

@@ -9,11 +9,12 @@ from typing import Any
 from flask import current_app, request
 
 from app.archives.responses import archive_ok, archive_response
-from app.auth.guard import current_user
+from app.auth.guard import current_user, user_rate_key
 from app.docs.openapi import (
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
     NO_TOKEN,
+    RATE_LIMIT_HEADERS,
     SERVER,
     Blueprint,
     download_responses,
@@ -22,10 +23,11 @@ from app.docs.openapi import (
     json_body_doc,
     private_cache,
 )
+from app.extensions import limiter
 from app.files import access
 from app.files.downloads import download_response
 from app.files.listing import Listing
-from app.files.pagination import list_response
+from app.files.pagination import list_response, page_envelope
 from app.http import base_url, json_body, load
 from app.links import services
 from app.links.holder import (
@@ -39,7 +41,7 @@ from app.links.holder import (
 from app.links.schemas import (
     CreatedLinkSchema,
     KitInputSchema,
-    LinkListSchema,
+    LinkPageSchema,
     LinkQuerySchema,
     LinkSchema,
     RecordLinkInputSchema,
@@ -91,6 +93,15 @@ EXPIRED = (
 )
 
 
+def _link_rate() -> str:
+    return current_app.config["RATELIMIT_LINKS"]
+
+
+# Each link is a row and an audit entry kept for the trail's retention: creating them, record
+# links and press kits alike, draws on one budget per user (issue 36, finding 6).
+creation_limited = limiter.shared_limit(_link_rate, scope="link-create", key_func=user_rate_key)
+
+
 def _max_days() -> int:
     return current_app.config["SHARE_LINK_MAX_DAYS"]
 
@@ -108,6 +119,20 @@ def _dump(row: Any, **extra: Any) -> dict[str, Any]:
     return (created_schema if extra else link_schema).dump(values)
 
 
+class _LinkRows:
+    """Dumps a page's (link, email) rows as `page_envelope` asks of its rows."""
+
+    def dump(self, rows: list[Any], many: bool = True) -> list[dict[str, Any]]:
+        return [_dump(row) for row in rows]
+
+
+_LINK_ROWS = _LinkRows()
+
+
+def _per_page() -> int:
+    return current_app.config["PAGE_SIZE"]
+
+
 def _created(link: Any, secret: str) -> tuple[dict[str, Any], int]:
     url = f"{base_url()}{request.script_root}{PAGE_PREFIX}{secret}"
     return _dump((link, current_user().email), url=url), 201
@@ -117,17 +142,31 @@ def _created(link: Any, secret: str) -> tuple[dict[str, Any], int]:
 
 
 @bp.post("/api/files/<uuid:record_id>/links", parameters=[ID_PARAMETER])
+@creation_limited
 @bp.doc(
     operationId="createFileLink",
     requestBody=json_body_doc(record_input),
 )
-@bp.alt_response(201, schema=CreatedLinkSchema, description="The new link, with its url.")
-@bp.errors("Unauthenticated", "BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed")
+@bp.alt_response(
+    201,
+    schema=CreatedLinkSchema,
+    description="The new link, with its url.",
+    headers=RATE_LIMIT_HEADERS,
+)
+@bp.errors(
+    "Unauthenticated",
+    "BadRequest",
+    "NotFound",
+    "PayloadTooLarge",
+    "ValidationFailed",
+    "TooManyRequests",
+)
 def create_record_link(record_id: uuid.UUID):
     """Create a share link to a record
 
     Owner or administrator (anyone else: 404, as for the record). The answer's `url` carries
-    the secret and is shown only here.
+    the secret and is shown only here. Rate limited per user, with press kits
+    (`RATELIMIT_LINKS`).
     """
     data = load(record_input, json_body())
     link, secret = services.create_link(
@@ -141,12 +180,20 @@ def create_record_link(record_id: uuid.UUID):
 
 
 @bp.get("/api/files/<uuid:record_id>/links", parameters=[ID_PARAMETER])
-@bp.doc(operationId="listFileLinks")
-@bp.alt_response(200, schema=LinkListSchema, description="Newest first, without secrets.")
-@bp.errors("Unauthenticated", "NotFound")
+@bp.doc(
+    operationId="listFileLinks",
+    parameters=[{"in": "query", "schema": page_query}],
+)
+@bp.alt_response(200, schema=LinkPageSchema, description="Newest first, without secrets.")
+@bp.errors("Unauthenticated", "NotFound", "ValidationFailed")
 def list_record_links(record_id: uuid.UUID):
-    """A record's share links"""
-    return {"data": [_dump(row) for row in services.links_of_record(current_user(), record_id)]}
+    """A record's share links
+
+    100 a page (`page=`), in the file list's envelope.
+    """
+    params = load(page_query, request.args.to_dict())
+    found = services.links_of_record(current_user(), record_id, params["page"], _per_page())
+    return page_envelope(found, _LINK_ROWS)
 
 
 @bp.delete("/api/files/<uuid:record_id>/links/<uuid:link_id>", parameters=[ID_PARAMETER, LINK_ID])
@@ -160,17 +207,26 @@ def revoke_record_link(record_id: uuid.UUID, link_id: uuid.UUID):
 
 
 @bp.post("/api/links")
+@creation_limited
 @bp.doc(
     operationId="createPressKit",
     requestBody=json_body_doc(kit_input),
 )
-@bp.alt_response(201, schema=CreatedLinkSchema, description="The new link, with its url.")
-@bp.errors("Unauthenticated", "BadRequest", "PayloadTooLarge", "ValidationFailed")
+@bp.alt_response(
+    201,
+    schema=CreatedLinkSchema,
+    description="The new link, with its url.",
+    headers=RATE_LIMIT_HEADERS,
+)
+@bp.errors(
+    "Unauthenticated", "BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests"
+)
 def create_kit():
     """Create a press kit: a share link to a folder
 
     It covers your records in the folder and below (administrators: everyone's), evaluated at
-    each use: records added later appear, moved or deleted ones vanish.
+    each use: records added later appear, moved or deleted ones vanish. Rate limited per user,
+    with record links (`RATELIMIT_LINKS`).
     """
     caller = current_user()
     data = load(kit_input, json_body())
@@ -189,17 +245,20 @@ def create_kit():
     operationId="listLinks",
     parameters=[{"in": "query", "schema": query_schema}],
 )
-@bp.alt_response(200, schema=LinkListSchema, description="Newest first, without secrets.")
+@bp.alt_response(200, schema=LinkPageSchema, description="Newest first, without secrets.")
 @bp.errors("Unauthenticated", "ValidationFailed")
 def list_links():
     """Your share links
 
-    Record links and press kits you made (administrators: everyone's).
+    Record links and press kits you made (administrators: everyone's), 100 a page (`page=`),
+    in the file list's envelope.
     """
     caller = current_user()
     params = load(query_schema, request.args.to_dict())
     filters = services.LinkFilters(params.get("record_id"), params.get("path"))
-    return {"data": [_dump(row) for row in services.links_of(caller, filters)]}
+    return page_envelope(
+        services.links_of(caller, filters, params["page"], _per_page()), _LINK_ROWS
+    )
 
 
 @bp.delete("/api/links/<uuid:link_id>", parameters=[LINK_ID])

@@ -8,6 +8,7 @@ from typing import Any
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, post_load, pre_load
 
 from app.schemas.field_types import PageNumber, Text, Timestamp, VirtualPath, parse_since
+from app.schemas.pages import page_envelope
 from app.schemas.records import FileRecordSchema
 
 EXPIRY = (
@@ -98,13 +99,19 @@ class CreatedLinkSchema(LinkSchema):
     )
 
 
-class LinkListSchema(Schema):
-    data = fields.List(fields.Nested(LinkSchema))
+_NumberedLinks, _ = page_envelope(LinkSchema())
+
+
+class LinkPageSchema(_NumberedLinks):  # type: ignore[valid-type,misc]
+    """One page of links, newest first, in the file list's envelope (Laravel's length-aware
+    paginator); `next_cursor` is always null: links are paged by number only."""
 
 
 class LinkQuerySchema(Schema):
     class Meta:
         unknown = EXCLUDE
+
+    page = PageNumber(load_default=1, metadata={"description": "Page number, from 1."})
 
     record_id = fields.UUID(metadata={"description": "Only links to this record."})
     path = fields.String(metadata={"description": "Only press kits of this folder."})

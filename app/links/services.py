@@ -23,6 +23,7 @@ from app.auth.services import Caller
 from app.exceptions import DomainError, RecordNotFound, ValidationFailed
 from app.extensions import db
 from app.files import access
+from app.files.listing import Page
 from app.models import ShareLink, User, utcnow
 from app.schemas.field_types import format_timestamp
 
@@ -117,14 +118,22 @@ def _listed() -> Select[Any]:
     )
 
 
-def links_of_record(caller: Caller, record_id: uuid.UUID) -> list[Any]:
-    """Every link to a record `caller` may see (its owner sees an administrator's too)."""
+def _page(query: Select[Any], page: int, per_page: int) -> Page:
+    """One numbered page of (link, creator's email) rows of `query`, and the total."""
+    total = db.session.scalar(select(func.count()).select_from(query.order_by(None).subquery()))
+    items = list(db.session.execute(query.limit(per_page).offset((page - 1) * per_page)))
+    return Page(items, total or 0, page, per_page, None)
+
+
+def links_of_record(caller: Caller, record_id: uuid.UUID, page: int, per_page: int) -> Page:
+    """The links to a record `caller` may see (its owner sees an administrator's too), a
+    page of them."""
     access.find_record(caller, record_id)
-    return list(db.session.execute(_listed().where(ShareLink.record_id == record_id)))
+    return _page(_listed().where(ShareLink.record_id == record_id), page, per_page)
 
 
-def links_of(caller: Caller, filters: LinkFilters) -> list[Any]:
-    """The caller's links of both kinds (administrators: everyone's), filtered."""
+def links_of(caller: Caller, filters: LinkFilters, page: int, per_page: int) -> Page:
+    """The caller's links of both kinds (administrators: everyone's), filtered, a page."""
     query = _listed()
     if not caller.is_admin:
         query = query.where(ShareLink.created_by == caller.id)
@@ -132,7 +141,7 @@ def links_of(caller: Caller, filters: LinkFilters) -> list[Any]:
         query = query.where(ShareLink.record_id == filters.record_id)
     if filters.path is not None:
         query = query.where(ShareLink.path == filters.path)
-    return list(db.session.execute(query))
+    return _page(query, page, per_page)
 
 
 def revoke(caller: Caller, link_id: uuid.UUID, *, record_id: uuid.UUID | None = None) -> None:

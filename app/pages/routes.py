@@ -118,11 +118,12 @@ _NONE = literal_column("0")
 
 
 def _reach_of(page_views: bool) -> Any:
-    """Downloads (or page views) of the record by people so far, by the rule the rankings
-    count them by (app/stats/queries.py)."""
+    """Downloads (or page views) of the record by people so far, as the public figures count
+    them (app/stats/queries.py): the public door's downloads only, never what share links
+    or accounts fetched before the release."""
     return (
         select(func.coalesce(func.sum(StatsDaily.total), _NONE))
-        .where(StatsDaily.record_id == FileRecord.id, human(views=page_views))
+        .where(StatsDaily.record_id == FileRecord.id, human(views=page_views, public=True))
         .scalar_subquery()
     )
 

@@ -3,7 +3,7 @@ doors hand an event to an in-memory collector (collector.py) and return; a backg
 classifies, filters and aggregates the events in batches (aggregation.py); queries.py reads
 the per-day counts for the endpoints (routes.py) and the monthly report (cli.py)."""
 
-from app.stats.collector import count_download, count_view, init_app
+from app.stats.collector import count_download, count_view, deferred_counter, init_app
 from app.stats.events import DOORS
 
-__all__ = ["DOORS", "count_download", "count_view", "init_app"]
+__all__ = ["DOORS", "count_download", "count_view", "deferred_counter", "init_app"]

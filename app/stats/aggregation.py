@@ -2,6 +2,7 @@
 
 - Robots (COUNTER robots list) are dropped; machines (its machine list: scripts, `curl`,
   libraries) are counted apart. The machine list is checked first: some agents are on both.
+  A User-Agent longer than `MAX_USER_AGENT` is a machine without being matched.
 - Double-click: a visitor's request of a record within 30 s of their previous one counts
   nothing, so a player's stream of Range requests counts once (per process; see README).
 - Unique: one per visitor per record per day, across replicas, through `stats_visitors`.
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -27,7 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from app.extensions import db
 from app.models import StatsDaily, StatsSalt, StatsVisitor
-from app.stats.events import DOUBLE_CLICK_SECONDS, PAGE, Download
+from app.stats.events import DOUBLE_CLICK_SECONDS, MAX_USER_AGENT, PAGE, Download
 
 #: Events written per transaction.
 BATCH = 5000
@@ -89,13 +91,8 @@ def _write(collector: Any, batch: list[Download]) -> bool:
     first_bucket: dict[tuple[date, uuid.UUID, str], Bucket] = {}
     stale = False
     people = []
-    # The lists are long regular expressions: each User-Agent is matched once a batch (and
-    # forgotten with it).
-    kinds: dict[str, bool | None] = {}
     for event in sorted(batch, key=lambda e: e.at):
-        if event.user_agent not in kinds:
-            kinds[event.user_agent] = _machine_or_robot(event.user_agent)
-        machine = kinds[event.user_agent]
+        machine = _machine_or_robot(event.user_agent)
         if machine is None:
             continue
         day = day_of(event.at)
@@ -122,9 +119,20 @@ def _write(collector: Any, batch: list[Download]) -> bool:
     return stale
 
 
+#: The lists are long regular expressions, matched in time proportional to a User-Agent's
+#: length: the classifications of the agents seen last are kept (at most this many, each
+#: at most `MAX_USER_AGENT` characters), so a browser's many requests are matched once.
+KNOWN_AGENTS = 4096
+
+
+@functools.lru_cache(maxsize=KNOWN_AGENTS)
 def _machine_or_robot(user_agent: str) -> bool | None:
     """True: a machine; None: a robot (not counted); False: a person. The machine list is
-    checked first: `curl` and other tools are on both."""
+    checked first: `curl` and other tools are on both. A User-Agent longer than
+    `MAX_USER_AGENT` (the collector cuts it one character beyond) is a machine unmatched: no
+    browser sends one, and matching it would cost the flush in proportion to its length."""
+    if len(user_agent) > MAX_USER_AGENT:
+        return True
     if is_machine(user_agent):
         return True
     return None if is_robot(user_agent) else False

@@ -19,7 +19,15 @@ from flask import Flask, current_app, request
 from app.signals import downloaded
 from app.stats.aggregation import flush_events
 from app.stats.clicks import MemoryClicks, RedisClicks
-from app.stats.events import COUNTED_STATUSES, DOORS, DOUBLE_CLICK_SECONDS, PAGE, Download
+from app.stats.events import (
+    DOORS,
+    DOUBLE_CLICK_SECONDS,
+    DOWNLOAD_STATUSES,
+    MAX_USER_AGENT,
+    PAGE,
+    VIEW_STATUSES,
+    Download,
+)
 
 #: Events kept while the database cannot take them; beyond it the oldest are dropped, so a
 #: long database outage costs counts, never the process's memory.
@@ -122,10 +130,30 @@ def count_download(door: str, record_id: uuid.UUID, status: int, user_id: int | 
     """Every download door calls this with its answer's status before returning it (a door
     below the statistics sends `app.signals.downloaded` instead): the one hook of the
     statistics on the request path (an append to memory, no I/O). `user_id`: the
-    token's account, else None (the visitor is then the client's address and User-Agent)."""
+    token's account, else None (the visitor is then the client's address and User-Agent).
+    Only 200 and 206 count: a 304 hands out no content."""
     if door not in DOORS:
         raise ValueError(f"unknown door {door!r}")
-    _count(door, record_id, status, user_id)
+    if status in DOWNLOAD_STATUSES:
+        _count(door, record_id, user_id)
+
+
+def deferred_counter(door: str, user_id: int | None) -> Callable[[uuid.UUID], None] | None:
+    """For a body that hands out several records (a folder ZIP): a function that counts one
+    of them by this request's visitor, to call once its bytes have been handed to the
+    server, even after the request (from the thread or event loop that streams the body).
+    None when nothing would count (statistics off, HEAD)."""
+    if door not in DOORS:
+        raise ValueError(f"unknown door {door!r}")
+    collector: Collector | None = current_app.extensions.get("stats")
+    if collector is None or request.method != "GET":
+        return None
+    address, user_agent = _visitor_of_request()
+
+    def count(record_id: uuid.UUID) -> None:
+        collector.add(Download(collector.clock(), record_id, door, user_id, address, user_agent))
+
+    return count
 
 
 def _count_sent(app: Flask, **download: Any) -> None:
@@ -136,21 +164,22 @@ def _count_sent(app: Flask, **download: Any) -> None:
 def count_view(record_id: uuid.UUID, status: int) -> None:
     """A view of a record's landing page (200, or 304 from a reader's cache), counted by the
     same rules as a download, apart from the downloads."""
-    _count(PAGE, record_id, status, None)
+    if status in VIEW_STATUSES:
+        _count(PAGE, record_id, None)
 
 
-def _count(door: str, record_id: uuid.UUID, status: int, user_id: int | None) -> None:
+def _visitor_of_request() -> tuple[str, str]:
+    """The client's address and User-Agent as an event keeps them. The User-Agent is cut
+    after `MAX_USER_AGENT` + 1 characters: an event holds at most that much of it, and the
+    flush classifies a cut one as a machine without matching it (aggregation.py)."""
+    user_agent = request.headers.get("User-Agent", "")[: MAX_USER_AGENT + 1]
+    return request.remote_addr or "", user_agent
+
+
+def _count(door: str, record_id: uuid.UUID, user_id: int | None) -> None:
     collector: Collector | None = current_app.extensions.get("stats")
     # A HEAD request asks about the content without receiving it: not a download.
-    if collector is None or status not in COUNTED_STATUSES or request.method != "GET":
+    if collector is None or request.method != "GET":
         return
-    collector.add(
-        Download(
-            collector.clock(),
-            record_id,
-            door,
-            user_id,
-            request.remote_addr or "",
-            request.headers.get("User-Agent", ""),
-        )
-    )
+    address, user_agent = _visitor_of_request()
+    collector.add(Download(collector.clock(), record_id, door, user_id, address, user_agent))

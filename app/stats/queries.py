@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, Select, and_, case, func, literal_column, 
 from app.extensions import db
 from app.models import FileRecord, StatsDaily
 from app.stats.aggregation import day_of
-from app.stats.events import DOORS, PAGE
+from app.stats.events import DOORS, PAGE, PUBLIC_DOOR
 
 
 def today() -> date:
@@ -100,8 +100,10 @@ def record_stats(record_id: uuid.UUID, start: date, end: date, granularity: str)
 
 
 def record_totals(record_id: uuid.UUID) -> dict[str, Any]:
-    """All counts of a record since counting began."""
-    totals = Counts()
+    """The public figures of a record since counting began: downloads through the public door
+    and views of the landing page, the only ones that happen while the public may have the
+    record (`PUBLIC_DOOR`); `doors` has that door alone."""
+    totals = Counts(doors={PUBLIC_DOOR: 0})
     rows = db.session.execute(
         select(
             StatsDaily.door,
@@ -109,7 +111,7 @@ def record_totals(record_id: uuid.UUID) -> dict[str, Any]:
             func.sum(StatsDaily.total),
             func.sum(StatsDaily.unique_visitors),
         )
-        .where(StatsDaily.record_id == record_id)
+        .where(StatsDaily.record_id == record_id, StatsDaily.door.in_([PUBLIC_DOOR, PAGE]))
         .group_by(StatsDaily.door, StatsDaily.machine)
     )
     for door, machine, total, unique in rows:
@@ -122,13 +124,23 @@ def record_totals(record_id: uuid.UUID) -> dict[str, Any]:
 _PAGE_DOOR = literal_column(f"'{PAGE}'")
 
 
-def human(*, views: bool = False) -> ColumnElement[bool]:
+#: The public door, likewise a constant of the statement.
+_PUBLIC_DOOR = literal_column(f"'{PUBLIC_DOOR}'")
+
+
+def human(*, views: bool = False, public: bool = False) -> ColumnElement[bool]:
     """COUNTER's human requests (downloads) among `stats_daily` rows, or with `views` the
     human views of the landing page: the rows of those doors not counted as a machine's.
+    With `public`, the downloads the public figures show: the public door's alone.
     Robots and double-clicks never reach the rows (aggregation.py). The one statement of the
     rule in SQL, for the rankings, the item report and the record page's reach; `Counts.add`
     sorts rows already read by the same rule."""
-    door = StatsDaily.door == _PAGE_DOOR if views else StatsDaily.door != _PAGE_DOOR
+    if views:
+        door = StatsDaily.door == _PAGE_DOOR
+    elif public:
+        door = StatsDaily.door == _PUBLIC_DOOR
+    else:
+        door = StatsDaily.door != _PAGE_DOOR
     return and_(StatsDaily.machine.is_(False), door)
 
 

@@ -99,10 +99,11 @@ def ranked_stats():
 def public_stats(record_id: uuid.UUID):
     """A released record's downloads
 
-    All counted downloads of a released record. 404 when the operator has switched public
-    statistics off (`STATS_PUBLIC`), and while the record is under embargo: how often its
-    content was fetched before the public may have it (through share links) is its owner's
-    to know (`GET /api/files/{id}/stats`).
+    The public figures of a released record: downloads without a token (`public` door) and
+    views of its landing page. Share-link and account downloads are not in them, before or
+    after the release: the press may fetch content under embargo, and how often is its
+    owner's to know (`GET /api/files/{id}/stats`). 404 when the operator has switched public
+    statistics off (`STATS_PUBLIC`), and while the record is under embargo.
     """
     if current_app.config["STATS_PUBLIC"] != "on":
         raise RecordNotFound()

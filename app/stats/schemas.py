@@ -109,8 +109,19 @@ class RecordStatsSchema(CountsSchema):
     periods = fields.List(fields.Nested(PeriodSchema), required=True)
 
 
+class PublicDoorsSchema(Schema):
+    public = fields.Integer(required=True, metadata={"description": "Without a token."})
+
+
 class RecordTotalsSchema(CountsSchema):
+    """The public figures: downloads without a token and page views, the counts that happen
+    while the public may have the record (share-link and account downloads, which may come
+    before the release, are the owner's to see)."""
+
     id = fields.UUID(required=True)
+    doors = fields.Nested(
+        PublicDoorsSchema, required=True, metadata={"description": "`total` by door."}
+    )
 
 
 class RankedRecordSchema(Schema):
