@@ -26,6 +26,9 @@ REQUEST_ID_ENVIRON = "app.request_id"
 USER_ID_ENVIRON = "app.user_id"
 #: The id of the share link a request presented (app/links), logged in place of its secret.
 SHARE_LINK_ENVIRON = "app.share_link_id"
+#: The status a proxy answers in the service's place (DOWNLOAD_OFFLOAD: the service answers 200
+#: with `X-Accel-Redirect`, nginx the client's 206); logged as the status, with `offloaded`.
+OFFLOADED_STATUS_ENVIRON = "app.offloaded_status"
 _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -144,6 +147,8 @@ class RequestLogMiddleware:
 
     def _log(self, environ: dict[str, Any], status: list[str], sent: int, started: float) -> None:
         code = int(status[0].split(" ", 1)[0]) if status else 0
+        offloaded = environ.get(OFFLOADED_STATUS_ENVIRON)
+        fields: dict[str, Any] = {"offloaded": True} if offloaded is not None else {}
         access_log.info(
             "request",
             extra={
@@ -156,11 +161,12 @@ class RequestLogMiddleware:
                         environ.get(SHARE_LINK_ENVIRON),
                         self.secrets,
                     ),
-                    "status": code,
+                    "status": offloaded if offloaded is not None and code == 200 else code,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                     "bytes": sent,
                     "user_id": environ.get(USER_ID_ENVIRON),
                     "remote_addr": environ.get("REMOTE_ADDR"),
+                    **fields,
                 }
             },
         )

@@ -518,7 +518,10 @@ def test_offloaded_downloads_carry_the_contract(offload: OffloadStack):
                                       (f"{size - 5}-{size + 100}", size - 5, size - 1),
                                       (f"-{size + 1}", 0, size - 1)]:  # fmt: skip
                 part = stack.request(
-                    pool, "GET", path, headers={**headers, "Range": f"bytes={asked}"}
+                    pool,
+                    "GET",
+                    path,
+                    headers={**headers, "Range": f"bytes={asked}", "X-Request-ID": "part"},
                 )
                 assert part.status == 206, (path, asked)
                 assert part.data == data[start : end + 1]
@@ -564,6 +567,8 @@ def test_offloaded_downloads_carry_the_contract(offload: OffloadStack):
     # The service saw and logged every download as before, with the status the client got.
     logged = [line for line in stack.access_log() if line["request_id"] == "whole"]
     assert [line["status"] for line in logged] == [200, 200]
+    parts = [line for line in stack.access_log() if line["request_id"] == "part"]
+    assert [(line["status"], line["offloaded"]) for line in parts] == [(206, True)] * 8
 
 
 def test_the_internal_location_is_not_reachable_from_outside(offload: OffloadStack):

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from flask import Request, Response, current_app
 
 from app import streaming
+from app.access_log import OFFLOADED_STATUS_ENVIRON
 from app.auth.services import Caller
 from app.errors import MESSAGES, error_response
 from app.extensions import db
@@ -159,6 +160,7 @@ def stored_file_response(
         response.headers["Content-Type"] = record.mime_type
         response.headers["X-Accel-Redirect"] = prefix + storage.offload_location(record.stored_path)
         response.set_etag(etag)
+        request.environ[OFFLOADED_STATUS_ENVIRON] = status
         return response
 
     length = end - start + 1
