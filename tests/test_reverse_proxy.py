@@ -341,8 +341,12 @@ def test_the_documented_setup_has_nginx_send_the_bytes(stack: Stack, token: str)
     while len(logged) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
         logged = stack.logged("offloaded")
-    # The service answered both with 200 and the redirect; nginx made the second a 206.
-    assert [(line["status"], line["bytes"]) for line in logged] == [(200, 0), (200, 0)]
+    # The service answered both with 200 and the redirect, nginx made the second a 206: the
+    # line says what the client got, and that nginx sent the bytes.
+    assert [(line["status"], line["bytes"], line["offloaded"]) for line in logged] == [
+        (200, 0, True),
+        (206, 0, True),
+    ]
 
 
 # --- DOWNLOAD_OFFLOAD=nginx: the service authorises, nginx sends the bytes ---------------
