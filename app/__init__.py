@@ -64,7 +64,9 @@ def _wrap_middleware(app: Flask) -> None:
     configure_logging()
     # Innermost: tus's X-HTTP-Method-Override must change the method before Flask routes.
     wsgi_app: Any = MethodOverride(app.wsgi_app)
-    wsgi_app = RequestLogMiddleware(wsgi_app, secret_paths(SECRET_PREFIXES))
+    wsgi_app = RequestLogMiddleware(
+        wsgi_app, secret_paths(SECRET_PREFIXES), app.config["ACCESS_LOG_ADDRESSES"]
+    )
     if app.config["PROXY_COUNT"]:
         # Client address, scheme and host as the trusted proxies in front saw them; outermost,
         # so the access log records the real client too.

@@ -8,6 +8,7 @@ cut out of the path.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import re
@@ -26,6 +27,9 @@ REQUEST_ID_ENVIRON = "app.request_id"
 USER_ID_ENVIRON = "app.user_id"
 #: The id of the share link a request presented (app/links), logged in place of its secret.
 SHARE_LINK_ENVIRON = "app.share_link_id"
+#: The status a proxy answers in the service's place (DOWNLOAD_OFFLOAD: the service answers 200
+#: with `X-Accel-Redirect`, nginx the client's 206); logged as the status, with `offloaded`.
+OFFLOADED_STATUS_ENVIRON = "app.offloaded_status"
 _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -113,13 +117,39 @@ def redacted_path(path: str, link_id: str | None, secrets: SecretPaths) -> str:
     return _SECRET_LIKE.sub(SECRET_PLACEHOLDER, "/".join(written))
 
 
+#: `ACCESS_LOG_ADDRESSES`: what of the client's address the access line keeps.
+ADDRESS_MODES = ("full", "truncated", "none")
+#: The network a truncated address names: as many people as share a provider's block.
+TRUNCATED_PREFIX = {4: 24, 6: 48}
+
+
+def logged_address(address: str | None, mode: str) -> str | None:
+    """The client's address as the access line keeps it (`mode`, one of `ADDRESS_MODES`):
+    whole, its network (IPv4 /24, IPv6 /48, written as the network's first address), or
+    nothing. Something that is not an address is kept only whole."""
+    if mode == "full":
+        return address
+    if mode == "none" or not address:
+        return None
+    try:
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return None
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        parsed = parsed.ipv4_mapped
+    network = ipaddress.ip_network(f"{parsed}/{TRUNCATED_PREFIX[parsed.version]}", strict=False)
+    return str(network.network_address)
+
+
 class RequestLogMiddleware:
     """Assigns the request id (the client's `X-Request-ID` if sane), echoes it, logs the line
-    (`secrets`: the paths that carry a secret, see `secret_paths`)."""
+    (`secrets`: the paths that carry a secret, see `secret_paths`; `addresses`: what of the
+    client's address it keeps, see `logged_address`)."""
 
-    def __init__(self, app: WSGIApp, secrets: SecretPaths) -> None:
+    def __init__(self, app: WSGIApp, secrets: SecretPaths, addresses: str = "truncated") -> None:
         self.app = app
         self.secrets = secrets
+        self.addresses = addresses
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         started = time.perf_counter()
@@ -144,6 +174,8 @@ class RequestLogMiddleware:
 
     def _log(self, environ: dict[str, Any], status: list[str], sent: int, started: float) -> None:
         code = int(status[0].split(" ", 1)[0]) if status else 0
+        offloaded = environ.get(OFFLOADED_STATUS_ENVIRON)
+        fields: dict[str, Any] = {"offloaded": True} if offloaded is not None else {}
         access_log.info(
             "request",
             extra={
@@ -156,11 +188,12 @@ class RequestLogMiddleware:
                         environ.get(SHARE_LINK_ENVIRON),
                         self.secrets,
                     ),
-                    "status": code,
+                    "status": offloaded if offloaded is not None and code == 200 else code,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 2),
                     "bytes": sent,
                     "user_id": environ.get(USER_ID_ENVIRON),
-                    "remote_addr": environ.get("REMOTE_ADDR"),
+                    "remote_addr": logged_address(environ.get("REMOTE_ADDR"), self.addresses),
+                    **fields,
                 }
             },
         )

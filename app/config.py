@@ -136,6 +136,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "STATS_PUBLIC": (get("STATS_PUBLIC", "on") or "").lower(),
         "STATS_FLUSH_SECONDS": _float(environ, "STATS_FLUSH_SECONDS", 5.0),
         "STATS_REDIS_URL": get("STATS_REDIS_URL"),
+        "ACCESS_LOG_ADDRESSES": (get("ACCESS_LOG_ADDRESSES", "truncated") or "").lower(),
     }
 
 
@@ -262,6 +263,11 @@ def validate(config: Mapping[str, Any]) -> None:
     for name in ("STATS", "STATS_PUBLIC"):
         if config.get(name, "on") not in ("on", "off"):
             raise ConfigError(f"{name} must be 'on' or 'off', got {config.get(name)!r}")
+    addresses = config.get("ACCESS_LOG_ADDRESSES", "truncated")
+    if addresses not in ("full", "truncated", "none"):
+        raise ConfigError(
+            f"ACCESS_LOG_ADDRESSES must be 'full', 'truncated' or 'none', got {addresses!r}"
+        )
     redis_url = config.get("STATS_REDIS_URL")
     if redis_url is not None and not re.match(r"(rediss?|unix)://", str(redis_url)):
         raise ConfigError(f"STATS_REDIS_URL must be a redis:// URL, got {redis_url!r}")

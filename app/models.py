@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import UTC, date, datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -152,6 +154,17 @@ class FileRecord(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     owner: Mapped[User] = relationship()
+
+
+def record_digest(record: Any, *extra: str) -> str:
+    """A digest of every column of a record (an ORM object or a row with its columns) and of
+    the row's `extra` columns: it changes whenever a value does, whoever changed it (the
+    service, or an operator's SQL, which leaves `updated_at` as it was). What the ETag of
+    anything showing a record is made of, so that a cache never keeps text the record no
+    longer has (issue 36)."""
+    names = [column.key for column in FileRecord.__table__.columns]
+    values = "\0".join(repr(getattr(record, name)) for name in (*names, *extra))
+    return hashlib.sha256(values.encode()).hexdigest()
 
 
 class FilePathCount(db.Model):

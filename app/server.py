@@ -11,7 +11,8 @@ What waitress does not do by itself, added here (the reasons are in docs/securit
   upload), and all bodies being received together stay within `SPOOL_LIMIT_MB` (503 with
   Retry-After otherwise).
 - A request with both Content-Length and Transfer-Encoding is refused (400).
-- Waitress's own answers (413, 400, 401, 503) use the API's JSON error shape.
+- Waitress's own answers (413, 400, 401, 503) use the API's JSON error shape, plus the headers
+  the app asks for on their path (`app.extensions["server_answer_headers"]`, e.g. tus's).
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ class JSONErrorTask(ErrorTask):
         self.status = f"{error.code} {error.reason}"
         self.response_headers.append(("Content-Type", "application/json"))
         self.response_headers.extend(getattr(error, "headers", ()))
+        present = {name.lower() for name, _ in self.response_headers}
+        added = self.channel.server.answer_headers(getattr(self.request, "path", ""))
+        self.response_headers.extend((k, v) for k, v in added.items() if k.lower() not in present)
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)
@@ -369,6 +373,7 @@ def make_server(
     server.channel_class = channel
     server.may_send_large_body = may_send_large_body or _token_check(app)
     server.refuse_before_body = _body_checks(app)
+    server.answer_headers = _answer_headers(app)
     _watch_clients(server, config["HEADER_TIMEOUT_SECONDS"])
     _accept_in_batches(server)
     return server
@@ -412,6 +417,19 @@ def _body_checks(app: Flask) -> Any:
                 db.session.remove()
 
     return refuse_before_body
+
+
+def _answer_headers(app: Flask) -> Callable[[str], dict[str, str]]:
+    """Headers the app adds to the server's own answers to a path
+    (`app.extensions["server_answer_headers"]`: callables of the path, e.g. tus's)."""
+
+    def answer_headers(path: str) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        for extra in app.extensions.get("server_answer_headers", ()):
+            headers.update(extra(path))
+        return headers
+
+    return answer_headers
 
 
 def _accept_in_batches(server: Any, batch: int = 64) -> None:

@@ -16,8 +16,9 @@ import ctypes
 import io
 import logging
 import threading
+import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,44 @@ SMALL_BODY_BYTES = 1024 * 1024
 class BodyFailed(OSError):
     """The storage stream broke off after the headers were sent: the connection is closed,
     which is the only way left to tell the client that the body is incomplete."""
+
+
+class Withdrawn(BodyFailed):
+    """The right to the body ended while it streamed (a revoked token or share link, a
+    deactivated account, a record no longer released): the connection is closed short."""
+
+
+class Rechecked:
+    """`chunks` (an iterable with `close`) as they are read, asking `still_allowed()` at most
+    once every `every_seconds` (never per chunk: a check is a database read); once it says
+    no, the stream ends with `Withdrawn`. The first check is `every_seconds` after the
+    start: the request itself was just checked."""
+
+    def __init__(
+        self,
+        chunks: Iterable[bytes],
+        still_allowed: Callable[[], bool],
+        every_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.chunks = chunks
+        self.still_allowed = still_allowed
+        self.every_seconds = every_seconds
+        self.clock = clock
+
+    def __iter__(self) -> Iterator[bytes]:
+        checked = self.clock()
+        for chunk in self.chunks:
+            if self.clock() - checked >= self.every_seconds:
+                if not self.still_allowed():
+                    raise Withdrawn("the right to this download ended while it streamed")
+                checked = self.clock()
+            yield chunk
+
+    def close(self) -> None:
+        close = getattr(self.chunks, "close", None)
+        if close is not None:
+            close()
 
 
 class PumpedBody(io.RawIOBase):
@@ -187,7 +226,8 @@ class PumpedBody(io.RawIOBase):
                 if was_empty:
                     self._wake()
         except Exception as exc:
-            log.warning("download body broke off: %s", exc)
+            level = logging.INFO if isinstance(exc, Withdrawn) else logging.WARNING
+            log.log(level, "download body broke off: %s", exc)
             with self._cond:
                 self._error = exc
             self._wake()

@@ -149,3 +149,57 @@ def test_no_secret_ever_reaches_a_log_line(
     for secret in secrets_seen:
         assert secret not in text
     assert "Authorization" not in text and "Bearer" not in text
+
+
+@pytest.mark.parametrize(
+    ("mode", "v4", "v6"),
+    [
+        (None, "203.0.113.0", "2001:db8:abcd::"),  # the default: truncated
+        ("truncated", "203.0.113.0", "2001:db8:abcd::"),
+        ("full", "203.0.113.77", "2001:db8:abcd:12:3456::1"),
+        ("none", None, None),
+    ],
+)
+def test_the_access_log_keeps_what_access_log_addresses_says_of_the_address(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    mode: str | None,
+    v4: str | None,
+    v6: str | None,
+):
+    """IPv4 to its /24, IPv6 to its /48 (an IPv4-mapped IPv6 address as IPv4), or nothing;
+    the whole address reaches no log line unless asked for."""
+    settings = {} if mode is None else {"ACCESS_LOG_ADDRESSES": mode}
+    app = create_app(
+        base_config(
+            SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+            STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
+            **settings,
+        )
+    )
+    client = app.test_client()
+    caplog.clear()
+    sent = ["203.0.113.77", "2001:db8:abcd:12:3456::1", "::ffff:203.0.113.77"]
+    with caplog.at_level(logging.DEBUG):
+        for address in sent:
+            client.get("/healthz", environ_base={"REMOTE_ADDR": address}, buffered=True)
+    logged = [line["remote_addr"] for line in access_lines(caplog)]
+    assert logged == [v4, v6, sent[2] if mode == "full" else v4]
+    if mode != "full":
+        text = "\n".join(JSONFormatter().format(r) for r in caplog.records) + caplog.text
+        for address in sent:
+            assert address not in text
+    with app.app_context():
+        db.engine.dispose()
+
+
+def test_access_log_addresses_is_one_of_three(tmp_path: Path):
+    from app.config import ConfigError
+
+    config = base_config(
+        SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
+        ACCESS_LOG_ADDRESSES="anonymous",
+    )
+    with pytest.raises(ConfigError, match="ACCESS_LOG_ADDRESSES"):
+        create_app(config)

@@ -3,6 +3,7 @@ public's; app/links: a share link's) and its description in the API document."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import Response, current_app, request
@@ -13,7 +14,7 @@ from app.archives import services
 from app.auth.services import Caller
 from app.docs.openapi import header
 from app.files import access
-from app.files.downloads import content_disposition
+from app.files.downloads import RECHECK_SECONDS, content_disposition, still_allowed
 from app.http import load
 from app.schemas.fast_dump import public_record_rows, record_rows
 from app.schemas.field_types import PlainString
@@ -77,10 +78,17 @@ def _limits() -> services.ArchiveLimits:
 
 
 def archive_response(
-    user, cache_control: str, path: str | None = None, name: str | None = None
+    user,
+    cache_control: str,
+    path: str | None = None,
+    name: str | None = None,
+    again: Callable[[], Any] | None = None,
 ) -> Response:
     """The ZIP of what `user` (None: the public; or a share link's holder) may download
-    under `path` (None: the `path` query parameter), named after `name` or the path."""
+    under `path` (None: the `path` query parameter), named after `name` or the path.
+    `again`: the caller as it is now (raises once its token or link is gone), asked every
+    few seconds while the archive streams, which ends short once it raises (its members
+    are checked batch by batch anyway)."""
     if path is None:
         path = load(archive_query_schema, request.args.to_dict())["path"]
     today = access.today()
@@ -117,8 +125,11 @@ def archive_response(
     length = len(archive)
     # Sent by the server's event loop like downloads: a long archive holds no request thread.
     # Read ahead by one chunk only: a slow reader holds one chunk, not the downloads' buffer.
+    chunks: Any = iter(archive)
+    if again is not None:
+        chunks = streaming.Rechecked(chunks, still_allowed(again), RECHECK_SECONDS)
     body = streaming.event_loop_body(
-        request.environ, iter(archive), length, buffer_bytes=services.CHUNK_BYTES
+        request.environ, chunks, length, buffer_bytes=services.CHUNK_BYTES
     )
     response = Response(body, mimetype="application/zip", direct_passthrough=True)
     response.content_length = length

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from app.archives.responses import archive_ok, archive_query_schema, archive_response
-from app.auth.guard import current_user
+from app.auth.guard import current_user, current_user_again
 from app.docs.openapi import CACHED, NO_TOKEN, SERVER, Blueprint, private_cache
 from app.http import PRIVATE_CACHE, PUBLIC_CACHE
 
@@ -27,7 +27,7 @@ def download_folder():
     MiB per archive on this instance (`ZIP_MAX_FILES`, `ZIP_MAX_MB`); a folder over either
     limit answers 422 on `path`.
     """
-    return archive_response(current_user(), PRIVATE_CACHE)
+    return archive_response(current_user(), PRIVATE_CACHE, again=current_user_again())
 
 
 @bp.get("/api/public/files.zip", tags=["Public"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from flask import g, request
 
 from app.access_log import USER_ID_ENVIRON
@@ -19,6 +21,21 @@ def current_user() -> Caller:
         g.caller = caller
         request.environ[USER_ID_ENVIRON] = caller.id
     return caller
+
+
+def current_user_again() -> Callable[[], Caller]:
+    """The caller of this request as it will be when asked later, from a body that streams on
+    after the request (app/files/downloads.py): raises NotAuthenticated once the token is
+    revoked or expired, or its account deactivated."""
+    authorization = request.headers.get("Authorization", "")
+
+    def again() -> Caller:
+        caller = caller_of(authorization)
+        if caller is None:
+            raise NotAuthenticated()
+        return caller
+
+    return again
 
 
 def caller_of(authorization: str) -> Caller | None:

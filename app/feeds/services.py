@@ -15,7 +15,7 @@ from sqlalchemy import func, or_, select
 from app.extensions import db
 from app.files import access
 from app.files.listing import filtered
-from app.models import FileRecord, OaiTombstone
+from app.models import FileRecord, OaiTombstone, record_digest
 
 FEED_SIZE = 50
 
@@ -70,8 +70,9 @@ def version(kind: str, path: str | None, found: list[Entry], updated: datetime |
     `updated` an empty feed shows)."""
     digest = hashlib.sha256(f"{kind}|{path}|{updated.isoformat() if updated else ''}".encode())
     for entry in found:
-        stamp = f"|{entry.record.id}|{entry.record.updated_at.isoformat()}"
-        digest.update(stamp.encode())
+        # Every value of the record, so that a change made by SQL (which leaves `updated_at`
+        # as it was) changes the tag too.
+        digest.update(f"|{record_digest(entry.record)}".encode())
     return digest.hexdigest()[:32]
 
 

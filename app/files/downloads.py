@@ -7,22 +7,29 @@ errors still become proper answers; the body then streams in chunks from storage
 from __future__ import annotations
 
 import base64
+import logging
 import unicodedata
 import uuid
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
 from flask import Request, Response, current_app
+from sqlalchemy.exc import SQLAlchemyError
 
 from app import streaming
+from app.access_log import OFFLOADED_STATUS_ENVIRON
 from app.auth.services import Caller
 from app.errors import MESSAGES, error_response
+from app.exceptions import DomainError
 from app.extensions import db
 from app.files.access import LinkHolder, downloadable_record
 from app.storage import ObjectNotFound, Storage
 
 # How often a download follows a record to its newer object before giving up.
 MAX_REREADS = 5
+
+log = logging.getLogger(__name__)
 
 # The name an offloaded download's Content-Disposition travels to the proxy under.
 OFFLOAD_DISPOSITION = "X-Offload-Content-Disposition"
@@ -89,12 +96,47 @@ def offload_prefix(request: Request) -> str | None:
     return current_app.config["DOWNLOAD_OFFLOAD_PREFIX"]
 
 
+#: How often a streaming download or archive asks whether it may go on (`still_allowed`): the
+#: bytes a reader receives after a revocation are those of this long, plus the buffers.
+RECHECK_SECONDS = 2.0
+
+
+def still_allowed(
+    again: Callable[[], Caller | LinkHolder | None], record_id: uuid.UUID | None = None
+) -> Callable[[], bool]:
+    """For a body that streams on after the request: whether the caller as it is now
+    (`again()`, which raises a domain error once its token or link is revoked or expired, or
+    its account deactivated) may still have it, and may still download the record as it is
+    now (`record_id`; an archive checks its members itself). Runs in whatever thread sends
+    the body, in an app context of its own. A check the database cannot answer lets the body
+    go on (the next one asks again): an outage is not a revocation."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+    def check() -> bool:
+        with app.app_context():
+            try:
+                caller = again()
+                if record_id is not None:
+                    downloadable_record(caller, record_id, fresh=True)
+                return True
+            except DomainError:
+                return False
+            except SQLAlchemyError:
+                log.warning("could not recheck a download in flight; it goes on")
+                return True
+            finally:
+                db.session.remove()
+
+    return check
+
+
 def download_response(
     request: Request,
     caller: Caller | LinkHolder | None,
     record_id: uuid.UUID,
     storage: Storage,
     cache_control: str,
+    again: Callable[[], Caller | LinkHolder | None] | None = None,
 ) -> Response:
     """Answer a download of a record `caller` (None: the public) may download now.
 
@@ -104,20 +146,25 @@ def download_response(
     key has not changed really has lost its object: that is an error.
     """
     record = downloadable_record(caller, record_id)
+    recheck = still_allowed(again or (lambda: caller), record_id)
     for _ in range(MAX_REREADS):
         try:
-            return stored_file_response(request, record, storage, cache_control)
+            return stored_file_response(request, record, storage, cache_control, recheck)
         except ObjectNotFound:
             missing_key = record.stored_path
             db.session.rollback()
             record = downloadable_record(caller, record_id, fresh=True)
             if record.stored_path == missing_key:
                 raise
-    return stored_file_response(request, record, storage, cache_control)
+    return stored_file_response(request, record, storage, cache_control, recheck)
 
 
 def stored_file_response(
-    request: Request, record: Any, storage: Storage, cache_control: str
+    request: Request,
+    record: Any,
+    storage: Storage,
+    cache_control: str,
+    still_allowed: Callable[[], bool] | None = None,
 ) -> Response:
     etag = etag_of(record)
     headers = {
@@ -159,10 +206,13 @@ def stored_file_response(
         response.headers["Content-Type"] = record.mime_type
         response.headers["X-Accel-Redirect"] = prefix + storage.offload_location(record.stored_path)
         response.set_etag(etag)
+        request.environ[OFFLOADED_STATUS_ENVIRON] = status
         return response
 
     length = end - start + 1
-    reader = storage.open(record.stored_path, start, end, chunk_size=streaming.READ_BYTES)
+    reader: Any = storage.open(record.stored_path, start, end, chunk_size=streaming.READ_BYTES)
+    if still_allowed is not None:
+        reader = streaming.Rechecked(reader, still_allowed, RECHECK_SECONDS)
     response = Response(
         streaming.event_loop_body(request.environ, reader, length),
         status=status,

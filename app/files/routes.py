@@ -5,7 +5,7 @@ import uuid
 
 from flask import current_app, request
 
-from app.auth.guard import current_user, user_rate_key
+from app.auth.guard import current_user, current_user_again, user_rate_key
 from app.database import read_without_transaction
 from app.docs.openapi import (
     DOWNLOAD_REQUEST_HEADERS,
@@ -177,7 +177,9 @@ def download_file(record_id: uuid.UUID):
     Non-administrators get 403 while the record is unreleased or under embargo.
     """
     caller = current_user()
-    response = download_response(request, caller, record_id, _storage(), PRIVATE_CACHE)
+    response = download_response(
+        request, caller, record_id, _storage(), PRIVATE_CACHE, again=current_user_again()
+    )
     downloaded.send(
         current_app._get_current_object(),  # type: ignore[attr-defined]
         door="account",

@@ -346,6 +346,7 @@ def download_shared(secret: str, record_id: uuid.UUID):
         record_id,
         current_app.extensions["storage"],
         HOLDER_HEADERS["Cache-Control"],
+        again=lambda: services.resolve(secret).holder,
     )
     whole = request.range is None or request.range.ranges[0][0] == 0
     services.note_use(link.id, download=response.status_code in (200, 206) and whole)
@@ -372,6 +373,12 @@ def download_shared_zip(secret: str):
     """
     link = open_link(secret)
     name = link.holder.path or "files"
-    response = archive_response(link.holder, HOLDER_HEADERS["Cache-Control"], path="", name=name)
+    response = archive_response(
+        link.holder,
+        HOLDER_HEADERS["Cache-Control"],
+        path="",
+        name=name,
+        again=lambda: services.resolve(secret).holder,
+    )
     services.note_use(link.id, download=True)
     return response

@@ -23,7 +23,7 @@ from app.files import access
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import PUBLIC_CACHE, base_url, external_url
 from app.links.holder import HOLDER_HEADERS, is_holder_page
-from app.models import FileRecord, RecordCitation, StatsDaily
+from app.models import FileRecord, RecordCitation, StatsDaily, record_digest
 from app.oai.identifiers import identifier_of
 from app.pages import browse, citation, exports, front, holder, i18n, sitemap  # noqa: F401
 from app.pages.blueprint import bp
@@ -129,6 +129,8 @@ def _reach_of(page_views: bool) -> Any:
 
 
 _CITATIONS = RecordCitation.__table__
+#: The stored Cite box a page's read carries (`_READ_PAGE`): part of the page's version.
+_CITATION_COLUMNS = ("citation_key", "citation_de", "citation_en")
 #: Everything a page reads in one round trip, built once: the record, its stored citation
 #: (app/pages/stored.py) and its reach; prepared on PostgreSQL (a primary-key lookup).
 _READ_PAGE = (
@@ -189,8 +191,7 @@ def _version(row: Any, today: date, urls: Urls, repository: str) -> tuple[str, .
     """What a page's or export's ETag is made of, besides the layout (and for a page its
     reach and language)."""
     return (
-        str(row.id),
-        row.updated_at.isoformat(),
+        record_digest(row, *(_CITATION_COLUMNS if "citation_key" in row._fields else ())),
         str(access.embargo_active(row, today)),
         urls.page,
         urls.oai_record,

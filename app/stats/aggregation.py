@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import logging
 import os
 import uuid
 from collections import Counter
@@ -30,6 +31,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from app.extensions import db
 from app.models import StatsDaily, StatsSalt, StatsVisitor
 from app.stats.events import DOUBLE_CLICK_SECONDS, MAX_USER_AGENT, PAGE, Download
+
+log = logging.getLogger(__name__)
 
 #: Events written per transaction.
 BATCH = 5000
@@ -206,8 +209,35 @@ def _add_to_daily(totals: Counter[Bucket], uniques: Counter[Bucket]) -> None:
 def roll_over(collector: Any, today: date) -> None:
     """Destroy everything per visitor from before today: the salts (so yesterday's hashes
     can no longer be recomputed from an address) and the visitor rows."""
-    db.session.execute(delete(StatsVisitor).where(StatsVisitor.day < today))
-    db.session.execute(delete(StatsSalt).where(StatsSalt.day < today))
-    db.session.commit()
+    if db.session.get_bind().dialect.name == "sqlite":
+        if not _delete_and_wipe_on_sqlite(today):
+            return  # the write-ahead log is still read: the next flush tries again
+    else:
+        db.session.execute(delete(StatsVisitor).where(StatsVisitor.day < today))
+        db.session.execute(delete(StatsSalt).where(StatsSalt.day < today))
+        db.session.commit()
     collector.salts = {day: salt for day, salt in collector.salts.items() if day >= today}
     collector.rolled_over_on = today
+
+
+def _delete_and_wipe_on_sqlite(today: date) -> bool:
+    """The deletion on SQLite, leaving no copy of a salt in the database's files: SQLite keeps
+    a deleted row's bytes in its page until the page is reused, and every page version it
+    wrote in the write-ahead log (`-wal`) until the log is reset. `secure_delete` overwrites
+    the deleted rows with zeros, and a TRUNCATE checkpoint copies those pages into the
+    database and empties the log. Whether the log was emptied (readers may hold it)."""
+    with db.engine.connect() as connection:
+        connection.exec_driver_sql("PRAGMA secure_delete=ON")
+        connection.commit()
+        try:
+            with connection.begin():
+                connection.execute(delete(StatsVisitor).where(StatsVisitor.day < today))
+                connection.execute(delete(StatsSalt).where(StatsSalt.day < today))
+            busy, _, _ = connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()
+            connection.commit()
+        finally:
+            connection.exec_driver_sql("PRAGMA secure_delete=OFF")
+            connection.commit()
+    if busy:
+        log.warning("the statistics salts were deleted; the write-ahead log is busy, retrying")
+    return not busy

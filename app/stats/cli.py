@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import sys
 from datetime import date
 
@@ -27,9 +28,12 @@ def spreadsheet_safe(value: object) -> object:
 
 
 def _month(ctx: click.Context, param: click.Parameter, value: str) -> date:
+    """`YYYY-MM` in ASCII digits (`int()` would also read other scripts' digits)."""
+    found = re.fullmatch(r"([0-9]{4})-([0-9]{2})", value)
     try:
-        year, month = value.split("-")
-        return date(int(year), int(month), 1)
+        if found is None:
+            raise ValueError(value)
+        return date(int(found[1]), int(found[2]), 1)
     except ValueError:
         raise click.BadParameter("a month such as 2026-11") from None
 

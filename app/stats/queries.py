@@ -4,6 +4,7 @@ apart; `views` and `unique_views` are human views of the landing page."""
 
 from __future__ import annotations
 
+import calendar
 import time
 import uuid
 from collections.abc import Iterator
@@ -188,7 +189,7 @@ def item_report(month: date) -> Iterator[tuple[str, str, str, str, int]]:
     (downloads) and investigations (requests plus landing-page views). COUNTER's
     Unique_Item_Investigations is not given: a visitor who both viewed and downloaded is kept
     apart in each, so the two uniques cannot be merged without keeping more per visitor."""
-    end = (month.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+    end = month.replace(day=calendar.monthrange(month.year, month.month)[1])  # 9999-12 too
     query = _ranked(month, end, None).order_by(FileRecord.id)
     label = month.isoformat()[:7]
     for row in db.session.execute(query.execution_options(yield_per=1000)):

@@ -42,6 +42,15 @@ bp = Blueprint("tus", __name__, url_prefix=PREFIX, tag="Uploads")
 def _check_pieces_before_their_body(state: BlueprintSetupState) -> None:
     """The server asks before it receives a large body (app/server.py)."""
     state.app.extensions.setdefault("body_checks", []).append(refuse_before_body)
+    state.app.extensions.setdefault("server_answer_headers", []).append(server_answer_headers)
+
+
+def server_answer_headers(path: str) -> dict[str, str]:
+    """For the server's own answers (app/server.py: a body over the limit, broken framing, no
+    token for a large body, a full spool): under the prefix, what every tus answer carries."""
+    if under_prefix(path):
+        return {"Tus-Resumable": protocol.TUS_VERSION, "Cache-Control": "no-store"}
+    return {}
 
 
 OFFSET_TYPE = "application/offset+octet-stream"
@@ -166,31 +175,49 @@ def _append(upload_id: uuid.UUID, offset: int) -> services.Appended:
     return services.append_piece(user, upload_id, offset, piece, _storage(), current_app.config)
 
 
+#: What an OPTIONS answers (tus "Discovery"), wherever under the prefix it is asked.
+DISCOVERY = {
+    "204": {
+        "description": "The protocol's discovery headers.",
+        "headers": {
+            "Tus-Version": header("Versions spoken.", {"const": services.TUS_VERSION}),
+            "Tus-Extension": header(
+                "Extensions.", {"type": "string", "const": services.EXTENSIONS}
+            ),
+            "Tus-Max-Size": header(
+                "Largest upload, in bytes.", {"type": "string", "pattern": "^[0-9]+$"}
+            ),
+            "Tus-Checksum-Algorithm": header(
+                "Checksums of `Upload-Checksum`.",
+                {"type": "string", "const": ",".join(services.CHECKSUMS)},
+            ),
+        },
+    }
+}
+
+
 @bp.route("", methods=["OPTIONS"], provide_automatic_options=False)
-@bp.doc(
-    operationId="discoverUploads",
-    security=NO_TOKEN,
-    responses={
-        "204": {
-            "description": "The protocol's discovery headers.",
-            "headers": {
-                "Tus-Version": header("Versions spoken.", {"const": services.TUS_VERSION}),
-                "Tus-Extension": header(
-                    "Extensions.", {"type": "string", "const": services.EXTENSIONS}
-                ),
-                "Tus-Max-Size": header(
-                    "Largest upload, in bytes.", {"type": "string", "pattern": "^[0-9]+$"}
-                ),
-                "Tus-Checksum-Algorithm": header(
-                    "Checksums of `Upload-Checksum`.",
-                    {"type": "string", "const": ",".join(services.CHECKSUMS)},
-                ),
-            },
-        }
-    },
-)
+@bp.doc(operationId="discoverUploads", security=NO_TOKEN, responses=DISCOVERY)
 def discover():
     """What this tus server speaks"""
+    return _discovery()
+
+
+@bp.route(
+    "/<uuid:upload_id>",
+    parameters=[UPLOAD_ID],
+    methods=["OPTIONS"],
+    provide_automatic_options=False,
+)
+@bp.doc(operationId="discoverUploadsAtAnUpload", security=NO_TOKEN, responses=DISCOVERY)
+def discover_at_upload(upload_id: uuid.UUID):
+    """What this tus server speaks, asked at an upload's address
+
+    The same answer as `OPTIONS /api/uploads`, whoever asks and whether the upload exists."""
+    return _discovery()
+
+
+def _discovery() -> Response:
     return _without_body(
         204,
         {

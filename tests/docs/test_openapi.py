@@ -66,6 +66,7 @@ EXPECTED_STATUSES = {
     ("get", "/api/files.zip"): {200, 401, 422, 500, 503},
     ("get", "/api/public/files.zip"): {200, 422, 500, 503},
     ("options", "/api/uploads"): {204},
+    ("options", "/api/uploads/{id}"): {204},
     ("post", "/api/uploads"): {201, 400, 401, 409, 412, 413, 415, 422, 429, 460, 500, 503},
     ("head", "/api/uploads/{id}"): {200, 401, 404, 410, 412, 500, 503},
     ("patch", "/api/uploads/{id}"): {
@@ -105,6 +106,7 @@ NO_TOKEN_OPERATIONS = {
     ("get", "/api/shared/{secret}/files.zip"),
     ("get", "/api/public/files/{id}/stats"),
     ("options", "/api/uploads"),
+    ("options", "/api/uploads/{id}"),
     ("get", "/api/openapi.json"),
     ("get", "/api/docs"),
     ("get", "/api/docs/assets/{name}"),

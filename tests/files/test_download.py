@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
+import logging
 import os
 import uuid
 import zipfile
@@ -16,6 +18,7 @@ from urllib.parse import unquote
 import pytest
 
 from app import create_app
+from app.access_log import JSONFormatter
 from app.extensions import db
 from app.files import downloads
 from app.files.downloads import content_disposition
@@ -343,3 +346,29 @@ def test_offload_leaves_304_416_and_refusals_to_the_service(
         assert "X-Accel-Redirect" not in response.headers
         assert data[:100] not in response.data
     assert answers[1][0].headers["Content-Range"] == f"bytes */{len(data)}"
+
+
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [({}, 200), ({"Range": "bytes=2-5"}, 206), ({"Range": "bytes=-1000000"}, 206)],
+)
+def test_an_offloaded_download_is_logged_with_the_status_the_proxy_answers(
+    api: Api,
+    alice: Account,
+    offloading: Any,
+    caplog: pytest.LogCaptureFixture,
+    extra: dict,
+    status: int,
+):
+    """The service answers 200 with the redirect; the client gets the proxy's 206 for a
+    range, and the access line says what the client got (its bytes are the proxy's)."""
+    record = api.create(alice, "a.pdf", samples.pdf_bytes())
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="app.access"):
+        response = offloading.test_client().get(
+            f"/api/files/{record['id']}/download", headers={**alice.auth, **extra}, buffered=True
+        )
+    assert response.status_code == 200 and "X-Accel-Redirect" in response.headers
+    formatter = JSONFormatter()
+    (line,) = [json.loads(formatter.format(r)) for r in caplog.records if r.name == "app.access"]
+    assert (line["status"], line["bytes"], line["offloaded"]) == (status, 0, True)

@@ -390,3 +390,83 @@ def test_the_cite_box_formats_the_citation_and_links_every_export(api: Api, app,
     english = api.client.get(f"/records/{report['id']}?lang=en")
     box = html.fromstring(english.get_data()).xpath("//section[@class='cite']")[0]
     assert box.xpath("string(p[@class='citation'])").startswith("Muster, E. and Beispiel, M.")
+
+
+# --- a change made by SQL (issue 36, finding 12) -----------------------------------------
+
+
+def change_by_sql(api: Api, record_id: str, **values: Any) -> None:
+    """As an operator fixing a row by hand: only the named columns, `updated_at` untouched."""
+    import uuid
+
+    from sqlalchemy import update
+
+    from app.extensions import db
+    from app.models import FileRecord
+
+    table = FileRecord.__table__
+    with api.app.app_context():
+        db.session.execute(
+            update(table)
+            .where(table.c.id == uuid.UUID(record_id))
+            .values(**values, updated_at=table.c.updated_at)
+        )
+        db.session.commit()
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["/records/{}", *(f"/records/{{}}/export/{name}" for name in TYPES), "/api/public/feed.atom"],
+)
+def test_a_change_by_sql_changes_the_etag_of_what_shows_it(api: Api, alice: Account, address: str):
+    """The ETag follows what is served: a title fixed by SQL (no `updated_at` touched) is a
+    200 with the new text and a new ETag for the old `If-None-Match`; unchanged, a 304."""
+    record = api.create(alice, "bericht.pdf", titel="Alter Titel", autoren="Muster, Erika")
+    url = address.format(record["id"])
+    before = api.client.get(url)
+    assert before.status_code == 200 and "Alter Titel" in before.get_data(as_text=True)
+    old = before.headers["ETag"]
+    assert api.client.get(url, headers={"If-None-Match": old}).status_code == 304
+    updated_at = api.get(f"/api/files/{record['id']}", alice).get_json()["updated_at"]
+    change_by_sql(api, record["id"], titel="Neuer Titel")
+    assert api.get(f"/api/files/{record['id']}", alice).get_json()["updated_at"] == updated_at
+    after = api.client.get(url, headers={"If-None-Match": old})
+    assert after.status_code == 200
+    text = after.get_data(as_text=True)
+    assert "Neuer Titel" in text and "Alter Titel" not in text
+    assert after.headers["ETag"] != old
+    again = api.client.get(url, headers={"If-None-Match": after.headers["ETag"]})
+    assert again.status_code == 304
+
+
+def test_a_change_by_sql_reaches_the_stored_citation_with_refresh_citations(
+    api: Api, alice: Account
+):
+    """The stored Cite box (`record_citations`) no longer fits a title changed by SQL: the
+    page renders the new one at once, and `flask pages refresh-citations` stores it."""
+    from app.pages.cli import refresh_citations
+
+    record = api.create(alice, "bericht.pdf", titel="Alter Titel", autoren="Muster, Erika")
+    url = f"/records/{record['id']}"
+    old = api.client.get(url).headers["ETag"]
+    change_by_sql(api, record["id"], titel="Neuer Titel")
+    page = api.client.get(url, headers={"If-None-Match": old})
+    assert page.status_code == 200
+    (box,) = html.fromstring(page.get_data()).xpath("//p[@class='citation']")
+    assert "<i>Neuer Titel</i>" in html.tostring(box, encoding="unicode")
+    with api.app.app_context():
+        checked, written = refresh_citations(api.app.config["REPOSITORY_NAME"])
+        from sqlalchemy import select
+
+        from app.extensions import db
+        from app.models import RecordCitation
+
+        (stored,) = db.session.scalars(select(RecordCitation.de)).all()
+    assert written == 1 and "Neuer Titel" in stored
+    # What the page shows did not change, whether it was rendered or stored.
+    refreshed = api.client.get(url, headers={"If-None-Match": page.headers["ETag"]})
+    if refreshed.status_code == 200:
+        (again,) = html.fromstring(refreshed.get_data()).xpath("//p[@class='citation']")
+        assert html.tostring(again, encoding="unicode") == html.tostring(box, encoding="unicode")
+    else:
+        assert refreshed.status_code == 304

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import func, select
+from sqlalchemy import func, make_url, select
 from sqlalchemy.exc import OperationalError
 
 from app import create_app
@@ -225,3 +226,34 @@ def test_downloads_through_a_share_link_count_at_the_link_door(
     flush(app)
     assert stats(api, alice, record["id"])["doors"] == {"public": 0, "account": 0, "link": 2}
     assert stats(api, alice, other["id"])["doors"] == {"public": 0, "account": 0, "link": 1}
+
+
+def test_a_destroyed_salt_is_in_no_file_of_the_sqlite_database(
+    make_sqlite_app: Any, clock: Clock
+) -> None:
+    """SQLite keeps deleted rows' bytes in free pages and in its write-ahead log until they
+    are overwritten: after the roll-over the salt's 32 bytes are in neither the database file
+    nor its -wal (PostgreSQL: docs/security.md, "Client addresses and the salts")."""
+    app = make_sqlite_app(STATS_CLOCK=clock)
+    api = Api(app, app.test_client())
+    alice = api.account("alice@example.org")
+    record = api.create(alice)
+    assert public_download(api, record["id"]).status_code == 200
+    flush(app)
+    with app.app_context():
+        salt = db.session.execute(select(StatsSalt.salt)).scalar_one()
+    database = make_url(app.config["SQLALCHEMY_DATABASE_URI"]).database
+    files = [Path(database), Path(database + "-wal")]
+
+    def holding_the_salt() -> list[str]:
+        return [f.name for f in files if f.exists() and salt in f.read_bytes()]
+
+    assert holding_the_salt(), "the salt is written to the database before the roll-over"
+    clock.advance(24 * 3600)
+    flush(app)  # the roll-over
+    assert rows_of(app, StatsSalt) == 0
+    assert holding_the_salt() == []
+    # The database still works: the next download is counted under the new day's salt.
+    assert public_download(api, record["id"]).status_code == 200
+    flush(app)
+    assert stats(api, alice, record["id"], granularity="month")["total"] == 2

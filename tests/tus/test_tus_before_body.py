@@ -82,3 +82,28 @@ def test_a_large_piece_it_cannot_take_is_answered_before_its_body(
         state = requests.head(deployment.base + path, headers={**TUS, **auth}, timeout=30)
         assert state.headers["Upload-Offset"] == "0"
     assert requests.delete(deployment.base + upload, headers={**TUS, **auth}, timeout=30).ok
+
+
+@pytest.mark.parametrize("case", ["too large (413)", "framing (400)", "no token (401)"])
+def test_the_servers_own_answers_under_the_prefix_carry_the_tus_headers(
+    deployment: Deployment, case: str
+):
+    """Waitress answers these itself, before the app sees the request: under /api/uploads
+    they carry Tus-Resumable and Cache-Control: no-store as the app's answers do; elsewhere
+    they do not."""
+    headers = {**TUS, "Content-Type": "application/offset+octet-stream", "Upload-Offset": "0"}
+    status = int(case[-4:-1])
+    if case.startswith("too large"):
+        headers.update({**deployment.auth(), "Content-Length": str(10**12)})
+    elif case.startswith("framing"):
+        headers.update({"Content-Length": "5", "Transfer-Encoding": "chunked"})
+    else:
+        headers.update({"Content-Length": str(2 * MiB)})
+    upload = "/api/uploads/00000000-0000-4000-8000-000000000000"
+    for path, tus in ((upload, True), ("/api/files", False)):
+        answer = answer_to_headers_only(deployment, path, headers)
+        status_line, _, rest = answer.partition("\r\n")
+        assert status_line.startswith(f"HTTP/1.1 {status} "), answer
+        head = rest.partition("\r\n\r\n")[0].split("\r\n")
+        assert ("Tus-Resumable: 1.0.0" in head) is tus, answer
+        assert ("Cache-Control: no-store" in head) is tus, answer

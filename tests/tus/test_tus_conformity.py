@@ -341,3 +341,17 @@ def test_paths_beside_the_prefix_are_not_tus(api: Api, alice: Account):
     response = api.client.get("/api/uploadsx", headers=alice.auth)
     assert response.status_code == 404
     assert "Tus-Resumable" not in response.headers
+
+
+def test_options_on_an_upload_announces_the_version(api: Api, alice: Account):
+    """OPTIONS may be sent to any tus address (the upload's, too); the answer "MUST contain
+    the Tus-Version header", and a Tus-Resumable sent with it is ignored."""
+    url = create(api, alice)
+    for target in (url, "/api/uploads/00000000-0000-4000-8000-000000000000"):
+        for headers in ({}, {"Tus-Resumable": "0.2.2"}):
+            response = api.client.options(target, headers=headers)
+            assert response.status_code == 204, (target, response.status)
+            assert response.headers["Tus-Version"] == "1.0.0"
+            assert response.headers["Tus-Extension"].split(",")[0] == "creation"
+            assert_tus_headers(response)
+    assert offset_of(api, alice, url) == 0
