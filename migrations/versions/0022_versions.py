@@ -23,18 +23,18 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("file_records") as table:
-        table.add_column(
-            sa.Column("version", sa.Integer(), server_default=sa.text("1"), nullable=False)
-        )
-        table.add_column(
-            sa.Column(
-                "content_was_public",
-                sa.Boolean(),
-                server_default=sa.text("false"),
-                nullable=False,
-            )
-        )
+    # Plain ALTER TABLE on both backends: batch mode would rebuild the table on SQLite and
+    # lose the triggers that keep the counts (migrations 0005, 0006).
+    op.add_column(
+        "file_records",
+        sa.Column("version", sa.Integer(), server_default=sa.text("1"), nullable=False),
+    )
+    op.add_column(
+        "file_records",
+        sa.Column(
+            "content_was_public", sa.Boolean(), server_default=sa.text("false"), nullable=False
+        ),
+    )
     op.execute(
         sa.text(
             "UPDATE file_records SET content_was_public = true WHERE freigabe = true "
@@ -63,9 +63,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """Kept contents lose their rows: `flask storage reconcile` then reports them as orphans
-    (and removes them with --delete-orphans)."""
+    (and removes them with --fix)."""
     op.drop_index("ix_file_versions_stored_path", table_name="file_versions")
     op.drop_table("file_versions")
-    with op.batch_alter_table("file_records") as table:
-        table.drop_column("content_was_public")
-        table.drop_column("version")
+    op.execute("ALTER TABLE file_records DROP COLUMN content_was_public")
+    op.execute("ALTER TABLE file_records DROP COLUMN version")
