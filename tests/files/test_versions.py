@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import io
 import json
 import uuid
+import zipfile
 from datetime import date, timedelta
 
 from sqlalchemy import select
@@ -336,3 +339,56 @@ def test_a_binary_version_downloads_with_its_own_type(api: Api, alice: Account):
     api.replace(alice, rid, "b.txt", V2)
     old = api.get(f"/api/public/files/{rid}/versions/1/download")
     assert (old.headers["Content-Type"], old.data) == ("application/pdf", pdf)
+
+
+# --- the other doors serve the current version -----------------------------------------
+
+
+def test_share_links_and_the_folder_zip_serve_the_current_version(
+    api: Api, alice: Account, tmp_path
+):
+    keep(api, True)
+    rid = api.create(alice, "bericht.txt", V1, path="presse")["id"]
+    link = api.client.post(
+        f"/api/files/{rid}/links",
+        json={"expires_at": (date.today() + timedelta(days=2)).isoformat() + "T00:00:00Z"},
+        headers=alice.auth,
+    )
+    assert link.status_code == 201, link.get_json()
+    secret = link.get_json()["url"].rsplit("/", 1)[1]
+    assert api.client.get(f"/api/shared/{secret}/files/{rid}/download").data == V1
+
+    assert api.replace(alice, rid, "bericht.txt", V2).status_code == 200
+    assert api.client.get(f"/api/shared/{secret}/files/{rid}/download").data == V2
+    for response in (
+        api.get("/api/files.zip?path=presse", alice),
+        api.client.get("/api/public/files.zip?path=presse"),
+    ):
+        assert response.status_code == 200
+        with zipfile.ZipFile(io.BytesIO(response.get_data())) as archive:
+            contents = [archive.read(name) for name in archive.namelist()]
+        assert V2 in contents and V1 not in contents
+
+
+def test_an_upload_through_tus_is_version_1_and_replaced_like_any_other(api: Api, alice: Account):
+    created = api.client.post(
+        "/api/uploads",
+        headers={
+            "Tus-Resumable": "1.0.0",
+            **alice.auth,
+            "Upload-Length": str(len(V1)),
+            "Upload-Metadata": "filename " + base64.b64encode(b"tus.txt").decode(),
+        },
+    )
+    assert created.status_code == 201
+    done = api.client.patch(
+        created.headers["Location"],
+        data=V1,
+        headers={"Tus-Resumable": "1.0.0", **alice.auth, "Upload-Offset": "0"},
+        content_type="application/offset+octet-stream",
+    )
+    assert done.status_code == 204
+    rid = done.headers["Upload-Record-Id"]
+    assert api.get(f"/api/files/{rid}", alice).get_json()["version"] == 1
+    assert api.replace(alice, rid, "tus.txt", V2).get_json()["version"] == 2
+    assert [r.number for r in version_rows(api, rid)] == [1]
