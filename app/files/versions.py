@@ -148,3 +148,10 @@ def kept_content(
     if version is None or version.stored_path is None:
         raise RecordNotFound("No kept content of this version.")
     return KeptContent(record, version)
+
+
+def last_replaced_at(record_id: uuid.UUID) -> datetime | None:
+    """When the record's current version became current by a replacement (None: never)."""
+    return db.session.scalar(
+        select(func.max(FileVersion.replaced_at)).where(FileVersion.record_id == record_id)
+    )
