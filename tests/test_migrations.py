@@ -206,4 +206,5 @@ def test_migration_0022_adds_versions_and_keeps_the_count_triggers(
         add_record("00000000-0000-4000-8000-000000000005", True, None)
         db.session.commit()
         assert user_count() == 5
+        db.session.remove()  # the session's connection goes back before the pool is closed
         db.engine.dispose()
