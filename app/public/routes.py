@@ -10,6 +10,7 @@ from app.docs.openapi import (
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
     NO_TOKEN,
+    RECORD_ETAG,
     SERVER,
     VERSION_NUMBER,
     Blueprint,
@@ -58,14 +59,21 @@ def list_released():
 
 @bp.get("/<uuid:record_id>", parameters=[RECORD_ID])
 @bp.doc(operationId="readReleasedFile", security=NO_TOKEN)
-@bp.alt_response(200, schema=public_record_schema, description="The record.", headers=CACHED)
+@bp.alt_response(
+    200,
+    schema=public_record_schema,
+    description="The record.",
+    headers={**CACHED, "ETag": RECORD_ETAG},
+)
 @bp.errors("NotFound")
 def read_released(record_id: uuid.UUID):
     """Read one released record
 
-    An embargo does not hide the metadata.
+    An embargo does not hide the metadata. The ETag is the record's (as in the account's
+    answers): it changes with every change of the record, a new version included.
     """
-    return public_record_rows.dump(access.read_record(None, record_id))
+    record = access.read_record(None, record_id)
+    return public_record_rows.dump(record), {"ETag": f'"{versions.etag(record)}"'}
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[RECORD_ID])

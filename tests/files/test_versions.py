@@ -177,6 +177,8 @@ def test_record_answers_carry_an_etag_that_changes_with_every_change(api: Api, a
     replaced = api.replace(alice, rid, "b.txt", V2)
     assert replaced.headers["ETag"].startswith('"2.')
     assert replaced.headers["ETag"] != patched.headers["ETag"]
+    # The public answer of the record carries the same tag.
+    assert api.get(f"/api/public/files/{rid}").headers["ETag"] == replaced.headers["ETag"]
 
 
 def test_patch_with_a_stale_if_match_is_412_and_changes_nothing(api: Api, alice: Account):
