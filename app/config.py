@@ -134,6 +134,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "DOWNLOAD_OFFLOAD_PREFIX": get("DOWNLOAD_OFFLOAD_PREFIX", "/_stored/"),
         "STATS": (get("STATS", "on") or "").lower(),
         "STATS_PUBLIC": (get("STATS_PUBLIC", "on") or "").lower(),
+        "KEEP_RELEASED_VERSIONS": (get("KEEP_RELEASED_VERSIONS", "off") or "").lower(),
         "STATS_FLUSH_SECONDS": _float(environ, "STATS_FLUSH_SECONDS", 5.0),
         "STATS_REDIS_URL": get("STATS_REDIS_URL"),
         "ACCESS_LOG_ADDRESSES": (get("ACCESS_LOG_ADDRESSES", "truncated") or "").lower(),
@@ -260,8 +261,12 @@ def validate(config: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"DOWNLOAD_OFFLOAD_PREFIX must be a path such as '/_stored/', got {prefix!r}"
         )
-    for name in ("STATS", "STATS_PUBLIC"):
-        if config.get(name, "on") not in ("on", "off"):
+    for name, default in (
+        ("STATS", "on"),
+        ("STATS_PUBLIC", "on"),
+        ("KEEP_RELEASED_VERSIONS", "off"),
+    ):
+        if config.get(name, default) not in ("on", "off"):
             raise ConfigError(f"{name} must be 'on' or 'off', got {config.get(name)!r}")
     addresses = config.get("ACCESS_LOG_ADDRESSES", "truncated")
     if addresses not in ("full", "truncated", "none"):

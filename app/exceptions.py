@@ -40,6 +40,18 @@ class AdministratorsOnly(DomainError):
     status = 403
 
 
+class RecordChanged(DomainError):
+    """The client's If-Match names a state of the record that is no longer current."""
+
+    status = 412
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The record has changed since you read it (If-Match does not match its ETag); "
+            "read it again."
+        )
+
+
 class ValidationFailed(DomainError):
     """Input broke a rule; `errors` maps each field key to its messages."""
 

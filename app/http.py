@@ -132,3 +132,11 @@ def external_url(path: str, args: list[tuple[str, str]] | None = None) -> str:
 def absolute_url(path: str) -> str:
     """An absolute URL of `path` with no query, for the links of feeds and OAI-PMH answers."""
     return external_url(path)
+
+
+def if_match() -> frozenset[str] | None:
+    """The strong entity tags of the request's If-Match (RFC 9110 13.1.1), or None when it
+    has none or `*` (no precondition on an existing resource). Weak tags never match."""
+    if "If-Match" not in request.headers or request.if_match.star_tag:
+        return None
+    return frozenset(request.if_match.as_set(include_weak=False))

@@ -153,6 +153,14 @@ class FileRecord(db.Model):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
+    #: 1 at creation, +1 for each replacement that changes the bytes (app/files/versions.py).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default=text("1"))
+    #: Whether the current content has been publicly downloadable at some moment (released,
+    #: embargo over); only such content may be kept when it is replaced.
+    content_was_public: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=text("false")
+    )
+
     owner: Mapped[User] = relationship()
 
 
@@ -165,6 +173,35 @@ def record_digest(record: Any, *extra: str) -> str:
     names = [column.key for column in FileRecord.__table__.columns]
     values = "\0".join(repr(getattr(record, name)) for name in (*names, *extra))
     return hashlib.sha256(values.encode()).hexdigest()
+
+
+class FileVersion(db.Model):
+    """A version a replacement ended (app/files/versions.py): what its content was, when and
+    by whom it was replaced, and why (`change_note`, sent with the replacement). `stored_path`
+    names its kept content (KEEP_RELEASED_VERSIONS), None when the content was deleted."""
+
+    __tablename__ = "file_versions"
+    __table_args__ = (
+        # Reconciliation and verification look kept objects up by key.
+        Index("ix_file_versions_stored_path", "stored_path", unique=True),
+    )
+
+    record_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("file_records.id", ondelete="CASCADE"), primary_key=True
+    )
+    number: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    checksum_sha256: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(BigInteger)
+    mime_type: Mapped[str] = mapped_column(String(255))
+    original_name: Mapped[str] = mapped_column(String(255))
+    replaced_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    replaced_by: Mapped[int | None] = mapped_column(Integer)
+    change_note: Mapped[str | None] = mapped_column(Text)
+    stored_path: Mapped[str | None] = mapped_column(String(512))
+
+    @property
+    def kept(self) -> bool:
+        return self.stored_path is not None
 
 
 class FilePathCount(db.Model):

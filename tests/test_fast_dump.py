@@ -55,6 +55,8 @@ records = st.builds(
     freigegeben_von=texts,
     created_at=instants,
     updated_at=instants,
+    version=st.integers(1, 2**31 - 1),
+    content_was_public=st.booleans(),
 )
 
 

@@ -125,3 +125,86 @@ def test_migration_0021_drops_the_kept_pages_and_its_downgrade_brings_them_back(
         downgrade(revision="0020")
         db.engine.dispose()
     assert_pages_kept()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_migration_0022_adds_versions_and_keeps_the_count_triggers(
+    dialect: str, make_postgres_database, tmp_path: Path
+):
+    """Issue 39: records start at version 1; whether their content has been public is read
+    from the record as it is; the triggers of migrations 0005/0006 survive both ways."""
+    from flask_migrate import downgrade, upgrade
+
+    from app import create_app
+    from tests.conftest import base_config
+
+    if dialect == "sqlite":
+        url = f"sqlite:///{tmp_path / 'fresh.sqlite3'}"
+    else:
+        url = make_postgres_database()
+    app = create_app(
+        base_config(SQLALCHEMY_DATABASE_URI=url, STORAGE_LOCAL_ROOT=str(tmp_path / "unused"))
+    )
+    insert = sa.text(
+        "INSERT INTO file_records (id, user_id, stored_path, checksum_sha256, original_name, "
+        "mime_type, size, reihenfolge, freigabe, sperrfrist, created_at, updated_at) VALUES "
+        "(:id, 1, :key, :sha, 'a.txt', 'text/plain', 1, 0, :freigabe, :sperrfrist, "
+        "'2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+    )
+
+    def add_record(record_id: str, freigabe: bool, sperrfrist: str | None) -> None:
+        db.session.execute(
+            insert,
+            {
+                "id": record_id if dialect == "postgresql" else record_id.replace("-", ""),
+                "key": f"files/{record_id}",
+                "sha": "0" * 64,
+                "freigabe": freigabe,
+                "sperrfrist": sperrfrist,
+            },
+        )
+
+    def user_count() -> int:
+        return db.session.execute(sa.text("SELECT n FROM user_file_counts")).scalar_one()
+
+    public, hidden, embargoed = (
+        "00000000-0000-4000-8000-000000000001",
+        "00000000-0000-4000-8000-000000000002",
+        "00000000-0000-4000-8000-000000000003",
+    )
+    with app.app_context():
+        upgrade(revision="0021")
+        db.session.execute(
+            sa.text(
+                "INSERT INTO users (id, email, name, password_hash, is_admin, is_active, "
+                "created_at, updated_at) VALUES (1, 'a@example.org', 'a', 'x', false, true, "
+                "'2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            )
+        )
+        add_record(public, True, None)
+        add_record(hidden, False, None)
+        add_record(embargoed, True, "2999-01-01")
+        db.session.commit()
+        upgrade(revision="0022")
+        rows = db.session.execute(
+            sa.text("SELECT version, content_was_public FROM file_records ORDER BY id")
+        ).all()
+        assert [(version, bool(was_public)) for version, was_public in rows] == [
+            (1, True),
+            (1, False),
+            (1, False),
+        ]
+        assert db.session.execute(sa.text("SELECT count(*) FROM file_versions")).scalar() == 0
+        add_record("00000000-0000-4000-8000-000000000004", True, None)
+        db.session.commit()
+        assert user_count() == 4  # the trigger still counts
+        db.session.commit()
+        downgrade(revision="0021")
+        columns = {c["name"] for c in sa.inspect(db.engine).get_columns("file_records")}
+        assert not {"version", "content_was_public"} & columns
+        assert "file_versions" not in sa.inspect(db.engine).get_table_names()
+        add_record("00000000-0000-4000-8000-000000000005", True, None)
+        db.session.commit()
+        assert user_count() == 5
+        db.session.remove()  # the session's connection goes back before the pool is closed
+        db.engine.dispose()

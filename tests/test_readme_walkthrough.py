@@ -66,6 +66,7 @@ def test_the_quick_start_is_short_and_ends_on_a_public_page():
     lines = quick_start().splitlines()
     assert len(lines) <= 15
     assert lines[0] == f"git clone {ADDRESS} file-repository && cd file-repository"
+    assert "export KEEP_RELEASED_VERSIONS=on" in quick_start()
     assert ADMIN in lines
     assert any(line.startswith("make run &") for line in lines)
     assert "-F freigabe=true" in quick_start()
@@ -177,6 +178,7 @@ def test_the_quick_start_then_the_walkthrough_run_top_to_bottom(tmp_path: Path):
         "downloaded",
         "first-kib",
         "public-bericht.pdf",
+        "bericht-v1.pdf",
         "shared-bericht.pdf",
         "reports-2026-public.zip",
         "reports-2026-mine.zip",
@@ -188,6 +190,8 @@ def test_the_quick_start_then_the_walkthrough_run_top_to_bottom(tmp_path: Path):
     assert (folder / "downloaded" / "bericht.pdf").read_bytes() == report
     assert (folder / "first-kib").read_bytes() == report[:1024]
     assert (folder / "public-bericht.pdf").read_bytes() == report_v2
+    assert (folder / "bericht-v1.pdf").read_bytes() == report  # a kept version (issue 39)
+    assert '"Tabelle 3 korrigiert"' in result.stdout  # the listed versions
     assert (folder / "shared-bericht.pdf").read_bytes() == report_v2
     for name in ("reports-2026-public.zip", "reports-2026-mine.zip"):
         with zipfile.ZipFile(folder / name) as archive:

@@ -43,7 +43,7 @@ _PENDING = "audit_pending"
 HASHED = tuple(name for name in ENTRY_FIELDS if name not in ("seq", "hash"))
 
 #: What a record's content is, as `file.create`, `file.replace` and `file.delete` show it.
-CONTENT = ("original_name", "size", "mime_type", "checksum_sha256")
+CONTENT = ("original_name", "size", "mime_type", "checksum_sha256", "version")
 #: Business metadata, as the API names it (what create and PATCH accept).
 METADATA = tuple(name for name, field in MetadataSchema().fields.items() if not field.load_only)
 ACCOUNT = ("email", "name", "is_admin", "is_active")

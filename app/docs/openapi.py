@@ -34,8 +34,10 @@ from app.schemas.records import (
     CreateMetadataSchema,
     FileRecordSchema,
     MetadataSchema,
+    ReplaceFormSchema,
     UpdateSchema,
     created_record_schema,
+    file_version_schema,
     public_record_schema,
     record_schema,
 )
@@ -327,6 +329,13 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
         error("The path does not offer this method.", Allow=header("The methods the path offers.")),
     ),
     "PayloadTooLarge": (413, error("The request body is larger than allowed.")),
+    "PreconditionFailed": (
+        412,
+        error(
+            "If-Match does not name the record as it is now: it changed since the client read "
+            "it. Nothing was changed; read the record again."
+        ),
+    ),
     "ValidationFailed": (
         422,
         {
@@ -348,6 +357,11 @@ ID_PARAMETER = {
         "Record identifier. A value that is not a UUID answers 404.",
         {"type": "string", "format": "uuid"},
     ),
+}
+VERSION_NUMBER = {
+    "name": "number",
+    "in": "path",
+    **header("A version number (1, 2, ...), as the record's /versions list names it.", INTEGER),
 }
 DISPOSITION = {"type": "string", "pattern": '^attachment; filename="[^"]*"; filename\\*=UTF-8\'\''}
 
@@ -396,6 +410,18 @@ def download_responses(cache: dict[str, Any]) -> dict[str, Any]:
         },
     }
 
+
+#: The ETag of a record answer (app/files/versions.py).
+RECORD_ETAG = header(
+    "The record's strong entity tag: it changes with every change of the record. Send it "
+    "back in If-Match to change the record only as you read it.",
+    {"type": "string", "pattern": r'^"[0-9]+\.[0-9]{20}"$'},
+)
+IF_MATCH = header_parameter(
+    "If-Match",
+    "Change only if the record's ETag is this one (else 412, nothing changes); without it the "
+    "change is unconditional.",
+)
 
 DOWNLOAD_REQUEST_HEADERS = [
     header_parameter(
@@ -469,11 +495,19 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
         "CreatedFileRecord": (created_record_schema, "A file record as create returns it."),
         "PublicFileRecord": (public_record_schema, "A released file record."),
     }
+    records["FileVersion"] = (file_version_schema, "A version a content replacement ended.")
     for name, (schema, description) in records.items():
         strict = {"required": list(schema.fields), "additionalProperties": False}
+        if name == "FileVersion":
+            components.schema(name, {"description": description, **strict}, schema=schema)
+            continue
         components.schema(name, {"description": description, **strict}, schema=schema)
         components.schemas[name]["properties"]["mime_type"]["enum"] = sorted(ALLOWED_MIME_TYPES)
-    for name, schema in (("FileRecord", record_schema), ("PublicFileRecord", public_record_schema)):
+    for name, schema in (
+        ("FileRecord", record_schema),
+        ("PublicFileRecord", public_record_schema),
+        ("FileVersion", file_version_schema),
+    ):
         components.schema(f"{name}Page", _page(plugin, schema, limits["page_size"]))
     components.schema("CreatedFiles", schema=CreatedFilesSchema)
     components.schemas["CreatedFiles"]["properties"]["files"]["maxItems"] = limits["max_files"]
@@ -527,7 +561,12 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
         },
     )
     content = {**binary, "description": f"The new content: {size} of an allowed type."}
-    form = {"type": "object", "properties": {"file": content}, "required": ["file"]}
+    note = plugin.converter.schema2jsonschema(ReplaceFormSchema())["properties"]["change_note"]
+    form = {
+        "type": "object",
+        "properties": {"file": content, "change_note": note},
+        "required": ["file"],
+    }
     components.schema("ContentReplaceForm", form)
 
 

@@ -10,8 +10,11 @@ from app.database import read_without_transaction
 from app.docs.openapi import (
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
+    IF_MATCH,
     RATE_LIMIT_HEADERS,
+    RECORD_ETAG,
     SERVER,
+    VERSION_NUMBER,
     Blueprint,
     download_responses,
     form_body,
@@ -21,21 +24,24 @@ from app.docs.openapi import (
 )
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
-from app.files import access, writes
-from app.files.downloads import download_response
-from app.files.listing import Listing
-from app.files.pagination import list_response
+from app.files import access, versions, writes
+from app.files.downloads import download_response, stored_file_response
+from app.files.listing import Listing, Page
+from app.files.pagination import list_response, page_envelope
 from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
 from app.files.validation import validated
-from app.http import PRIVATE_CACHE, json_body, load
-from app.schemas.fast_dump import record_rows
+from app.http import PRIVATE_CACHE, if_match, json_body, load
+from app.schemas.fast_dump import FastDump, record_rows
 from app.schemas.records import (
     INPUT_ALIASES,
     CreatedFilesSchema,
     CreateMetadataSchema,
+    ListQuerySchema,
+    ReplaceFormSchema,
     UpdateSchema,
     created_record_schema,
     dump_update_result,
+    file_version_schema,
     record_schema,
 )
 from app.search.schemas import SearchListQuerySchema
@@ -60,7 +66,16 @@ FILES_FIELD = re.compile(r"files(\[\d*\])?")
 
 create_schema = CreateMetadataSchema()
 update_schema = UpdateSchema()
+replace_form_schema = ReplaceFormSchema()
 list_query_schema = SearchListQuerySchema()
+versions_query_schema = ListQuerySchema(only=("page",))
+version_rows = FastDump(file_version_schema)
+#: Where a record answer's ETag is documented.
+WITH_ETAG = {"ETag": RECORD_ETAG}
+
+
+def _with_etag(body: dict, record) -> tuple[dict, dict[str, str]]:
+    return body, {"ETag": f'"{versions.etag(record)}"'}
 
 
 def _storage() -> Storage:
@@ -157,11 +172,15 @@ def list_files():
 
 @bp.get("/<uuid:record_id>", parameters=[ID_PARAMETER])
 @bp.doc(operationId="readFile")
-@bp.alt_response(200, schema=record_schema, description="The record.")
+@bp.alt_response(200, schema=record_schema, description="The record.", headers=WITH_ETAG)
 @bp.errors("NotFound")
 def read_file(record_id: uuid.UUID):
-    """Read one record"""
-    return record_rows.dump(access.read_record(current_user(), record_id))
+    """Read one record
+
+    The ETag header names the record as it is now; send it back in If-Match with a change.
+    """
+    record = access.read_record(current_user(), record_id)
+    return _with_etag(record_rows.dump(record), record)
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[ID_PARAMETER])
@@ -192,41 +211,76 @@ def download_file(record_id: uuid.UUID):
 
 @bp.patch("/<uuid:record_id>", parameters=[ID_PARAMETER])
 @limiter.limit(_write_rate, key_func=user_rate_key)
-@bp.doc(operationId="updateFile", requestBody=json_body_doc(ref("FileUpdate")))
+@bp.doc(
+    operationId="updateFile",
+    requestBody=json_body_doc(ref("FileUpdate")),
+    parameters=[IF_MATCH],
+)
 @bp.alt_response(
     200,
     schema=ref("FileUpdateResult"),
     description="The id, the fields sent, and the new updated_at.",
-    headers=RATE_LIMIT_HEADERS,
+    headers=RATE_LIMIT_HEADERS | WITH_ETAG,
 )
-@bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
+@bp.errors(
+    "BadRequest",
+    "NotFound",
+    "PreconditionFailed",
+    "PayloadTooLarge",
+    "ValidationFailed",
+    "TooManyRequests",
+)
 def update_file(record_id: uuid.UUID):
     """Update metadata
 
-    Owner or administrator; only the fields sent change. Rate limited per user.
+    Owner or administrator; only the fields sent change. With If-Match, only while the record
+    is as the client read it (412 otherwise). Rate limited per user.
     """
     body = json_body()
     changes = load(update_schema, body)
-    record = writes.update_metadata(current_user(), record_id, changes)
+    record = writes.update_metadata(current_user(), record_id, changes, if_match())
     sent = dict.fromkeys(INPUT_ALIASES.get(name, name) for name in body)
-    return dump_update_result(record, [name for name in sent if name in changes])
+    return _with_etag(
+        dump_update_result(record, [name for name in sent if name in changes]), record
+    )
 
 
 @bp.post("/<uuid:record_id>/content", parameters=[ID_PARAMETER])
 @limiter.limit(_upload_rate, key_func=user_rate_key)
-@bp.doc(operationId="replaceFileContent", requestBody=form_body("ContentReplaceForm"))
-@bp.alt_response(
-    200, schema=record_schema, description="The full record.", headers=RATE_LIMIT_HEADERS
+@bp.doc(
+    operationId="replaceFileContent",
+    requestBody=form_body("ContentReplaceForm"),
+    parameters=[IF_MATCH],
 )
-@bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
+@bp.alt_response(
+    200,
+    schema=record_schema,
+    description="The full record.",
+    headers=RATE_LIMIT_HEADERS | WITH_ETAG,
+)
+@bp.errors(
+    "BadRequest",
+    "NotFound",
+    "PreconditionFailed",
+    "PayloadTooLarge",
+    "ValidationFailed",
+    "TooManyRequests",
+)
 def replace_file_content(record_id: uuid.UUID):
     """Replace the content
 
-    Same id, owner, created_at and business metadata; original_name, mime_type, size and updated_at
-    change. The old content is deleted after success. Rate limited per user (with uploads).
+    Same id, owner, created_at and business metadata; original_name, mime_type, size and
+    updated_at change and `version` grows by one. The version it ends is listed at
+    /versions, with the optional `change_note` sent beside the file. Its content is deleted
+    after success, unless KEEP_RELEASED_VERSIONS is on and it has been public. The same bytes
+    again (same SHA-256) change nothing. With If-Match, only while the record is as the client
+    read it (412 otherwise, checked before the body is read and again at the commit). Rate
+    limited per user (with uploads).
     """
     caller = current_user()
-    access.find_record(caller, record_id)  # a 404 before the body is read
+    expected = if_match()
+    # A 404 or 412 before the body is read.
+    versions.check_if_match(expected, access.find_record(caller, record_id))
     upload = _receive(
         lambda name: name == "file",
         lambda index: "file",
@@ -235,12 +289,72 @@ def replace_file_content(record_id: uuid.UUID):
         "file",
     )
     try:
-        validated(None, {}, files=upload.files, file_field="file")
+        form = validated(
+            replace_form_schema,
+            upload.fields,
+            unreadable={k: v for k, v in upload.field_errors.items() if k == "change_note"},
+            files=upload.files,
+            file_field="file",
+        )
     except ValidationFailed:
         upload.discard(_storage())
         raise
-    record = writes.replace_content(caller, record_id, upload.files[0], _storage())
-    return record_schema.dump(record)
+    record = writes.replace_content(
+        caller,
+        record_id,
+        upload.files[0],
+        _storage(),
+        change_note=form.get("change_note"),
+        if_match=expected,
+    )
+    return _with_etag(record_schema.dump(record), record)
+
+
+@bp.get("/<uuid:record_id>/versions", parameters=[ID_PARAMETER])
+@bp.doc(
+    operationId="listFileVersions",
+    parameters=[{"in": "query", "schema": versions_query_schema}],
+)
+@bp.alt_response(200, schema=ref("FileVersionPage"), description="One page, newest first.")
+@bp.errors("NotFound", "ValidationFailed")
+def list_versions(record_id: uuid.UUID):
+    """List the versions replacements ended
+
+    Owner or administrator (others 404, as for the record). The current version is the
+    record itself; each row here is one a replacement ended, newest first.
+    """
+    params = load(versions_query_schema, request.args.to_dict())
+    per_page = current_app.config["PAGE_SIZE"]
+    rows, total = versions.history(current_user(), record_id, params["page"], per_page)
+    return page_envelope(Page(rows, total, params["page"], per_page, None), version_rows)
+
+
+@bp.get(
+    "/<uuid:record_id>/versions/<int:number>/download", parameters=[ID_PARAMETER, VERSION_NUMBER]
+)
+@bp.doc(
+    operationId="downloadFileVersion",
+    parameters=DOWNLOAD_REQUEST_HEADERS,
+    responses=download_responses(private_cache(PRIVATE_CACHE)),
+)
+@bp.errors("Forbidden", "NotFound")
+def download_version(record_id: uuid.UUID, number: int):
+    """Download a kept version
+
+    The content of an ended version that was kept (`kept` in its row), by the rules of the
+    record's download; a version that was not kept is 404.
+    """
+    caller = current_user()
+    content = versions.kept_content(caller, record_id, number)
+    response = stored_file_response(request, content, _storage(), PRIVATE_CACHE)
+    downloaded.send(
+        current_app._get_current_object(),  # type: ignore[attr-defined]
+        door="account",
+        record_id=record_id,
+        status=response.status_code,
+        user_id=caller.id,
+    )
+    return response
 
 
 @bp.delete("/<uuid:record_id>", parameters=[ID_PARAMETER])

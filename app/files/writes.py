@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import delete as sa_delete
@@ -18,9 +18,10 @@ from sqlalchemy import select
 
 from app.auth.services import Caller
 from app.extensions import db
+from app.files import versions
 from app.files.access import find_record
 from app.files.uploads import StagedFile, discard
-from app.models import FileRecord, PendingObjectDeletion, utcnow
+from app.models import FileRecord, FileVersion, PendingObjectDeletion, utcnow
 from app.storage import Storage, StorageError
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,8 @@ def create_records(
         )
         for record_id, staged in files
     ]
+    for record in records:
+        versions.note_public(record)
     try:
         db.session.add_all(records)
         db.session.commit()
@@ -75,48 +78,81 @@ def create_records(
     return records
 
 
-def update_metadata(caller: Caller, record_id: uuid.UUID, changes: dict[str, Any]) -> FileRecord:
+def update_metadata(
+    caller: Caller,
+    record_id: uuid.UUID,
+    changes: dict[str, Any],
+    if_match: Collection[str] | None = None,
+) -> FileRecord:
+    """Change the metadata; `if_match` (entity tags, None: unconditional) must name the record
+    as it is, or nothing changes (412)."""
     record = find_record(caller, record_id, lock=True)
+    versions.check_if_match(if_match, record)
+    versions.note_public(record)  # a change may end a public moment: mark it first
     for name, value in changes.items():
         setattr(record, name, value)
     record.updated_at = utcnow()
+    versions.note_public(record)
     db.session.commit()
     return record
 
 
 def replace_content(
-    caller: Caller, record_id: uuid.UUID, staged: StagedFile, storage: Storage
+    caller: Caller,
+    record_id: uuid.UUID,
+    staged: StagedFile,
+    storage: Storage,
+    *,
+    change_note: str | None = None,
+    if_match: Collection[str] | None = None,
 ) -> FileRecord:
-    """Point the record at its new object, commit, and only then remove the old object."""
+    """Make `staged` the record's next version, commit, and only then remove the old content
+    (unless it is kept, versions.py). Identical bytes change nothing: the staged object is
+    removed and the record stays as it was. `if_match` as for `update_metadata`."""
+    old_key: str | None = None
     try:
         record = find_record(caller, record_id, lock=True)
-        old_key = record.stored_path
+        versions.check_if_match(if_match, record)
+        if record.checksum_sha256 == staged.sha256:
+            db.session.rollback()
+            discard([staged], storage)
+            return find_record(caller, record_id)
+        now = utcnow()
+        ended = versions.end_version(record, now, caller.id, change_note)
+        if ended.stored_path is None:
+            old_key = record.stored_path
+            db.session.add(PendingObjectDeletion(key=old_key))
         for name, value in _content_columns(staged).items():
             setattr(record, name, value)
-        record.updated_at = utcnow()
-        db.session.add(PendingObjectDeletion(key=old_key))
+        record.version += 1
+        record.updated_at = now
+        record.content_was_public = False
+        versions.note_public(record)
         db.session.commit()
     except BaseException:
         db.session.rollback()
         discard([staged], storage)
         raise
-    delete_orphaned_object(storage, old_key)
+    if old_key is not None:
+        delete_orphaned_object(storage, old_key)
     return record
 
 
 def delete_record(caller: Caller, record_id: uuid.UUID, storage: Storage) -> None:
-    """Remove the row first; the object follows once nothing points at it any more.
+    """Remove the row first (with its versions' rows); the objects (the current content and
+    every kept version's) follow once nothing points at them any more.
 
     The bucket is asked first, so that while it is unreachable the delete is refused (503)
     and nothing changes, rather than the row going while its object stays.
     """
     record = find_record(caller, record_id, lock=True)
-    key = record.stored_path
-    storage.exists(key)
+    keys = [record.stored_path, *versions.kept_keys(record_id)]
+    storage.exists(keys[0])
+    db.session.execute(sa_delete(FileVersion).where(FileVersion.record_id == record_id))
     db.session.delete(record)
-    db.session.add(PendingObjectDeletion(key=key))
+    db.session.add_all(PendingObjectDeletion(key=key) for key in keys)
     db.session.commit()
-    if delete_orphaned_object(storage, key):
+    if all([delete_orphaned_object(storage, key) for key in keys]):
         retry_pending_deletions(storage, limit=RETRIES_PER_REQUEST)
 
 

@@ -21,7 +21,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.files.writes import retry_pending_deletions
-from app.models import FileRecord, PendingObjectDeletion
+from app.models import FileRecord, FileVersion, PendingObjectDeletion
 from app.storage import (
     WRITE_PROBE_KEY,
     ObjectNotFound,
@@ -39,7 +39,8 @@ BATCH = 500
 class ReconcileReport:
     orphaned: list[StoredObject] = field(default_factory=list)
     young_orphans: int = 0
-    missing: list[tuple[uuid.UUID, str]] = field(default_factory=list)
+    #: (record id, version number or None for the current content, key)
+    missing: list[tuple[uuid.UUID, int | None, str]] = field(default_factory=list)
     pending_done: int = 0
     pending_failed: int = 0
     abandoned_removed: int = 0
@@ -57,14 +58,18 @@ def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
 
 
 def _referenced(keys: list[str]) -> set[str]:
-    """Keys among `keys` that a record points at or whose deletion is already owed."""
+    """Keys among `keys` that a record or a kept version points at, or whose deletion is
+    already owed."""
     records = db.session.scalars(
         select(FileRecord.stored_path).where(FileRecord.stored_path.in_(keys))
+    )
+    kept = db.session.scalars(
+        select(FileVersion.stored_path).where(FileVersion.stored_path.in_(keys))
     )
     owed = db.session.scalars(
         select(PendingObjectDeletion.key).where(PendingObjectDeletion.key.in_(keys))
     )
-    return set(records) | set(owed)
+    return set(records) | set(kept) | set(owed)
 
 
 def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
@@ -99,35 +104,65 @@ def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
                 report.orphans_removed += 1
         db.session.rollback()
 
-    records = db.session.execute(
-        select(FileRecord.id, FileRecord.stored_path).order_by(FileRecord.id)
-    ).yield_per(BATCH)
-    for record_id, key in records:
+    for record_id, number, key, _size, _checksum in _stored_contents(None):
         if not storage.exists(key):
-            report.missing.append((record_id, key))
+            report.missing.append((record_id, number, key))
     return report
+
+
+def _stored_contents(
+    record_ids: list[uuid.UUID] | None,
+) -> Iterator[tuple[uuid.UUID, int | None, str, int, str]]:
+    """Every stored content the database names: each record's current one (number None),
+    then the kept versions (versions.py), as (record id, number, key, size, SHA-256)."""
+    current = select(
+        FileRecord.id, FileRecord.stored_path, FileRecord.size, FileRecord.checksum_sha256
+    ).order_by(FileRecord.id)
+    kept = (
+        select(
+            FileVersion.record_id,
+            FileVersion.number,
+            FileVersion.stored_path,
+            FileVersion.size,
+            FileVersion.checksum_sha256,
+        )
+        .where(FileVersion.stored_path.is_not(None))
+        .order_by(FileVersion.record_id, FileVersion.number)
+    )
+    if record_ids:
+        current = current.where(FileRecord.id.in_(record_ids))
+        kept = kept.where(FileVersion.record_id.in_(record_ids))
+    for record_id, key, size, checksum in db.session.execute(current).yield_per(BATCH):
+        yield record_id, None, key, size, checksum
+    for record_id, number, key, size, checksum in db.session.execute(kept).yield_per(BATCH):
+        yield record_id, number, key, size, checksum
+
+
+def _label(record_id: uuid.UUID, number: int | None) -> str:
+    return f"{record_id}" if number is None else f"{record_id} version {number}"
 
 
 @dataclass
 class VerifyResult:
     checked: int = 0
+    checked_versions: int = 0
     bytes: int = 0
     problems: list[str] = field(default_factory=list)
 
 
 def verify(storage: Storage, record_ids: list[uuid.UUID] | None = None) -> VerifyResult:
-    """Re-read objects and compare size and SHA-256 with what was recorded at upload; an id
-    of `record_ids` that names no record is a problem too."""
+    """Re-read objects (each record's current content and its kept versions) and compare size
+    and SHA-256 with what was recorded at upload; an id of `record_ids` that names no record
+    is a problem too."""
     result = VerifyResult()
     unknown = dict.fromkeys(record_ids or ())
-    query = select(
-        FileRecord.id, FileRecord.stored_path, FileRecord.size, FileRecord.checksum_sha256
-    )
-    if record_ids:
-        query = query.where(FileRecord.id.in_(record_ids))
-    for record_id, key, size, checksum in db.session.execute(query.order_by(FileRecord.id)):
-        result.checked += 1
+    for record_id, number, key, size, checksum in list(_stored_contents(record_ids)):
+        if number is None:
+            result.checked += 1
+        else:
+            result.checked_versions += 1
         unknown.pop(record_id, None)
+        label = _label(record_id, number)
         digest, length = hashlib.sha256(), 0
         try:
             reader = storage.open(key)
@@ -138,13 +173,13 @@ def verify(storage: Storage, record_ids: list[uuid.UUID] | None = None) -> Verif
             finally:
                 reader.close()
         except ObjectNotFound:
-            result.problems.append(f"{record_id}: object {key} is missing")
+            result.problems.append(f"{label}: object {key} is missing")
             continue
         result.bytes += length
         if length != size:
-            result.problems.append(f"{record_id}: size {length} bytes, recorded {size}")
+            result.problems.append(f"{label}: size {length} bytes, recorded {size}")
         elif digest.hexdigest() != checksum:
-            result.problems.append(f"{record_id}: content does not match its SHA-256 (changed)")
+            result.problems.append(f"{label}: content does not match its SHA-256 (changed)")
     result.problems.extend(f"{record_id}: no record has this id" for record_id in unknown)
     return result
 
@@ -173,8 +208,8 @@ def reconcile_command(fix: bool, grace_minutes: int) -> None:
     for obj in report.orphaned:
         action = "removed" if fix else "orphaned"
         click.echo(f"{action} object {obj.key} ({obj.size} bytes, {obj.modified:%Y-%m-%d %H:%M})")
-    for record_id, key in report.missing:
-        click.echo(f"record {record_id} has no object ({key})")
+    for record_id, number, key in report.missing:
+        click.echo(f"record {_label(record_id, number)} has no object ({key})")
     for upload in report.unfinished:
         action = "discarded" if fix else "abandoned"
         click.echo(
@@ -221,7 +256,8 @@ def verify_command(records: tuple[uuid.UUID, ...]) -> None:
     for problem in result.problems:
         click.echo(problem)
     click.echo(
-        f"checked {result.checked} records ({result.bytes} bytes): "
+        f"checked {result.checked} records and {result.checked_versions} kept versions "
+        f"({result.bytes} bytes): "
         f"{len(result.problems)} problem(s)"
     )
     if result.problems:

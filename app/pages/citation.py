@@ -52,7 +52,7 @@ VERSION = hashlib.sha256(
     STYLE.read_bytes() + Path(__file__).read_bytes() + metadata.version("citeproc-py").encode()
 ).hexdigest()
 #: The item's values the style prints, besides the address.
-PRINTED = ("type", "title", "author", "issued", "publisher")
+PRINTED = ("type", "title", "author", "issued", "version", "publisher")
 _REPLACEMENTS = {
     marker: tag
     for opening, closing, opening_tag, closing_tag in _TAGS.values()

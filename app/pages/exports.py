@@ -79,6 +79,8 @@ def csl_item(page: RecordPage) -> dict[str, Any]:
         "publisher": page.repository,
         "URL": page.urls.page,
     }
+    if page.version > 1:
+        item["version"] = str(page.version)
     if authors:
         item["author"] = authors
     if page.description:
@@ -221,6 +223,8 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
     dates = [{"date": page.published.isoformat(), "dateType": "Issued"}]
     if page.embargo_until:
         dates.append({"date": page.embargo_until.isoformat(), "dateType": "Available"})
+    if page.version_changed is not None:
+        dates.append({"date": page.version_changed.isoformat(), "dateType": "Updated"})
     data: dict[str, Any] = {
         "url": page.urls.page,
         "creators": creators,
@@ -238,6 +242,7 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
         ],
         "sizes": [f"{page.size} bytes"],
         "formats": [page.mime_type],
+        "version": str(page.version),
         "schemaVersion": "http://datacite.org/schema/kernel-4",
     }
     if page.keywords or page.themes:

@@ -60,6 +60,19 @@ class Urls:
     podcast_feed: str
 
 
+@dataclass(frozen=True, slots=True)
+class KeptVersion:
+    """An earlier version a page lists: its number, when it was replaced, why, its SHA-256
+    and the public address of its content."""
+
+    number: int
+    replaced: date
+    note: str
+    sha256: str
+    size_text: str
+    download: str
+
+
 @dataclass(slots=True)
 class RecordPage:
     """Everything the record template prints, already cleaned and formatted."""
@@ -91,6 +104,12 @@ class RecordPage:
     reach: tuple[int, int] | None = None
     #: (label, address, media type) of each export.
     exports: list[tuple[str, str, str]] = field(default_factory=list)
+    #: The content's version (app/files/versions.py), and the day it became the current one
+    #: when a replacement made it (None for version 1).
+    version: int = 1
+    version_changed: date | None = None
+    #: The earlier versions whose content is kept, newest first (KEEP_RELEASED_VERSIONS).
+    kept_versions: list[KeptVersion] = field(default_factory=list)
 
     @property
     def downloadable(self) -> bool:
@@ -166,10 +185,16 @@ def crumbs(path: str | None, browse: str) -> list[tuple[str, str]]:
 
 
 def record_page(
-    record: RecordLike, today: date, urls: Urls, repository: str, browse: str = "/browse/"
+    record: RecordLike,
+    today: date,
+    urls: Urls,
+    repository: str,
+    browse: str = "/browse/",
+    version_changed: date | None = None,
 ) -> RecordPage:
     """The page of one record the public may see; under embargo it offers no content. Its
-    folders link to their pages under `browse`."""
+    folders link to their pages under `browse`; `version_changed` is the day a replacement
+    made its current version."""
     page = RecordPage(
         id=str(record.id),
         title=title_of(record),
@@ -188,6 +213,8 @@ def record_page(
         embargo_until=record.sperrfrist if embargo_active(record, today) else None,
         urls=urls,
         repository=repository,
+        version=record.version,
+        version_changed=version_changed,
     )
     page.meta = highwire_tags(page)
     page.properties = open_graph_tags(page)
@@ -289,7 +316,10 @@ def schema_org(page: RecordPage) -> dict[str, Any]:
         "datePublished": page.published.isoformat(),
         "publisher": {"@type": "Organization", "name": page.repository},
         "inLanguage": "de",
+        "version": page.version,
     }
+    if page.version_changed is not None:
+        data["dateModified"] = page.version_changed.isoformat()
     if page.description:
         data["description"] = page.description
     if page.authors:

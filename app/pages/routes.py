@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from werkzeug.exceptions import NotFound
 from app.database import PREPARED
 from app.exceptions import RecordNotFound
 from app.extensions import db
-from app.files import access
+from app.files import access, versions
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import PUBLIC_CACHE, base_url, external_url
 from app.links.holder import HOLDER_HEADERS, is_holder_page
@@ -31,12 +31,15 @@ from app.pages.errors import is_page
 from app.pages.i18n import render_page
 from app.pages.previews import csv_rows
 from app.pages.records import (
+    KeptVersion,
     RecordPage,
     Urls,
+    clean_text,
     kind_of,
     link_header,
     record_page,
     signposting,
+    size_text,
 )
 from app.stats import count_view
 from app.stats.queries import human
@@ -179,7 +182,23 @@ def page_of(record: Any, today: date, repository: str) -> RecordPage:
     urls = page_urls(record.id, record.path, base_url())
     # The folders' pages where the folder pages link them (app/pages/browse.py: `folder_url`).
     folders = external_url(f"{request.script_root}/browse/")
-    page = record_page(record, today, urls, repository, folders)
+    changed = None
+    if record.version > 1:
+        replaced = versions.last_replaced_at(record.id)
+        changed = replaced.astimezone(UTC).date() if replaced else None
+    page = record_page(record, today, urls, repository, folders, changed)
+    if record.version > 1:
+        page.kept_versions = [
+            KeptVersion(
+                number=kept.number,
+                replaced=kept.replaced_at.astimezone(UTC).date(),
+                note=clean_text(kept.change_note),
+                sha256=kept.checksum_sha256,
+                size_text=size_text(kept.size),
+                download=f"{urls.record_json}/versions/{kept.number}/download",
+            )
+            for kept in versions.kept_versions(record.id)
+        ]
     page.exports = [
         (export.label, f"{page.urls.page}/export/{export.name}", export.media_type)
         for export in exports.EXPORTS.values()

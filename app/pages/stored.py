@@ -27,7 +27,7 @@ from app.pages.citation import ADDRESS, citation_key, stored_citations
 from app.pages.records import split_list, title_of
 
 #: The attributes a citation is made from (`record_page` and `exports.csl_item`).
-CITED = ("titel", "original_name", "autoren", "mime_type", "created_at")
+CITED = ("titel", "original_name", "autoren", "mime_type", "created_at", "version")
 _TABLE = RecordCitation.__table__
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,7 @@ def cited_item(record: Any, repository: str) -> dict[str, Any]:
         description="",
         keywords=[],
         themes=[],
+        version=record.version or 1,
     )
     return exports.csl_item(cited)
 

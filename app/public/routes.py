@@ -10,13 +10,15 @@ from app.docs.openapi import (
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
     NO_TOKEN,
+    RECORD_ETAG,
     SERVER,
+    VERSION_NUMBER,
     Blueprint,
     download_responses,
     ref,
 )
-from app.files import access
-from app.files.downloads import download_response
+from app.files import access, versions
+from app.files.downloads import download_response, stored_file_response
 from app.files.listing import Listing
 from app.files.pagination import list_response
 from app.http import PUBLIC_CACHE, load
@@ -57,14 +59,21 @@ def list_released():
 
 @bp.get("/<uuid:record_id>", parameters=[RECORD_ID])
 @bp.doc(operationId="readReleasedFile", security=NO_TOKEN)
-@bp.alt_response(200, schema=public_record_schema, description="The record.", headers=CACHED)
+@bp.alt_response(
+    200,
+    schema=public_record_schema,
+    description="The record.",
+    headers={**CACHED, "ETag": RECORD_ETAG},
+)
 @bp.errors("NotFound")
 def read_released(record_id: uuid.UUID):
     """Read one released record
 
-    An embargo does not hide the metadata.
+    An embargo does not hide the metadata. The ETag is the record's (as in the account's
+    answers): it changes with every change of the record, a new version included.
     """
-    return public_record_rows.dump(access.read_record(None, record_id))
+    record = access.read_record(None, record_id)
+    return public_record_rows.dump(record), {"ETag": f'"{versions.etag(record)}"'}
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[RECORD_ID])
@@ -82,5 +91,26 @@ def download_released(record_id: uuid.UUID):
     """
     storage = current_app.extensions["storage"]
     response = download_response(request, None, record_id, storage, PUBLIC_CACHE)
+    count_download("public", record_id, response.status_code, None)
+    return response
+
+
+@bp.get("/<uuid:record_id>/versions/<int:number>/download", parameters=[RECORD_ID, VERSION_NUMBER])
+@bp.doc(
+    operationId="downloadReleasedFileVersion",
+    security=NO_TOKEN,
+    parameters=DOWNLOAD_REQUEST_HEADERS,
+    responses=download_responses(CACHED["Cache-Control"]),
+)
+@bp.errors("Forbidden", "NotFound")
+def download_released_version(record_id: uuid.UUID, number: int):
+    """Download a kept version of released content
+
+    While the record is publicly downloadable (403 under embargo, 404 unreleased); a version
+    whose content was not kept (KEEP_RELEASED_VERSIONS) is 404.
+    """
+    storage = current_app.extensions["storage"]
+    content = versions.kept_content(None, record_id, number)
+    response = stored_file_response(request, content, storage, PUBLIC_CACHE)
     count_download("public", record_id, response.status_code, None)
     return response

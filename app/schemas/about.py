@@ -31,6 +31,10 @@ ABOUT = {
     "freigegeben_von": "Free statement of the releasing person or body.",
     "created_at": "Creation time (UTC, six fractional digits); a content replacement keeps it.",
     "updated_at": "Time of the last metadata update or content replacement, same format.",
+    "version": (
+        "Content version: 1 at creation, +1 for each replacement that changes the bytes "
+        "(identical bytes change nothing)."
+    ),
     "email": "The account's email address (compared case-insensitively).",
     "password": "The account's password.",
     "token_name": "A name for the new token, at most 255 characters.",

@@ -167,6 +167,7 @@ class FileRecordSchema(Schema):
     freigegeben_von = Text(metadata=about("freigegeben_von"))
     created_at = Timestamp(metadata=about("created_at"))
     updated_at = Timestamp(metadata=about("updated_at"))
+    version = fields.Integer(metadata=about("version"))
 
 
 record_schema = FileRecordSchema()
@@ -192,3 +193,53 @@ def dump_update_result(record: Any, changed: list[str]) -> dict[str, Any]:
         **{name: full[name] for name in changed},
         "updated_at": full["updated_at"],
     }
+
+
+#: The longest change note, in characters.
+CHANGE_NOTE_MAX = 5000
+
+
+class ReplaceFormSchema(Schema):
+    """The form fields beside the file of a content replacement; others are ignored."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    change_note = Text(
+        max_length=CHANGE_NOTE_MAX,
+        metadata={
+            "description": "Why the content changes (optional, at most 5000 characters); "
+            "kept with the version this replacement ends."
+        },
+    )
+
+
+class FileVersionSchema(Schema):
+    """A version a replacement ended, as its owner and administrators see it."""
+
+    number = fields.Integer(metadata={"description": "The version number (1, 2, ...)."})
+    sha256 = fields.String(
+        attribute="checksum_sha256",
+        metadata={"description": "SHA-256 of the version's content, lowercase hex."},
+    )
+    size = fields.Integer(metadata={"description": "Size of the version's content in bytes."})
+    mime_type = fields.String(metadata={"description": "Detected type of the content."})
+    original_name = fields.String(metadata={"description": "The file name it was uploaded as."})
+    replaced_at = Timestamp(metadata={"description": "When the replacement ended it (UTC)."})
+    replaced_by = fields.Integer(
+        allow_none=True,
+        metadata={"description": "The id of the account that replaced it (null: an operator)."},
+    )
+    change_note = Text(
+        max_length=CHANGE_NOTE_MAX,
+        metadata={"description": "The note sent with the replacement that ended it, or null."},
+    )
+    kept = fields.Boolean(
+        metadata={
+            "description": "Whether its content is kept (KEEP_RELEASED_VERSIONS, and it was "
+            "public at some moment) and can be downloaded at /versions/{number}/download."
+        }
+    )
+
+
+file_version_schema = FileVersionSchema()

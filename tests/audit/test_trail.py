@@ -79,7 +79,9 @@ def test_each_change_of_a_record_leaves_one_entry_with_its_values(
         "size": len(png),
         "mime_type": "image/png",
         "sha256": replace["changes"]["new"]["sha256"],
+        "version": 2,
     }
+    assert replace["changes"]["old"]["version"] == create["changes"]["version"] == 1
     assert replace["changes"]["old"]["sha256"] == create["changes"]["sha256"]
     assert replace["changes"]["new"]["sha256"] != create["changes"]["sha256"]
 

@@ -4,6 +4,7 @@ objects left behind agree (no orphaned object, no owed deletion left)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Callable, Iterator
@@ -51,8 +52,13 @@ class Stack:
         return body["files"][0]["id"]
 
     def stored_paths(self) -> set[str]:
+        """The keys the rows name: every record's current content and every kept version."""
         with self.engine.connect() as conn:
-            return set(conn.scalars(sa.text("SELECT stored_path FROM file_records")))
+            current = set(conn.scalars(sa.text("SELECT stored_path FROM file_records")))
+            kept = conn.scalars(
+                sa.text("SELECT stored_path FROM file_versions WHERE stored_path IS NOT NULL")
+            )
+            return current | set(kept)
 
     def owed_deletions(self) -> list[str]:
         with self.engine.connect() as conn:
@@ -113,7 +119,13 @@ def stack(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stack]:
             migrated=True
         )
         objects = s3_objects(request.getfixturevalue("seaweedfs"), settings["S3_BUCKET"])
-    env = clean_env(**settings, RATELIMIT_UPLOADS="100000 per minute", SERVER_THREADS="8")
+    keep = "on" if request.node.get_closest_marker("keep_released_versions") else "off"
+    env = clean_env(
+        **settings,
+        RATELIMIT_UPLOADS="100000 per minute",
+        SERVER_THREADS="8",
+        KEEP_RELEASED_VERSIONS=keep,
+    )
     create_account(url, tmp_path / "unused", "c@example.org", "pw")
     engine = sa.create_engine(url)
     with running_server(env, tmp_path / "server.log") as port:
@@ -153,6 +165,44 @@ def test_replace_against_replace_keeps_the_last_committed_version(stack: Stack):
     assert json.loads(body)["updated_at"] == last["updated_at"]
     stack.assert_consistent()
     assert len(stack.objects()) == 1
+
+
+@pytest.mark.keep_released_versions
+def test_concurrent_replacements_give_consecutive_versions_whose_rows_and_bytes_agree(
+    stack: Stack,
+):
+    """Issue 39: every replacement gets its own version number, one after the other; each
+    ended version's row and kept bytes agree with its checksum, and the current content is
+    the one with the highest number."""
+    record_id = stack.create()
+    results = at_once(
+        [
+            lambda n=n: stack.upload(f"/api/files/{record_id}/content", "file", n)
+            for n in range(1, WAYS + 1)
+        ]
+    )
+    assert [status for status, _ in results] == [200] * WAYS, stack.server_errors()
+    numbers = sorted(body["version"] for _, body in results)
+    assert numbers == list(range(2, WAYS + 2))
+    by_version = {body["version"]: int(body["original_name"][1:-4]) for _, body in results}
+    by_version[1] = 0
+    status, data = stack.call("GET", f"/api/files/{record_id}/download")
+    assert data == version(by_version[WAYS + 1])
+    with stack.engine.connect() as conn:
+        rows = conn.execute(
+            sa.text(
+                "SELECT number, checksum_sha256, original_name FROM file_versions ORDER BY number"
+            )
+        ).all()
+    assert [row.number for row in rows] == list(range(1, WAYS + 1))
+    for row in rows:
+        expected = version(by_version[row.number])
+        assert row.checksum_sha256 == hashlib.sha256(expected).hexdigest()
+        assert row.original_name == f"v{by_version[row.number]}.txt"
+        status, kept = stack.call("GET", f"/api/files/{record_id}/versions/{row.number}/download")
+        assert (status, kept) == (200, expected)
+    stack.assert_consistent()
+    assert len(stack.objects()) == WAYS + 1
 
 
 def race_with_a_delete(stack: Stack, change: Callable[[str, int], int]) -> None:

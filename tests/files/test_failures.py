@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
 from app.extensions import db
-from app.models import FileRecord
+from app.models import FileRecord, FileVersion
 from app.storage import StorageUnavailable
 from tests.support import samples
-from tests.support.api import Account, Api
+from tests.support.api import Account, Api, encode_multipart
 
 
 class FailingWriter:
@@ -236,3 +238,66 @@ def test_unexpected_errors_are_json_500_without_a_trace(
     response = api.get("/api/files", alice)
     assert response.status_code == 500
     assert response.get_json() == {"message": "Server error."}
+
+
+def versions_state(api: Api, record_id: str) -> tuple:
+    """What a failed replacement must leave as it was: the record's version and content, its
+    version rows, and every object."""
+    row = api.row(record_id)
+    with api.app.app_context():
+        ended = db.session.execute(
+            select(FileVersion.number, FileVersion.checksum_sha256, FileVersion.stored_path)
+            .where(FileVersion.record_id == row.id)
+            .order_by(FileVersion.number)
+        ).all()
+    return (row.version, row.stored_path, row.checksum_sha256, row.updated_at), ended, api.objects()
+
+
+def a_kept_version(api: Api, alice: Account) -> str:
+    """A record at version 2 whose version 1 is kept."""
+    api.app.config["KEEP_RELEASED_VERSIONS"] = "on"
+    record = api.create(alice, "v1.txt", b"version one\n")
+    assert api.replace(alice, record["id"], "v2.txt", b"version two\n").status_code == 200
+    return record["id"]
+
+
+@pytest.mark.parametrize("failure", ["storage", "commit"])
+def test_a_replacement_failing_half_way_leaves_the_versions_as_they_were(
+    api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch, failure: str
+):
+    """Issue 39: storage down while the new content streams in, or the database gone at the
+    commit: the version, its rows and every content stay as they were."""
+    rid = a_kept_version(api, alice)
+    before = versions_state(api, rid)
+    if failure == "storage":
+        break_storage_writes(api, monkeypatch, on_call=1)
+    else:
+        break_record_commits(monkeypatch)
+    response = api.replace(alice, rid, "v3.txt", b"version three\n", change_note="lost")
+    assert response.status_code == 503
+    monkeypatch.undo()
+    assert versions_state(api, rid) == before
+    assert api.get(f"/api/files/{rid}/download", alice).data == b"version two\n"
+    assert api.get(f"/api/files/{rid}/versions/1/download", alice).data == b"version one\n"
+    assert api.get(f"/api/files/{rid}", alice).get_json()["version"] == 2
+
+
+def test_a_client_gone_mid_replacement_leaves_the_versions_as_they_were(api: Api, alice: Account):
+    rid = a_kept_version(api, alice)
+    before = versions_state(api, rid)
+    content_type, body = encode_multipart(
+        [
+            ("change_note", None, b"never arrives", None),
+            ("file", "v3.txt", b"version three\n" * 50_000, "text/plain"),
+        ]
+    )
+    response = api.client.post(
+        f"/api/files/{rid}/content",
+        input_stream=io.BytesIO(body[: len(body) // 2]),  # the client stops half-way
+        headers=alice.auth,
+        content_type=content_type,
+        environ_overrides={"CONTENT_LENGTH": str(len(body))},
+    )
+    assert response.status_code == 400
+    assert versions_state(api, rid) == before
+    assert api.get(f"/api/files/{rid}/download", alice).data == b"version two\n"

@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime
 
 from app.extensions import db
-from app.models import PendingObjectDeletion
+from app.models import FileVersion, PendingObjectDeletion
 from app.ops.reconcile import reconcile_command, verify_command
 from tests.support import samples
 from tests.support.api import Api
@@ -104,3 +104,43 @@ def test_verify_of_an_unknown_record_exits_1_naming_it(app, client, runner):
     both = runner.invoke(verify_command, ["--record", good["id"], "--record", unknown])
     assert both.exit_code == 1
     assert "checked 1 records" in both.output and f"{unknown}: no record" in both.output
+
+
+def test_kept_versions_are_no_orphans_and_are_verified(app, client, runner):
+    """Issue 39: a kept version's object is named by its row; reconcile leaves it alone and
+    reports it when it is gone, verify re-reads every byte of it."""
+    app.config["KEEP_RELEASED_VERSIONS"] = "on"
+    api = Api(app, client)
+    alice = api.account("alice@example.org")
+    record = api.create(alice, "v1.txt", b"first version\n")
+    assert api.replace(alice, record["id"], "v2.txt", b"second version\n").status_code == 200
+    assert api.replace(alice, record["id"], "v3.txt", b"third version\n").status_code == 200
+    with app.app_context():
+        kept = dict(
+            db.session.execute(
+                db.select(FileVersion.number, FileVersion.stored_path).order_by(FileVersion.number)
+            ).all()
+        )
+    assert list(kept) == [1, 2] and None not in kept.values()
+    assert len(api.objects()) == 3
+
+    fixed = runner.invoke(reconcile_command, ["--fix", "--grace-minutes", "0"])
+    assert fixed.exit_code == 0, fixed.output
+    assert "orphaned objects: 0" in fixed.output
+    assert len(api.objects()) == 3
+
+    clean = runner.invoke(verify_command, ["--record", record["id"]])
+    assert clean.exit_code == 0, clean.output
+    assert "checked 1 records and 2 kept versions" in clean.output
+    assert "(43 bytes)" in clean.output  # all three contents
+
+    storage = app.extensions["storage"]
+    storage.put(kept[1], io.BytesIO(b"first versioN\n"))
+    storage.delete(kept[2])
+    verified = runner.invoke(verify_command, [])
+    assert verified.exit_code == 1
+    assert f"{record['id']} version 1: content does not match its SHA-256" in verified.output
+    assert f"{record['id']} version 2: object {kept[2]} is missing" in verified.output
+    reconciled = runner.invoke(reconcile_command, [])
+    assert reconciled.exit_code == 1
+    assert f"record {record['id']} version 2 has no object ({kept[2]})" in reconciled.output

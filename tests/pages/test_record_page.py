@@ -362,6 +362,7 @@ def test_json_ld_of_a_report_states_every_value_of_the_record(api: Api, app, rep
         "datePublished": row.created_at.astimezone(UTC).date().isoformat(),
         "publisher": {"@type": "Organization", "name": app.config["REPOSITORY_NAME"]},
         "inLanguage": "de",
+        "version": 1,
         "description": "Ein Bericht.\nZweite Zeile.",
         "author": [
             {"@type": "Person", "name": "Muster, Erika"},

@@ -19,7 +19,7 @@ from tests.support import samples
 
 TIMESTAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
-CREATE_FIELDS = [
+_FIELDS = [
     "id",
     "aktiv_id",
     "original_name",
@@ -40,7 +40,8 @@ CREATE_FIELDS = [
     "freigegeben_von",
     "created_at",
 ]
-RECORD_FIELDS = [*CREATE_FIELDS, "updated_at"]
+CREATE_FIELDS = [*_FIELDS, "version"]
+RECORD_FIELDS = [*_FIELDS, "updated_at", "version"]
 PUBLIC_FIELDS = [f for f in RECORD_FIELDS if f not in ("erstellt_von", "freigegeben_von")]
 
 
@@ -172,12 +173,26 @@ class Api:
         assert response.status_code == 201, response.get_json()
         return response.get_json()["files"][0]
 
-    def replace(self, account: Account, record_id: str, name: str, data: bytes) -> Any:
-        content_type, body = encode_multipart([("file", name, data, "application/octet-stream")])
+    def replace(
+        self,
+        account: Account,
+        record_id: str,
+        name: str,
+        data: bytes,
+        *,
+        change_note: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        parts: list[tuple[str, str | None, bytes, str | None]] = [
+            ("file", name, data, "application/octet-stream")
+        ]
+        if change_note is not None:
+            parts.append(("change_note", None, change_note.encode(), None))
+        content_type, body = encode_multipart(parts)
         return self.client.post(
             f"/api/files/{record_id}/content",
             data=body,
-            headers=account.auth,
+            headers={**account.auth, **(headers or {})},
             content_type=content_type,
         )
 

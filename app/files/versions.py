@@ -1,0 +1,157 @@
+"""Versions of a record's content (issue 39): the number, the history, the kept releases.
+
+A record's `version` is 1 at creation and grows by one with each replacement that changes the
+bytes; each replacement leaves a `FileVersion` row of the version it ended. Content that has
+been publicly downloadable at some moment (released, embargo over) is kept under its own key
+when `KEEP_RELEASED_VERSIONS` is on; content that never was is always deleted. Whether the
+current content has been public is marked on the record (`content_was_public`) by every write
+that could end a public moment (`note_public`, before and after a change of `freigabe` or
+`sperrfrist`), and read once more at the replacement itself: between two writes nothing can
+turn a public record private, while an embargo can only end, which the replacement then sees.
+
+Every version's content lives under its own key, the current one's in the record's
+`stored_path`, an ended one's in its row; nothing assumes a fixed key per record.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from datetime import UTC, date, datetime
+
+from flask import current_app
+from sqlalchemy import func, select
+
+from app.auth.services import Caller
+from app.exceptions import RecordChanged, RecordNotFound
+from app.extensions import db
+from app.files import access
+from app.files.access import LinkHolder, RecordLike
+from app.models import FileRecord, FileVersion
+
+
+def etag(record: RecordLike) -> str:
+    """The record's strong entity tag (unquoted): its version and the instant of its last
+    change, so every change of the row gives a new one (each write sets `updated_at`)."""
+    return f"{record.version}.{record.updated_at.astimezone(UTC).strftime('%Y%m%d%H%M%S%f')}"
+
+
+def check_if_match(expected: Collection[str] | None, record: RecordLike) -> None:
+    """412 unless `expected` (the If-Match tags, None: no precondition) names the record as
+    it is now."""
+    if expected is not None and etag(record) not in expected:
+        raise RecordChanged()
+
+
+def public_now(record: RecordLike, today: date) -> bool:
+    """Whether anyone may download the record's content without an account now."""
+    return record.freigabe is True and not access.embargo_active(record, today)
+
+
+def note_public(record: FileRecord) -> None:
+    """Mark the current content as having been public if it is so now. Called by every write
+    of a record, before and after it changes, so that no public moment goes unnoticed."""
+    if not record.content_was_public and public_now(record, access.today()):
+        record.content_was_public = True
+
+
+def keeping() -> bool:
+    return current_app.config.get("KEEP_RELEASED_VERSIONS", "off") == "on"
+
+
+def end_version(record: FileRecord, at: datetime, by: int | None, note: str | None) -> FileVersion:
+    """The row of the version the replacement of `record` ends (before its columns change);
+    its content is kept when it has been public and the setting says so, else the caller
+    deletes it (`stored_path` None)."""
+    note_public(record)
+    kept = keeping() and record.content_was_public
+    version = FileVersion(
+        record_id=record.id,
+        number=record.version,
+        checksum_sha256=record.checksum_sha256,
+        size=record.size,
+        mime_type=record.mime_type,
+        original_name=record.original_name,
+        replaced_at=at,
+        replaced_by=by,
+        change_note=note,
+        stored_path=record.stored_path if kept else None,
+    )
+    db.session.add(version)
+    return version
+
+
+def kept_keys(record_id: uuid.UUID) -> list[str]:
+    """The keys of every kept content of a record."""
+    return list(
+        db.session.scalars(
+            select(FileVersion.stored_path).where(
+                FileVersion.record_id == record_id, FileVersion.stored_path.is_not(None)
+            )
+        )
+    )
+
+
+def history(
+    caller: Caller, record_id: uuid.UUID, page: int, per_page: int
+) -> tuple[list[FileVersion], int]:
+    """One page of the ended versions of a record the caller may change (owner, admin),
+    newest first, and how many there are; others get 404 as for the record."""
+    access.find_record(caller, record_id)
+    total = db.session.scalar(
+        select(func.count()).select_from(FileVersion).where(FileVersion.record_id == record_id)
+    )
+    rows = db.session.scalars(
+        select(FileVersion)
+        .where(FileVersion.record_id == record_id)
+        .order_by(FileVersion.number.desc())
+        .offset((page - 1) * per_page)
+        .limit(per_page)
+    )
+    return list(rows), total or 0
+
+
+def kept_versions(record_id: uuid.UUID) -> list[FileVersion]:
+    """The kept versions of a record, newest first (for its landing page)."""
+    return list(
+        db.session.scalars(
+            select(FileVersion)
+            .where(FileVersion.record_id == record_id, FileVersion.stored_path.is_not(None))
+            .order_by(FileVersion.number.desc())
+        )
+    )
+
+
+class KeptContent:
+    """A kept version as downloads read a record: the same attribute names."""
+
+    def __init__(self, record: RecordLike, version: FileVersion) -> None:
+        self.id = record.id
+        self.number = version.number
+        self.stored_path = version.stored_path
+        self.checksum_sha256 = version.checksum_sha256
+        self.size = version.size
+        self.mime_type = version.mime_type
+        self.original_name = version.original_name
+
+
+def kept_content(
+    caller: Caller | LinkHolder | None, record_id: uuid.UUID, number: int
+) -> KeptContent:
+    """A kept version `caller` may download, by the rules of the record's current content
+    (`access.downloadable_record`): through the account door the owner's and administrators'
+    (others 404, as for the record); through the public door (None) while the record is
+    publicly downloadable (404 unreleased, 403 under embargo). A version that was not kept,
+    or does not exist, is 404."""
+    record = access.downloadable_record(caller, record_id, fresh=True)
+    version = db.session.get(FileVersion, (record_id, number))
+    if version is None or version.stored_path is None:
+        raise RecordNotFound("No kept content of this version.")
+    return KeptContent(record, version)
+
+
+def last_replaced_at(record_id: uuid.UUID) -> datetime | None:
+    """When the record's current version became current by a replacement (None: never)."""
+    return db.session.scalar(
+        select(func.max(FileVersion.replaced_at)).where(FileVersion.record_id == record_id)
+    )
