@@ -25,7 +25,7 @@ from app.docs.openapi import (
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
 from app.files import access, versions, writes
-from app.files.downloads import download_response, stored_file_response
+from app.files.downloads import download_response, still_allowed, stored_file_response
 from app.files.listing import Listing, Page
 from app.files.pagination import list_response, page_envelope
 from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
@@ -346,7 +346,9 @@ def download_version(record_id: uuid.UUID, number: int):
     """
     caller = current_user()
     content = versions.kept_content(caller, record_id, number)
-    response = stored_file_response(request, content, _storage(), PRIVATE_CACHE)
+    # Like the current content, a kept version in flight ends when the right to it does.
+    recheck = still_allowed(current_user_again(), record_id)
+    response = stored_file_response(request, content, _storage(), PRIVATE_CACHE, recheck)
     downloaded.send(
         current_app._get_current_object(),  # type: ignore[attr-defined]
         door="account",

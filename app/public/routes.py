@@ -18,7 +18,7 @@ from app.docs.openapi import (
     ref,
 )
 from app.files import access, versions
-from app.files.downloads import download_response, stored_file_response
+from app.files.downloads import download_response, still_allowed, stored_file_response
 from app.files.listing import Listing
 from app.files.pagination import list_response
 from app.http import PUBLIC_CACHE, load
@@ -111,6 +111,7 @@ def download_released_version(record_id: uuid.UUID, number: int):
     """
     storage = current_app.extensions["storage"]
     content = versions.kept_content(None, record_id, number)
-    response = stored_file_response(request, content, storage, PUBLIC_CACHE)
+    recheck = still_allowed(lambda: None, record_id)
+    response = stored_file_response(request, content, storage, PUBLIC_CACHE, recheck)
     count_download("public", record_id, response.status_code, None)
     return response
