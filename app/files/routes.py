@@ -21,7 +21,7 @@ from app.docs.openapi import (
 )
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
-from app.files import access, writes
+from app.files import access, approval, writes
 from app.files.downloads import download_response
 from app.files.listing import Listing
 from app.files.pagination import list_response
@@ -138,7 +138,10 @@ def create_files():
         raise
     staged = [(record_ids[file.index], file) for file in upload.files]
     records = writes.create_records(owner_id, staged, metadata, _storage())
-    return {"files": created_record_schema.dump(records, many=True)}, 201
+    answer = {"files": created_record_schema.dump(records, many=True)}
+    if approval.enabled():
+        answer["release_requests"] = approval.pending_summaries([r.id for r in records])
+    return answer, 201
 
 
 @bp.get("")
@@ -197,17 +200,30 @@ def download_file(record_id: uuid.UUID):
     description="The id, the fields sent, and the new updated_at.",
     headers=RATE_LIMIT_HEADERS,
 )
-@bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
+@bp.errors(
+    "BadRequest",
+    "NotFound",
+    "Conflict",
+    "PayloadTooLarge",
+    "ValidationFailed",
+    "TooManyRequests",
+)
 def update_file(record_id: uuid.UUID):
     """Update metadata
 
-    Owner or administrator; only the fields sent change. Rate limited per user.
+    Owner or administrator; only the fields sent change. Rate limited per user. With
+    `RELEASE_APPROVAL=on`, `freigabe: true` keeps the record unreleased and opens a release
+    request (the answer's `release_request`), a change of what the public sees of a released
+    record is 409, and a `sperrfrist` moved earlier on a released record waits for approval.
     """
     body = json_body()
     changes = load(update_schema, body)
     record = writes.update_metadata(current_user(), record_id, changes)
     sent = dict.fromkeys(INPUT_ALIASES.get(name, name) for name in body)
-    return dump_update_result(record, [name for name in sent if name in changes])
+    answer = dump_update_result(record, [name for name in sent if name in changes])
+    if approval.enabled():
+        answer["release_request"] = approval.summary(approval.pending_request(record.id))
+    return answer
 
 
 @bp.post("/<uuid:record_id>/content", parameters=[ID_PARAMETER])
@@ -216,15 +232,25 @@ def update_file(record_id: uuid.UUID):
 @bp.alt_response(
     200, schema=record_schema, description="The full record.", headers=RATE_LIMIT_HEADERS
 )
-@bp.errors("BadRequest", "NotFound", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
+@bp.errors(
+    "BadRequest",
+    "NotFound",
+    "Conflict",
+    "PayloadTooLarge",
+    "ValidationFailed",
+    "TooManyRequests",
+)
 def replace_file_content(record_id: uuid.UUID):
     """Replace the content
 
     Same id, owner, created_at and business metadata; original_name, mime_type, size and updated_at
-    change. The old content is deleted after success. Rate limited per user (with uploads).
+    change. The old content is deleted after success. Rate limited per user (with uploads). With
+    `RELEASE_APPROVAL=on` a released record's content is not replaced (409) and an unreleased
+    one's pending release request is cancelled.
     """
     caller = current_user()
-    access.find_record(caller, record_id)  # a 404 before the body is read
+    # A 404, or with RELEASE_APPROVAL a 409, before the body is read.
+    approval.refuse_replacing_released(access.find_record(caller, record_id))
     upload = _receive(
         lambda name: name == "file",
         lambda index: "file",

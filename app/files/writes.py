@@ -18,6 +18,7 @@ from sqlalchemy import select
 
 from app.auth.services import Caller
 from app.extensions import db
+from app.files import approval
 from app.files.access import find_record
 from app.files.uploads import StagedFile, discard
 from app.models import FileRecord, PendingObjectDeletion, utcnow
@@ -66,6 +67,8 @@ def create_records(
         for record_id, staged in files
     ]
     try:
+        for record in records:
+            approval.before_commit(record, owner_id, new=True)
         db.session.add_all(records)
         db.session.commit()
     except BaseException:
@@ -80,6 +83,11 @@ def update_metadata(caller: Caller, record_id: uuid.UUID, changes: dict[str, Any
     for name, value in changes.items():
         setattr(record, name, value)
     record.updated_at = utcnow()
+    try:
+        approval.before_commit(record, caller.id)
+    except BaseException:
+        db.session.rollback()
+        raise
     db.session.commit()
     return record
 
@@ -94,6 +102,7 @@ def replace_content(
         for name, value in _content_columns(staged).items():
             setattr(record, name, value)
         record.updated_at = utcnow()
+        approval.before_commit(record, caller.id)
         db.session.add(PendingObjectDeletion(key=old_key))
         db.session.commit()
     except BaseException:
@@ -113,6 +122,7 @@ def delete_record(caller: Caller, record_id: uuid.UUID, storage: Storage) -> Non
     record = find_record(caller, record_id, lock=True)
     key = record.stored_path
     storage.exists(key)
+    approval.before_delete(record, caller.id)
     db.session.delete(record)
     db.session.add(PendingObjectDeletion(key=key))
     db.session.commit()
