@@ -157,6 +157,12 @@ def before_commit(record: FileRecord, caller_id: int | None, *, new: bool = Fals
     `caller_id` is who makes them (None: an operator command)."""
     if not enabled():
         return
+    # No query may flush the changes before their history is read.
+    with db.session.no_autoflush:
+        _apply_rule(record, caller_id, new)
+
+
+def _apply_rule(record: FileRecord, caller_id: int | None, new: bool) -> None:
     if new:
         if record.freigabe is not False:
             record.freigabe = False

@@ -67,9 +67,9 @@ def create_records(
         for record_id, staged in files
     ]
     try:
+        db.session.add_all(records)
         for record in records:
             approval.before_commit(record, owner_id, new=True)
-        db.session.add_all(records)
         db.session.commit()
     except BaseException:
         db.session.rollback()

@@ -249,11 +249,12 @@ def get_request(caller: Caller, request_id: uuid.UUID) -> ReleaseRequest:
 def describe(requests: list[ReleaseRequest]) -> list[dict[str, Any]]:
     """Plain values of requests for the answer: emails for user ids, the records as now."""
     user_ids = {r.submitted_by for r in requests} | {r.decided_by for r in requests}
-    emails = dict(
-        db.session.execute(select(User.id, User.email).where(User.id.in_(user_ids - {None})))
-        .tuples()
-        .all()
-    )
+    emails = {
+        user_id: email
+        for user_id, email in db.session.execute(
+            select(User.id, User.email).where(User.id.in_(user_ids - {None}))
+        )
+    }
     record_ids = {r.record_id for r in requests}
     records = {
         record.id: record
