@@ -36,12 +36,13 @@ CLAIM = timedelta(minutes=5)
 
 
 def _title(session: Session, record_id: Any) -> str:
+    """The record's titel (else its file name), or its id once it is gone."""
     record = next(
         (obj for obj in session.new if isinstance(obj, FileRecord) and obj.id == record_id), None
     ) or session.get(FileRecord, record_id)
     if record is None:
         return str(record_id)
-    return f"{record.titel or record.original_name} ({record.id})"
+    return record.titel or record.original_name
 
 
 def _queue(session: Session, recipients: list[str], subject: str, body: str) -> None:
@@ -80,7 +81,8 @@ def _submitted(session: Session, request: ReleaseRequest) -> None:
     title = _title(session, request.record_id)
     what = "an earlier embargo" if request.kind == "sperrfrist" else "release"
     lines = [
-        f"{submitter.email if submitter else 'An operator command'} asks for {what} of {title}.",
+        f"{submitter.email if submitter else 'An operator command'} asks for {what} of "
+        f"{title} (record {request.record_id}).",
     ]
     if request.kind == "sperrfrist":
         lines.append(f"New sperrfrist: {request.sperrfrist or 'none'}")
@@ -96,7 +98,7 @@ def _decided(session: Session, request: ReleaseRequest) -> None:
         return
     decider = session.get(User, request.decided_by) if request.decided_by else None
     title = _title(session, request.record_id)
-    lines = [f"Your release request for {title} was {request.state}"]
+    lines = [f"Your release request for {title} (record {request.record_id}) was {request.state}"]
     lines[0] += f" by {decider.name} <{decider.email}>." if decider else "."
     if request.reason:
         lines += ["", f"Reason: {request.reason}"]
