@@ -4,6 +4,7 @@ submitted nor edited it."""
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import json
@@ -314,3 +315,27 @@ def test_the_approver_role_is_granted_and_revoked_by_command(
         {"is_approver": [False, True]},
         {"is_approver": [True, False]},
     ]
+
+
+def test_a_tus_upload_asking_for_release_waits_for_approval(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    body = b"Ein Bericht, Zeile fuer Zeile.\n" * 40
+    metadata = ",".join(
+        f"{key} {base64.b64encode(value).decode()}"
+        for key, value in (("filename", b"bericht.txt"), ("freigabe", b"true"))
+    )
+    tus = {"Tus-Resumable": "1.0.0", **alice.auth}
+    created = api.client.post(
+        "/api/uploads",
+        data=body,
+        headers={**tus, "Upload-Length": str(len(body)), "Upload-Metadata": metadata},
+        content_type="application/offset+octet-stream",
+    )
+    assert created.status_code == 201, created.data
+    [row] = api.rows()
+    assert row.freigabe is False
+    [pending] = releases.listed(carol, state="pending").get_json()["data"]
+    assert (pending["record_id"], pending["submitted_by"]) == (str(row.id), alice.email)
+    assert releases.approve(pending["id"], carol).status_code == 200
+    assert api.get(f"/api/public/files/{row.id}/download").data == body
