@@ -5,11 +5,20 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from flask import request
+from flask import current_app, request
 
 from app.auth.guard import current_user
-from app.docs.openapi import ID_PARAMETER, SERVER, Blueprint, json_body_doc
-from app.http import json_body, load
+from app.docs.openapi import (
+    DOWNLOAD_REQUEST_HEADERS,
+    ID_PARAMETER,
+    SERVER,
+    Blueprint,
+    download_responses,
+    json_body_doc,
+    private_cache,
+)
+from app.files.downloads import stored_file_response
+from app.http import PRIVATE_CACHE, json_body, load
 from app.releases import services
 from app.releases.schemas import (
     ApproveSchema,
@@ -87,6 +96,23 @@ def read_request(request_id: uuid.UUID):
     With what changed, if a change cancelled it, and the record as it is now.
     """
     return _one(services.get_request(current_user(), request_id))
+
+
+@bp.get("/api/release-requests/<uuid:request_id>/content", parameters=[REQUEST_ID])
+@bp.doc(
+    operationId="reviewReleaseContent",
+    parameters=DOWNLOAD_REQUEST_HEADERS,
+    responses=download_responses(private_cache(PRIVATE_CACHE)),
+)
+@bp.errors("ApprovalRefused", "NotFound", "Conflict")
+def review_content(request_id: uuid.UUID):
+    """Download the content of a pending request
+
+    Approvers only: exactly the content the request is bound to (its SHA-256 is the ETag);
+    409 once it changed.
+    """
+    record = services.content_to_review(current_user(), request_id)
+    return stored_file_response(request, record, current_app.extensions["storage"], PRIVATE_CACHE)
 
 
 @bp.post("/api/release-requests/<uuid:request_id>/approve", parameters=[REQUEST_ID])

@@ -281,3 +281,16 @@ def describe(requests: list[ReleaseRequest]) -> list[dict[str, Any]]:
         }
         for r in requests
     ]
+
+
+def content_to_review(caller: Caller, request_id: uuid.UUID) -> FileRecord:
+    """The record of a pending request, for an approver to download exactly the content the
+    request is bound to (others: 403, or 404 if they may not know the request)."""
+    request = get_request(caller, request_id)
+    if not is_approver(_user(caller)):
+        raise ApprovalRefused("Only approvers review the content of release requests.")
+    _pending(request)
+    record = db.session.get(FileRecord, request.record_id)
+    if record is None or record.checksum_sha256 != request.content_sha256:
+        raise RequestConflict("The record's content changed since the request was submitted.")
+    return record

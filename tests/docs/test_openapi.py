@@ -64,6 +64,18 @@ EXPECTED_STATUSES = {
     ("post", "/api/files/{id}/release-requests"): {201, 400, 401, 404, 409, 413, 422, 500, 503},
     ("get", "/api/release-requests"): {200, 401, 422, 500, 503},
     ("get", "/api/release-requests/{request_id}"): {200, 401, 404, 500, 503},
+    ("get", "/api/release-requests/{request_id}/content"): {
+        200,
+        206,
+        304,
+        401,
+        403,
+        404,
+        409,
+        416,
+        500,
+        503,
+    },
     ("post", "/api/release-requests/{request_id}/approve"): {
         200,
         400,

@@ -339,3 +339,21 @@ def test_a_tus_upload_asking_for_release_waits_for_approval(
     assert (pending["record_id"], pending["submitted_by"]) == (str(row.id), alice.email)
     assert releases.approve(pending["id"], carol).status_code == 200
     assert api.get(f"/api/public/files/{row.id}/download").data == body
+
+
+def test_an_approver_downloads_exactly_the_content_under_review(
+    api: Api, alice: Account, bob: Account, carol: Account, releases: Releases
+):
+    record, request_id = pending_upload(api, alice)
+    path = f"/api/release-requests/{request_id}/content"
+    assert api.get(f"/api/files/{record['id']}/download", carol).status_code == 404
+    review = api.get(path, carol)
+    assert review.status_code == 200
+    assert review.data == samples.pdf_bytes()
+    assert review.headers["Cache-Control"] == "private, no-store"
+    assert api.get(path, alice).status_code == 403
+    assert api.get(path, bob).status_code == 404
+    assert (
+        api.replace(alice, record["id"], "v2.pdf", samples.pdf_bytes() + b"%v2").status_code == 200
+    )
+    assert api.get(path, carol).status_code == 409
