@@ -8,14 +8,15 @@ import sys
 from datetime import UTC, date, datetime
 
 import click
+from flask import current_app
 from flask.cli import AppGroup, with_appcontext
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import aliased
 
 from app import audit
 from app.auth.services import UserNotFound, get_user
 from app.extensions import db
-from app.models import FileRecord, ReleaseRequest, User
+from app.models import FileRecord, MailOutbox, ReleaseRequest, User
 from app.releases import mail
 from app.schemas.field_types import format_timestamp
 from app.stats.cli import spreadsheet_safe
@@ -137,5 +138,11 @@ def report_command(month: date, output) -> None:
 def send_command() -> None:
     """Send the mail that is due now (new and retried); the server does this by itself after
     each commit that wrote mail, so this is for cron or after an SMTP outage."""
+    if not current_app.config.get("SMTP_HOST"):
+        waiting = db.session.scalar(
+            select(func.count()).select_from(MailOutbox).where(MailOutbox.sent_at.is_(None))
+        )
+        click.echo(f"SMTP_HOST is not set: {waiting} mail(s) wait in the outbox.")
+        return
     result = mail.send_due(limit=10_000)
     click.echo(f"Sent {result.sent}, failed {result.failed} (retried later).")
