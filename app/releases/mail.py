@@ -155,17 +155,17 @@ def _send(config: Any, mail: MailOutbox) -> None:
     host, port, timeout = config["SMTP_HOST"], config["SMTP_PORT"], config["SMTP_TIMEOUT_SECONDS"]
     security = config["SMTP_SECURITY"]
     if security == "ssl":
-        client: smtplib.SMTP = smtplib.SMTP_SSL(
+        smtp: smtplib.SMTP = smtplib.SMTP_SSL(
             host, port, timeout=timeout, context=ssl.create_default_context()
         )
     else:
-        client = smtplib.SMTP(host, port, timeout=timeout)
-    with client:
+        smtp = smtplib.SMTP(host, port, timeout=timeout)
+    with smtp:
         if security == "starttls":
-            client.starttls(context=ssl.create_default_context())
+            smtp.starttls(context=ssl.create_default_context())
         if config["SMTP_USERNAME"]:
-            client.login(config["SMTP_USERNAME"], config["SMTP_PASSWORD"] or "")
-        client.send_message(message)
+            smtp.login(config["SMTP_USERNAME"], config["SMTP_PASSWORD"] or "")
+        smtp.send_message(message)
 
 
 def send_due(limit: int = 100) -> Sent:
