@@ -82,6 +82,7 @@ def _init_extensions(app: Flask) -> None:
         models,  # noqa: F401  (registers the tables on the metadata)
         oai,
         pages,
+        releases,
         search,
         stats,
     )
@@ -98,6 +99,7 @@ def _init_extensions(app: Flask) -> None:
     audit.init_app()
     stats.init_app(app)
     pages.init_app()
+    releases.init_app(app)
     i18n.init_app(app)
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):
@@ -135,6 +137,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.oai.routes import bp as oai_bp
     from app.pages.routes import bp as pages_bp
     from app.public.routes import bp as public_bp
+    from app.releases.routes import bp as releases_bp
     from app.stats.routes import bp as stats_bp
     from app.tus.routes import bp as tus_bp
 
@@ -150,6 +153,7 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(audit_bp)
     app.register_blueprint(links_bp)
     app.register_blueprint(stats_bp)
+    app.register_blueprint(releases_bp)
     app.register_blueprint(pages_bp)
 
 
@@ -188,6 +192,12 @@ def _register_cli(app: Flask) -> None:
     from app.cli import serve_command
     from app.ops import register_cli
     from app.pages.cli import pages_cli
+    from app.releases.cli import (
+        grant_approver_command,
+        mail_group,
+        releases_group,
+        revoke_approver_command,
+    )
     from app.search.cli import search_cli
     from app.stats.cli import stats_group
 
@@ -200,4 +210,8 @@ def _register_cli(app: Flask) -> None:
     app.cli.add_command(audit_group)
     app.cli.add_command(stats_group)
     app.cli.add_command(pages_cli)
+    app.cli.add_command(releases_group)
+    app.cli.add_command(mail_group)
+    users_group.add_command(grant_approver_command)
+    users_group.add_command(revoke_approver_command)
     register_cli(app)

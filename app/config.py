@@ -138,6 +138,13 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "STATS_FLUSH_SECONDS": _float(environ, "STATS_FLUSH_SECONDS", 5.0),
         "STATS_REDIS_URL": get("STATS_REDIS_URL"),
         "ACCESS_LOG_ADDRESSES": (get("ACCESS_LOG_ADDRESSES", "truncated") or "").lower(),
+        "RELEASE_APPROVAL": (get("RELEASE_APPROVAL", "off") or "").lower(),
+        "SMTP_HOST": get("SMTP_HOST"),
+        "SMTP_PORT": _int(environ, "SMTP_PORT", 25),
+        "SMTP_USERNAME": get("SMTP_USERNAME"),
+        "SMTP_PASSWORD": get("SMTP_PASSWORD"),
+        "SMTP_SECURITY": (get("SMTP_SECURITY", "none") or "").lower(),
+        "MAIL_FROM": get("MAIL_FROM", "file-repository@localhost"),
     }
 
 
@@ -173,6 +180,13 @@ DEFAULTS: dict[str, Any] = {
     # None: the catalogues compiled at start-up from app/translations.
     "BABEL_DEFAULT_LOCALE": "de",
     "BABEL_TRANSLATION_DIRECTORIES": None,
+    # The mail outbox (app/releases/mail.py): sent by a thread after each commit that wrote
+    # mail (off in tests, which send by hand), with this many tries, the n-th retry after
+    # MAIL_RETRY_SECONDS * 2**(n-1) seconds, and this timeout per SMTP connection.
+    "MAIL_BACKGROUND": True,
+    "MAIL_MAX_ATTEMPTS": 8,
+    "MAIL_RETRY_SECONDS": 30.0,
+    "SMTP_TIMEOUT_SECONDS": 10.0,
 }
 
 
@@ -265,6 +279,7 @@ def validate(config: Mapping[str, Any]) -> None:
         ("STATS", "on"),
         ("STATS_PUBLIC", "on"),
         ("KEEP_RELEASED_VERSIONS", "off"),
+        ("RELEASE_APPROVAL", "off"),
     ):
         if config.get(name, default) not in ("on", "off"):
             raise ConfigError(f"{name} must be 'on' or 'off', got {config.get(name)!r}")
@@ -279,6 +294,12 @@ def validate(config: Mapping[str, Any]) -> None:
     interval = config.get("STATS_FLUSH_SECONDS")
     if not isinstance(interval, int | float) or not interval > 0:
         raise ConfigError(f"STATS_FLUSH_SECONDS must be a positive number, got {interval!r}")
+    security = config.get("SMTP_SECURITY", "none")
+    if security not in ("none", "starttls", "ssl"):
+        raise ConfigError(f"SMTP_SECURITY must be 'none', 'starttls' or 'ssl', got {security!r}")
+    smtp_port = config.get("SMTP_PORT", 25)
+    if not isinstance(smtp_port, int) or not 0 < smtp_port < 65536:
+        raise ConfigError(f"SMTP_PORT must be between 1 and 65535, got {smtp_port!r}")
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:
         raise ConfigError(f"PROXY_COUNT must be 0 or a positive number, got {proxies!r}")

@@ -66,6 +66,9 @@ class User(db.Model):
     password_hash: Mapped[str] = mapped_column(String(255))
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     is_active: Mapped[bool] = mapped_column(Boolean, default=True)
+    #: May approve release requests of others (RELEASE_APPROVAL, app/releases); granted by an
+    #: operator command only. Administrators may approve without it.
+    is_approver: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -422,3 +425,75 @@ class StatsSalt(db.Model):
 
     day: Mapped[date] = mapped_column(Date, primary_key=True)
     salt: Mapped[bytes] = mapped_column(LargeBinary(32))
+
+
+class ReleaseRequest(db.Model):
+    """A request to release a record, or to move a released record's embargo earlier, bound to
+    the content (SHA-256) and the hash of the public fields at submission (app/files/approval.py
+    writes and cancels them, app/releases decides them).
+
+    ``record_id`` has no foreign key: a deleted record's requests stay (cancelled) for the
+    report. At most one request per record is pending (``ix_release_requests_pending``).
+    """
+
+    __tablename__ = "release_requests"
+    __table_args__ = (
+        Index(
+            "ix_release_requests_pending",
+            "record_id",
+            unique=True,
+            postgresql_where=text("state = 'pending'"),
+            sqlite_where=text("state = 'pending'"),
+        ),
+        Index("ix_release_requests_state", "state", "submitted_at"),
+        Index("ix_release_requests_submitted", "submitted_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
+    record_id: Mapped[uuid.UUID] = mapped_column(Uuid, index=True)
+    #: `release` (make freigabe true) or `sperrfrist` (move a released record's embargo
+    #: earlier, to `sperrfrist`, which null means "none").
+    kind: Mapped[str] = mapped_column(String(16), default="release")
+    sperrfrist: Mapped[date | None] = mapped_column(Date)
+    #: pending, approved, declined or cancelled.
+    state: Mapped[str] = mapped_column(String(16), default="pending")
+    note: Mapped[str | None] = mapped_column(Text)
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    public_hash: Mapped[str] = mapped_column(String(64))
+    submitted_by: Mapped[int | None] = mapped_column(Integer)
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    decided_by: Mapped[int | None] = mapped_column(Integer)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: Why it was declined, cancelled or approved by an administrator's override.
+    reason: Mapped[str | None] = mapped_column(Text)
+    override: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: Of a request cancelled by a change: what changed, {field: [old, new]} (JSON text).
+    changes: Mapped[str | None] = mapped_column(Text)
+
+
+class ReleaseEditor(db.Model):
+    """Someone who changed a record's content or public fields since its last approval: they
+    may not approve it (four eyes). Cleared by each approval."""
+
+    __tablename__ = "release_editors"
+
+    record_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
+    user_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+
+
+class MailOutbox(db.Model):
+    """A mail to send, written in the transaction of what it tells about and sent after the
+    commit (app/releases/mail.py), retried with backoff until it goes or runs out of tries."""
+
+    __tablename__ = "mail_outbox"
+    __table_args__ = (Index("ix_mail_outbox_due", "sent_at", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    recipient: Mapped[str] = mapped_column(String(255))
+    subject: Mapped[str] = mapped_column(String(255))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

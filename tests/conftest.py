@@ -57,6 +57,8 @@ def base_config(**overrides: Any) -> dict[str, Any]:
         "ADMIN_PASSWORD": None,
         # Statistics are flushed by the tests that read them (tests/stats), never by a thread.
         "STATS_BACKGROUND_FLUSH": False,
+        # The mail outbox is sent by the tests that read it (tests/releases), never by a thread.
+        "MAIL_BACKGROUND": False,
     }
     config.update(overrides)
     return config

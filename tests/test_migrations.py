@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,68 @@ def test_migration_0022_adds_versions_and_keeps_the_count_triggers(
         assert user_count() == 5
         db.session.remove()  # the session's connection goes back before the pool is closed
         db.engine.dispose()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_migration_0023_adds_release_approval_and_its_downgrade_removes_it(
+    dialect: str, make_postgres_database, tmp_path: Path
+):
+    """Existing accounts become no approvers; a second pending request of a record is refused
+    by the database; the downgrade leaves the tables as 0022 had them."""
+    from flask_migrate import downgrade, upgrade
+
+    from app import create_app
+    from tests.conftest import base_config
+
+    url = f"sqlite:///{tmp_path / 'fresh.sqlite3'}" if dialect == "sqlite" else None
+    url = url or make_postgres_database()
+    app = create_app(
+        base_config(SQLALCHEMY_DATABASE_URI=url, STORAGE_LOCAL_ROOT=str(tmp_path / "unused"))
+    )
+    added = {"release_requests", "release_editors", "mail_outbox"}
+
+    def tables_and_user_columns() -> tuple[set[str], set[str]]:
+        engine = sa.create_engine(url)
+        try:
+            with engine.connect() as conn:
+                inspector = sa.inspect(conn)
+                users = {column["name"] for column in inspector.get_columns("users")}
+                return set(inspector.get_table_names()), users
+        finally:
+            engine.dispose()
+
+    with app.app_context():
+        upgrade(revision="0022")
+        db.session.execute(
+            sa.text(
+                "INSERT INTO users (email, name, password_hash, is_admin, is_active, created_at,"
+                " updated_at) VALUES ('a@example.org', 'A', 'x', false, true, :now, :now)"
+            ),
+            {"now": "2026-11-01 00:00:00"},
+        )
+        db.session.commit()
+        upgrade(revision="0023")
+        assert db.session.execute(sa.text("SELECT is_approver FROM users")).scalar_one() in (
+            False,
+            0,
+        )
+        pending = sa.text(
+            "INSERT INTO release_requests (id, record_id, kind, state, content_sha256,"
+            " public_hash, submitted_at, override) VALUES (:id, :record, 'release', 'pending',"
+            " 'c', 'p', :now, false)"
+        ).bindparams(sa.bindparam("id", type_=sa.Uuid), sa.bindparam("record", type_=sa.Uuid))
+        record = uuid.uuid4()
+        db.session.execute(pending, {"id": uuid.uuid4(), "record": record, "now": "2026-11-01"})
+        db.session.commit()
+        with pytest.raises(sa.exc.IntegrityError):
+            db.session.execute(pending, {"id": uuid.uuid4(), "record": record, "now": "2026-11-01"})
+            db.session.commit()
+        db.session.rollback()
+        db.engine.dispose()
+    tables, users = tables_and_user_columns()
+    assert added <= tables and "is_approver" in users
+    with app.app_context():
+        downgrade(revision="0022")
+        db.engine.dispose()
+    tables, users = tables_and_user_columns()
+    assert not added & tables and "is_approver" not in users

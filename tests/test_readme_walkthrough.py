@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.support import samples
+from tests.conftest import create_account
+from tests.support import samples, server
 from tests.support.readme import stop_group, venv_without_install
 from tests.support.server import ROOT, clean_env, free_port
 
 README = ROOT / "README.md"
 QUICK_START = "## Quick start"
 HEADING = "## API walkthrough with curl"
+APPROVAL = "## Release approval: four eyes"
 ADDRESS = "<address of this repository>"
 #: What the quick start exports, and the walkthrough logs in with.
 ADMIN = "export ADMIN_EMAIL=admin@example.org ADMIN_PASSWORD='a long passphrase'"
@@ -49,6 +52,10 @@ def walkthrough() -> str:
 
 def quick_start() -> str:
     return sh_block(QUICK_START)
+
+
+def approval_walkthrough() -> str:
+    return sh_block(APPROVAL)
 
 
 def test_the_readme_starts_with_the_quick_start():
@@ -87,7 +94,7 @@ def test_no_other_block_calls_the_api():
     text = README.read_text()
     blocks = re.findall(r"^```sh\n(.*?)^```$", text, re.S | re.M)
     calling = [block for block in blocks if "$BASE" in block or "/api/" in block]
-    assert calling == [quick_start(), walkthrough()]
+    assert calling == [quick_start(), walkthrough(), approval_walkthrough()]
 
 
 def snapshot_repository(target: Path) -> Path:
@@ -231,3 +238,35 @@ def test_env_files_with_secrets_stay_out_of_git():
         assert ignored.returncode == 0, f"{name} is not ignored by git"
     assert "`.env`" in README.read_text()
     assert "(.gitignore keeps it" in (ROOT / "docker-compose.yml").read_text()
+
+
+def test_the_release_approval_block_runs_with_a_second_account_approving(
+    tmp_path: Path, sqlite_template: Path
+):
+    """The block of "Release approval: four eyes" against `flask serve` with
+    RELEASE_APPROVAL=on, with the two accounts the text names, the approver made one by
+    `flask users grant-approver` as an operator would."""
+    shutil.copyfile(sqlite_template, tmp_path / "db.sqlite3")
+    url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    env = clean_env(
+        DATABASE_URL=url, STORAGE_LOCAL_ROOT=str(tmp_path / "storage"), RELEASE_APPROVAL="on"
+    )
+    create_account(url, tmp_path / "unused", "autorin@example.org", "first long passphrase")
+    create_account(url, tmp_path / "unused", "pruefer@example.org", "second long passphrase")
+    granted = server.flask("users", "grant-approver", "pruefer@example.org", env=env)
+    assert granted.returncode == 0, granted.stderr
+    folder = tmp_path / "approval"
+    folder.mkdir()
+    (folder / "bericht.pdf").write_bytes(samples.pdf_bytes())
+    with server.running_server(env, tmp_path / "server.log") as port:
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", approval_walkthrough()],
+            cwd=folder,
+            env={**env, "BASE": f"http://127.0.0.1:{port}"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    assert result.stderr == ""
+    assert result.stdout.splitlines() == ["Jahresbericht", "approved", "declined"]

@@ -32,7 +32,16 @@ from sqlalchemy.orm import Session
 
 from app.access_log import REQUEST_ID_ENVIRON
 from app.audit.schemas import ENTRY_FIELDS
-from app.models import ApiToken, AuditChainHead, AuditEntry, FileRecord, ShareLink, User, utcnow
+from app.models import (
+    ApiToken,
+    AuditChainHead,
+    AuditEntry,
+    FileRecord,
+    ReleaseRequest,
+    ShareLink,
+    User,
+    utcnow,
+)
 from app.schemas.field_types import format_timestamp
 from app.schemas.records import MetadataSchema
 
@@ -225,6 +234,38 @@ def _token_about(token: ApiToken, changes: dict[str, Any]) -> tuple[None, int]:
     return None, token.user_id
 
 
+#: What `release.submit` shows of a release request (app/files/approval.py, app/releases).
+RELEASE_SUBMITTED = (
+    "id",
+    "kind",
+    "sperrfrist",
+    "note",
+    "content_sha256",
+    "public_hash",
+    "submitted_by",
+)
+#: The entry of a request's decision, by the state it reached (an approval by an
+#: administrator's override is `release.override`).
+RELEASE_DECIDED = {"approved": "release.approve", "declined": "release.decline"}
+
+
+def _release_changed(obj: ReleaseRequest) -> Change | None:
+    was_changed, _old, new = _history(obj, "state")
+    if not was_changed or new == "pending":
+        return None
+    changes: dict[str, Any] = {"request_id": str(obj.id), "reason": obj.reason}
+    if new == "cancelled":
+        changes["changed"] = json.loads(obj.changes) if obj.changes else {}
+        return "release.cancel", changes
+    if new == "approved":
+        changes["content_sha256"] = obj.content_sha256
+        changes["public_hash"] = obj.public_hash
+        if obj.kind == "sperrfrist":
+            changes["sperrfrist"] = plain(obj.sperrfrist)
+        return ("release.override" if obj.override else "release.approve"), changes
+    return RELEASE_DECIDED.get(new, f"release.{new}"), changes
+
+
 @dataclass(frozen=True)
 class Audited:
     """What the trail records of one model's rows."""
@@ -261,6 +302,12 @@ AUDITED: dict[type, Audited] = {
         deleted=lambda token: ("token.revoke", {"token_id": token.id, "name": token.name}),
         about=_token_about,
         owner=lambda token: token.user_id,
+    ),
+    ReleaseRequest: Audited(
+        created=("release.submit", RELEASE_SUBMITTED),
+        changed=_release_changed,
+        deleted=None,
+        about=lambda request, _changes: (request.record_id, None),
     ),
 }
 

@@ -309,6 +309,20 @@ FORBIDDEN = (
 )
 NOT_FOUND = "No such record for this caller: unknown, another user's, or an id that is not a UUID."
 WAIT = header("Seconds to wait before trying again.", INTEGER | {"minimum": 0})
+#: A record's pending release request as create and PATCH answers show it (issue 38).
+RELEASE_REQUEST_SUMMARY: dict[str, Any] = {
+    "type": "object",
+    "description": "A pending release request; `GET /api/release-requests/{id}` has all of it.",
+    "required": ["id", "kind", "state", "sperrfrist"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "format": "uuid"},
+        "record_id": {"type": "string", "format": "uuid"},
+        "kind": {"type": "string", "enum": ["release", "sperrfrist"]},
+        "state": {"type": "string", "enum": ["pending"]},
+        "sperrfrist": {"type": ["string", "null"], "format": "date"},
+    },
+}
 ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     "BadRequest": (
         400,
@@ -323,10 +337,25 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     ),
     "Forbidden": (403, error(FORBIDDEN)),
     "AdministratorsOnly": (403, error("Only administrators may do this.")),
+    "ApprovalRefused": (
+        403,
+        error(
+            "Not an approver, or the four-eyes rule: the record's owner, the submitter and "
+            "whoever changed its content or public fields since the last approval may not "
+            "approve it."
+        ),
+    ),
     "NotFound": (404, error(NOT_FOUND)),
     "MethodNotAllowed": (
         405,
         error("The path does not offer this method.", Allow=header("The methods the path offers.")),
+    ),
+    "Conflict": (
+        409,
+        error(
+            "The state does not allow this now, e.g. with RELEASE_APPROVAL on: a change of what "
+            "the public sees of a released record, or a request that is no longer pending."
+        ),
     ),
     "PayloadTooLarge": (413, error("The request body is larger than allowed.")),
     "PreconditionFailed": (
@@ -511,6 +540,13 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
         components.schema(f"{name}Page", _page(plugin, schema, limits["page_size"]))
     components.schema("CreatedFiles", schema=CreatedFilesSchema)
     components.schemas["CreatedFiles"]["properties"]["files"]["maxItems"] = limits["max_files"]
+    components.schema("ReleaseRequestSummary", RELEASE_REQUEST_SUMMARY)
+    components.schemas["CreatedFiles"]["properties"]["release_requests"] = {
+        "type": "array",
+        "items": ref("ReleaseRequestSummary"),
+        "description": "With RELEASE_APPROVAL=on only: the release request opened for each "
+        "record that asked for freigabe true (stored unreleased until approved).",
+    }
     metadata = [name for name, field in MetadataSchema().fields.items() if not field.load_only]
     components.schema(
         "FileUpdateResult",
@@ -522,6 +558,11 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
         },
         schema=FileRecordSchema(only=("id", *metadata, "iab_themen", "updated_at")),
     )
+    components.schemas["FileUpdateResult"]["properties"]["release_request"] = {
+        "anyOf": [ref("ReleaseRequestSummary"), {"type": "null"}],
+        "description": "With RELEASE_APPROVAL=on only: the record's pending release request "
+        "after this change, or null.",
+    }
     components.schema(
         "FileUpdate",
         {

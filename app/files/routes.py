@@ -24,7 +24,7 @@ from app.docs.openapi import (
 )
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
-from app.files import access, versions, writes
+from app.files import access, approval, versions, writes
 from app.files.downloads import download_response, still_allowed, stored_file_response
 from app.files.listing import Listing, Page
 from app.files.pagination import list_response, page_envelope
@@ -153,7 +153,10 @@ def create_files():
         raise
     staged = [(record_ids[file.index], file) for file in upload.files]
     records = writes.create_records(owner_id, staged, metadata, _storage())
-    return {"files": created_record_schema.dump(records, many=True)}, 201
+    answer = {"files": created_record_schema.dump(records, many=True)}
+    if approval.enabled():
+        answer["release_requests"] = approval.pending_summaries([r.id for r in records])
+    return answer, 201
 
 
 @bp.get("")
@@ -225,6 +228,7 @@ def download_file(record_id: uuid.UUID):
 @bp.errors(
     "BadRequest",
     "NotFound",
+    "Conflict",
     "PreconditionFailed",
     "PayloadTooLarge",
     "ValidationFailed",
@@ -234,15 +238,19 @@ def update_file(record_id: uuid.UUID):
     """Update metadata
 
     Owner or administrator; only the fields sent change. With If-Match, only while the record
-    is as the client read it (412 otherwise). Rate limited per user.
+    is as the client read it (412 otherwise). Rate limited per user. With
+    `RELEASE_APPROVAL=on`, `freigabe: true` keeps the record unreleased and opens a release
+    request (the answer's `release_request`), a change of what the public sees of a released
+    record is 409, and a `sperrfrist` moved earlier on a released record waits for approval.
     """
     body = json_body()
     changes = load(update_schema, body)
     record = writes.update_metadata(current_user(), record_id, changes, if_match())
     sent = dict.fromkeys(INPUT_ALIASES.get(name, name) for name in body)
-    return _with_etag(
-        dump_update_result(record, [name for name in sent if name in changes]), record
-    )
+    answer = dump_update_result(record, [name for name in sent if name in changes])
+    if approval.enabled():
+        answer["release_request"] = approval.summary(approval.pending_request(record.id))
+    return _with_etag(answer, record)
 
 
 @bp.post("/<uuid:record_id>/content", parameters=[ID_PARAMETER])
@@ -261,6 +269,7 @@ def update_file(record_id: uuid.UUID):
 @bp.errors(
     "BadRequest",
     "NotFound",
+    "Conflict",
     "PreconditionFailed",
     "PayloadTooLarge",
     "ValidationFailed",
@@ -275,12 +284,15 @@ def replace_file_content(record_id: uuid.UUID):
     after success, unless KEEP_RELEASED_VERSIONS is on and it has been public. The same bytes
     again (same SHA-256) change nothing. With If-Match, only while the record is as the client
     read it (412 otherwise, checked before the body is read and again at the commit). Rate
-    limited per user (with uploads).
+    limited per user (with uploads). With `RELEASE_APPROVAL=on` a released record's content is
+    not replaced (409) and an unreleased one's pending release request is cancelled.
     """
     caller = current_user()
     expected = if_match()
-    # A 404 or 412 before the body is read.
-    versions.check_if_match(expected, access.find_record(caller, record_id))
+    # A 404, a 412, or with RELEASE_APPROVAL a 409, before the body is read.
+    record = access.find_record(caller, record_id)
+    versions.check_if_match(expected, record)
+    approval.refuse_replacing_released(record)
     upload = _receive(
         lambda name: name == "file",
         lambda index: "file",

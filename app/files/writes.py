@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from app.auth.services import Caller
 from app.extensions import db
-from app.files import versions
+from app.files import approval, versions
 from app.files.access import find_record
 from app.files.uploads import StagedFile, discard
 from app.models import FileRecord, FileVersion, PendingObjectDeletion, utcnow
@@ -66,10 +66,12 @@ def create_records(
         )
         for record_id, staged in files
     ]
-    for record in records:
-        versions.note_public(record)
     try:
         db.session.add_all(records)
+        for record in records:
+            # The release rule first: what it leaves is what the public may see.
+            approval.before_commit(record, owner_id, new=True)
+            versions.note_public(record)
         db.session.commit()
     except BaseException:
         db.session.rollback()
@@ -92,6 +94,12 @@ def update_metadata(
     for name, value in changes.items():
         setattr(record, name, value)
     record.updated_at = utcnow()
+    try:
+        # The release rule first: what it leaves is what the public may see.
+        approval.before_commit(record, caller.id)
+    except BaseException:
+        db.session.rollback()
+        raise
     versions.note_public(record)
     db.session.commit()
     return record
@@ -127,6 +135,7 @@ def replace_content(
         record.version += 1
         record.updated_at = now
         record.content_was_public = False
+        approval.before_commit(record, caller.id)
         versions.note_public(record)
         db.session.commit()
     except BaseException:
@@ -148,6 +157,7 @@ def delete_record(caller: Caller, record_id: uuid.UUID, storage: Storage) -> Non
     record = find_record(caller, record_id, lock=True)
     keys = [record.stored_path, *versions.kept_keys(record_id)]
     storage.exists(keys[0])
+    approval.before_delete(record, caller.id)
     db.session.execute(sa_delete(FileVersion).where(FileVersion.record_id == record_id))
     db.session.delete(record)
     db.session.add_all(PendingObjectDeletion(key=key) for key in keys)

@@ -1,0 +1,168 @@
+"""Release requests over HTTP (issue 38): submit a record, approve, decline, cancel, list."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from flask import current_app, request
+
+from app.auth.guard import current_user
+from app.docs.openapi import (
+    DOWNLOAD_REQUEST_HEADERS,
+    ID_PARAMETER,
+    SERVER,
+    Blueprint,
+    download_responses,
+    json_body_doc,
+    private_cache,
+)
+from app.files.downloads import stored_file_response
+from app.http import PRIVATE_CACHE, json_body, load
+from app.releases import services
+from app.releases.schemas import (
+    ApproveSchema,
+    CancelSchema,
+    DeclineSchema,
+    ReleaseRequestListSchema,
+    ReleaseRequestSchema,
+    RequestQuerySchema,
+    SubmitSchema,
+)
+
+bp = Blueprint("releases", __name__, tag="Release approval", errors=("Unauthenticated", *SERVER))
+
+submit_schema = SubmitSchema()
+approve_schema = ApproveSchema()
+decline_schema = DeclineSchema()
+cancel_schema = CancelSchema()
+query_schema = RequestQuerySchema()
+request_schema = ReleaseRequestSchema()
+
+REQUEST_ID = {
+    "name": "request_id",
+    "in": "path",
+    "required": True,
+    "description": "The release request's id.",
+    "schema": {"type": "string", "format": "uuid"},
+}
+
+
+def _one(release_request: Any) -> dict[str, Any]:
+    [described] = services.describe([release_request])
+    return request_schema.dump(described)
+
+
+@bp.post("/api/files/<uuid:record_id>/release-requests", parameters=[ID_PARAMETER])
+@bp.doc(operationId="submitForRelease", requestBody=json_body_doc(submit_schema))
+@bp.alt_response(201, schema=ReleaseRequestSchema, description="The pending request.")
+@bp.errors("BadRequest", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed")
+def submit(record_id: uuid.UUID):
+    """Submit a record for release
+
+    Owner or administrator, with `RELEASE_APPROVAL=on`. The request is bound to the content's
+    SHA-256 and the hash of the public fields now: any change of them before the approval
+    cancels it. Approvers get an email. 409 when the setting is off, the record is released
+    already or has a pending request.
+    """
+    caller = current_user()
+    data = load(submit_schema, json_body())
+    return _one(services.submit(caller, record_id, data.get("note"))), 201
+
+
+@bp.get("/api/release-requests")
+@bp.doc(operationId="listReleaseRequests", parameters=[{"in": "query", "schema": query_schema}])
+@bp.alt_response(200, schema=ReleaseRequestListSchema, description="Newest first, at most 500.")
+@bp.errors("ValidationFailed")
+def list_requests():
+    """List release requests
+
+    Approvers and administrators see all; others the requests they submitted and those of
+    their records. `state=pending` is the approvers' queue.
+    """
+    caller = current_user()
+    params = load(query_schema, request.args.to_dict())
+    found = services.list_requests(caller, params.get("state"), params.get("record_id"))
+    return {"data": request_schema.dump(services.describe(found), many=True)}
+
+
+@bp.get("/api/release-requests/<uuid:request_id>", parameters=[REQUEST_ID])
+@bp.doc(operationId="readReleaseRequest")
+@bp.alt_response(200, schema=ReleaseRequestSchema, description="The request.")
+@bp.errors("NotFound")
+def read_request(request_id: uuid.UUID):
+    """Read a release request
+
+    With what changed, if a change cancelled it, and the record as it is now.
+    """
+    return _one(services.get_request(current_user(), request_id))
+
+
+@bp.get("/api/release-requests/<uuid:request_id>/content", parameters=[REQUEST_ID])
+@bp.doc(
+    operationId="reviewReleaseContent",
+    parameters=DOWNLOAD_REQUEST_HEADERS,
+    responses=download_responses(private_cache(PRIVATE_CACHE)),
+)
+@bp.errors("ApprovalRefused", "NotFound", "Conflict")
+def review_content(request_id: uuid.UUID):
+    """Download the content of a pending request
+
+    Approvers only: exactly the content the request is bound to (its SHA-256 is the ETag);
+    409 once it changed.
+    """
+    record = services.content_to_review(current_user(), request_id)
+    return stored_file_response(request, record, current_app.extensions["storage"], PRIVATE_CACHE)
+
+
+@bp.post("/api/release-requests/<uuid:request_id>/approve", parameters=[REQUEST_ID])
+@bp.doc(operationId="approveRelease", requestBody=json_body_doc(approve_schema))
+@bp.alt_response(200, schema=ReleaseRequestSchema, description="Approved; the record released.")
+@bp.errors(
+    "BadRequest", "ApprovalRefused", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed"
+)
+def approve(request_id: uuid.UUID):
+    """Approve a release request
+
+    Approvers only (administrators, and accounts an operator made approvers), and never the
+    record's owner, the submitter or anyone who changed its content or public fields since
+    the last approval (403). An administrator may override that rule with `override_reason`,
+    which the audit trail keeps. Releases the record exactly as submitted: `freigabe` true,
+    `freigegeben_von` the approver's name; the `sperrfrist` still decides when the content is
+    public. 409 when the request is not pending or the record changed since submission (the
+    request is then cancelled).
+    """
+    caller = current_user()
+    data = load(approve_schema, json_body())
+    approved = services.approve(caller, request_id, data.get("override_reason"))
+    return _one(approved)
+
+
+@bp.post("/api/release-requests/<uuid:request_id>/decline", parameters=[REQUEST_ID])
+@bp.doc(operationId="declineRelease", requestBody=json_body_doc(decline_schema))
+@bp.alt_response(200, schema=ReleaseRequestSchema, description="Declined.")
+@bp.errors(
+    "BadRequest", "ApprovalRefused", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed"
+)
+def decline(request_id: uuid.UUID):
+    """Decline a release request
+
+    Approvers only, with a reason, which the submitter gets by email.
+    """
+    caller = current_user()
+    data = load(decline_schema, json_body())
+    return _one(services.decline(caller, request_id, data["reason"]))
+
+
+@bp.post("/api/release-requests/<uuid:request_id>/cancel", parameters=[REQUEST_ID])
+@bp.doc(operationId="cancelRelease", requestBody=json_body_doc(cancel_schema))
+@bp.alt_response(200, schema=ReleaseRequestSchema, description="Cancelled.")
+@bp.errors("BadRequest", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed")
+def cancel(request_id: uuid.UUID):
+    """Withdraw a pending release request
+
+    Its submitter, the record's owner or an administrator.
+    """
+    caller = current_user()
+    data = load(cancel_schema, json_body())
+    return _one(services.cancel(caller, request_id, data.get("reason")))

@@ -1,0 +1,168 @@
+"""What the release requests endpoints take and answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, pre_load
+
+from app.schemas.field_types import BESCHREIBUNG_MAX, CalendarDate, Text, Timestamp
+from app.schemas.records import FileRecordSchema
+
+STATES = ("pending", "approved", "declined", "cancelled")
+
+
+def _object(data: Any) -> Any:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValidationError(["The request body must be a JSON object."], "body")
+    return data
+
+
+class SubmitSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    note = Text(
+        max_length=BESCHREIBUNG_MAX,
+        metadata={"description": "What the approvers should know (at most 5000 characters)."},
+    )
+
+    @pre_load
+    def an_object(self, data: Any, **kwargs: Any) -> Any:
+        return _object(data)
+
+
+class ApproveSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    override_reason = Text(
+        max_length=BESCHREIBUNG_MAX,
+        metadata={
+            "description": "Administrators only: approve although the four-eyes rule refuses "
+            "it (you own, submitted or edited the record), for this reason, which the audit "
+            "trail and `flask releases report` keep."
+        },
+    )
+
+    @pre_load
+    def an_object(self, data: Any, **kwargs: Any) -> Any:
+        return _object(data)
+
+
+class DeclineSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    reason = Text(
+        required=True,
+        allow_none=False,
+        max_length=BESCHREIBUNG_MAX,
+        error_messages={"required": "The reason field is required."},
+        metadata={"description": "Why: the submitter reads it."},
+    )
+
+    @pre_load
+    def an_object(self, data: Any, **kwargs: Any) -> Any:
+        data = _object(data)
+        if isinstance(data.get("reason"), str) and not data["reason"].strip():
+            raise ValidationError(["The reason field is required."], "reason")
+        return data
+
+
+class CancelSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    reason = Text(max_length=BESCHREIBUNG_MAX, metadata={"description": "Why, if you like."})
+
+    @pre_load
+    def an_object(self, data: Any, **kwargs: Any) -> Any:
+        return _object(data)
+
+
+class RequestQuerySchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+    state = fields.String(
+        validate=lambda value: value in STATES or _bad_state(),
+        metadata={"description": "Only requests in this state.", "enum": list(STATES)},
+    )
+    record_id = fields.UUID(metadata={"description": "Only requests of this record."})
+
+    @pre_load
+    def drop_empty(self, data: Any, **kwargs: Any) -> dict[str, Any]:
+        return {key: value for key, value in data.items() if value != ""}
+
+
+def _bad_state() -> bool:
+    raise ValidationError(f"The state field must be one of: {', '.join(STATES)}.")
+
+
+class ReleaseRequestSchema(Schema):
+    """A release request: what was submitted, bound to which content, and how it ended."""
+
+    id = fields.String(required=True, metadata={"format": "uuid"})
+    record_id = fields.String(required=True, metadata={"format": "uuid"})
+    kind = fields.String(
+        required=True,
+        metadata={
+            "enum": ["release", "sperrfrist"],
+            "description": "`release`: make the record public (freigabe true); `sperrfrist`: "
+            "move a released record's embargo earlier, to `sperrfrist`.",
+        },
+    )
+    sperrfrist = CalendarDate(
+        required=True,
+        allow_none=True,
+        metadata={"description": "Of a `sperrfrist` request: the embargo asked for (null: none)."},
+    )
+    state = fields.String(required=True, metadata={"enum": list(STATES)})
+    note = fields.String(required=True, allow_none=True)
+    content_sha256 = fields.String(
+        required=True, metadata={"description": "SHA-256 of the content submitted."}
+    )
+    public_hash = fields.String(
+        required=True,
+        metadata={"description": "SHA-256 of the public fields' values when submitted."},
+    )
+    submitted_by = fields.String(
+        required=True, allow_none=True, metadata={"description": "The submitter's email."}
+    )
+    submitted_at = Timestamp(required=True)
+    decided_by = fields.String(
+        required=True,
+        allow_none=True,
+        metadata={"description": "Who approved, declined or cancelled it (email)."},
+    )
+    decided_at = Timestamp(required=True, allow_none=True)
+    reason = fields.String(
+        required=True,
+        allow_none=True,
+        metadata={"description": "Why it was declined, cancelled, or approved by override."},
+    )
+    override = fields.Boolean(
+        required=True,
+        metadata={"description": "Approved by an administrator over the four-eyes rule."},
+    )
+    changes = fields.Dict(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "Of a request cancelled by a change: what changed, "
+            "`{field: [old, new]}` (`checksum_sha256` for the content)."
+        },
+    )
+    record = fields.Nested(
+        FileRecordSchema,
+        required=True,
+        allow_none=True,
+        metadata={"description": "The record as it is now; null once deleted."},
+    )
+
+
+class ReleaseRequestListSchema(Schema):
+    data = fields.List(fields.Nested(ReleaseRequestSchema), required=True)

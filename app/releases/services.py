@@ -1,0 +1,296 @@
+"""Release requests (issue 38): submit, approve, decline, cancel, list; plain values in and
+out, domain errors, no HTTP. Opening and cancelling on a record's own changes is the files
+package's (app/files/approval.py), which every write of a record passes."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.exc import IntegrityError
+
+from app.auth.services import Caller
+from app.database import lock_database_on_sqlite
+from app.exceptions import DomainError, RecordNotFound
+from app.extensions import db
+from app.files import approval
+from app.files.access import find_record
+from app.models import FileRecord, ReleaseEditor, ReleaseRequest, User, utcnow
+
+#: How many requests a list answers at most, newest first.
+LIST_LIMIT = 500
+
+
+class RequestNotFound(RecordNotFound):
+    def __init__(self) -> None:
+        super().__init__("No such release request for this caller.")
+
+
+class ApprovalRefused(DomainError):
+    """Not an approver, or the four-eyes rule (403)."""
+
+    status = 403
+
+
+class RequestConflict(DomainError):
+    """The request or the record is not in a state that allows this (409)."""
+
+    status = 409
+
+
+def _user(caller: Caller) -> User:
+    """The caller's account as it is now (roles are read fresh, not from a token cache)."""
+    user = db.session.get(User, caller.id, populate_existing=True)
+    if user is None:
+        raise ApprovalRefused("Your account no longer exists.")
+    return user
+
+
+def is_approver(user: User) -> bool:
+    return bool(user.is_active and (user.is_admin or user.is_approver))
+
+
+def editors(record_id: uuid.UUID) -> set[int]:
+    """Who changed the record's content or public fields since its last approval."""
+    return set(
+        db.session.scalars(
+            select(ReleaseEditor.user_id).where(ReleaseEditor.record_id == record_id)
+        )
+    )
+
+
+def four_eyes_objection(
+    user_id: int, record: FileRecord, request: ReleaseRequest, edited_by: set[int]
+) -> str | None:
+    """Why `user_id` may not approve `request` of `record` (None: they may): the approver is
+    not the owner, not the submitter, and not anyone who changed the content or the public
+    fields since the last approval."""
+    if user_id == record.user_id:
+        return "You own this record: another approver must approve its release."
+    if user_id == request.submitted_by:
+        return "You submitted this request: another approver must approve it."
+    if user_id in edited_by:
+        return (
+            "You changed this record's content or public fields since its last approval: "
+            "another approver must approve it."
+        )
+    return None
+
+
+def submit(caller: Caller, record_id: uuid.UUID, note: str | None) -> ReleaseRequest:
+    """Open a request to release an unreleased record: its owner or an administrator."""
+    if not approval.enabled():
+        raise RequestConflict(
+            "RELEASE_APPROVAL is off: a record is released by setting freigabe true."
+        )
+    record = find_record(caller, record_id, lock=True)
+    if record.freigabe:
+        raise RequestConflict("The record is already released.")
+    pending = approval.pending_request(record.id)
+    if pending is not None:
+        raise RequestConflict(
+            f"The record already has a pending release request ({pending.id}): cancel it first."
+        )
+    request = approval.open_request(record, caller.id, note)
+    try:
+        db.session.commit()
+    except IntegrityError:  # a concurrent submit won (one pending request per record)
+        db.session.rollback()
+        raise RequestConflict("The record already has a pending release request.") from None
+    return request
+
+
+def _locked(request_id: uuid.UUID) -> tuple[ReleaseRequest, FileRecord | None]:
+    """The request and its record, locked until the commit: the record first, as every write
+    of a record locks it, so that an approval and a change wait for each other."""
+    found = db.session.get(ReleaseRequest, request_id)
+    if found is None:
+        raise RequestNotFound()
+    lock_database_on_sqlite(db.session)
+    record = db.session.scalars(
+        select(FileRecord)
+        .where(FileRecord.id == found.record_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).first()
+    request = db.session.scalars(
+        select(ReleaseRequest)
+        .where(ReleaseRequest.id == request_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).one()
+    return request, record
+
+
+def _pending(request: ReleaseRequest) -> None:
+    if request.state != approval.PENDING:
+        raise RequestConflict(f"The release request is {request.state}, not pending.")
+
+
+def approve(caller: Caller, request_id: uuid.UUID, override_reason: str | None) -> ReleaseRequest:
+    """Release the record exactly as submitted, in one transaction: `freigabe` true,
+    `freigegeben_von` the approver's name, and for a `sperrfrist` request the new embargo.
+    Refused (and the request cancelled) if its content or public fields are no longer the
+    ones submitted."""
+    user = _user(caller)
+    if not is_approver(user):
+        raise ApprovalRefused(
+            "Only approvers may approve release requests (an operator grants the role with "
+            "`flask users grant-approver`)."
+        )
+    request, record = _locked(request_id)
+    _pending(request)
+    if record is None:
+        approval.cancel(request, user.id, "record deleted")
+        db.session.commit()
+        raise RequestConflict("The record is gone; the request is cancelled.")
+    objection = four_eyes_objection(user.id, record, request, editors(record.id))
+    if objection is not None:
+        if not user.is_admin:
+            raise ApprovalRefused(objection)
+        if not override_reason:
+            raise ApprovalRefused(
+                f"{objection} As an administrator you may override this only with a reason "
+                "(override_reason)."
+            )
+        request.override = True
+        request.reason = override_reason
+    changed = record.checksum_sha256 != request.content_sha256 or (
+        approval.public_hash(record) != request.public_hash
+    )
+    if changed:
+        approval.cancel(request, user.id, "changed since submission")
+        db.session.commit()
+        raise RequestConflict(
+            "The record's content or public fields changed since the request was submitted; "
+            "the request is cancelled and must be submitted again."
+        )
+    if request.kind == "sperrfrist":
+        if not record.freigabe:
+            approval.cancel(request, user.id, "unreleased")
+            db.session.commit()
+            raise RequestConflict("The record is no longer released; the request is cancelled.")
+        record.sperrfrist = request.sperrfrist
+    record.freigabe = True
+    record.freigegeben_von = user.name
+    record.updated_at = utcnow()
+    request.state = "approved"
+    request.decided_by = user.id
+    request.decided_at = utcnow()
+    db.session.execute(delete(ReleaseEditor).where(ReleaseEditor.record_id == record.id))
+    db.session.commit()
+    return request
+
+
+def decline(caller: Caller, request_id: uuid.UUID, reason: str) -> ReleaseRequest:
+    user = _user(caller)
+    if not is_approver(user):
+        raise ApprovalRefused("Only approvers may decline release requests.")
+    request, _record = _locked(request_id)
+    _pending(request)
+    request.state = "declined"
+    request.decided_by = user.id
+    request.decided_at = utcnow()
+    request.reason = reason
+    db.session.commit()
+    return request
+
+
+def cancel(caller: Caller, request_id: uuid.UUID, reason: str | None) -> ReleaseRequest:
+    """Withdraw a pending request: its submitter, the record's owner or an administrator."""
+    request, record = _locked(request_id)
+    if not (
+        caller.is_admin
+        or caller.id == request.submitted_by
+        or (record is not None and caller.id == record.user_id)
+    ):
+        raise RequestNotFound()
+    _pending(request)
+    approval.cancel(request, caller.id, reason or "withdrawn")
+    db.session.commit()
+    return request
+
+
+def _visible(caller: Caller, user: User) -> Any:
+    """Approvers and administrators see every request; others theirs and their records'."""
+    if is_approver(user):
+        return None
+    own_records = select(FileRecord.id).where(FileRecord.user_id == caller.id)
+    return or_(ReleaseRequest.submitted_by == caller.id, ReleaseRequest.record_id.in_(own_records))
+
+
+def list_requests(
+    caller: Caller, state: str | None, record_id: uuid.UUID | None
+) -> list[ReleaseRequest]:
+    query = select(ReleaseRequest).order_by(ReleaseRequest.submitted_at.desc(), ReleaseRequest.id)
+    scope = _visible(caller, _user(caller))
+    if scope is not None:
+        query = query.where(scope)
+    if state is not None:
+        query = query.where(ReleaseRequest.state == state)
+    if record_id is not None:
+        query = query.where(ReleaseRequest.record_id == record_id)
+    return list(db.session.scalars(query.limit(LIST_LIMIT)))
+
+
+def get_request(caller: Caller, request_id: uuid.UUID) -> ReleaseRequest:
+    query = select(ReleaseRequest).where(ReleaseRequest.id == request_id)
+    scope = _visible(caller, _user(caller))
+    if scope is not None:
+        query = query.where(scope)
+    request = db.session.scalars(query).first()
+    if request is None:
+        raise RequestNotFound()
+    return request
+
+
+def describe(requests: list[ReleaseRequest]) -> list[dict[str, Any]]:
+    """Plain values of requests for the answer: emails for user ids, the records as now."""
+    user_ids = {r.submitted_by for r in requests} | {r.decided_by for r in requests}
+    emails = {
+        user_id: email
+        for user_id, email in db.session.execute(
+            select(User.id, User.email).where(User.id.in_(user_ids - {None}))
+        )
+    }
+    record_ids = {r.record_id for r in requests}
+    records = {
+        record.id: record
+        for record in db.session.scalars(select(FileRecord).where(FileRecord.id.in_(record_ids)))
+    }
+    return [
+        {
+            "id": str(r.id),
+            "record_id": str(r.record_id),
+            "kind": r.kind,
+            "sperrfrist": r.sperrfrist,
+            "state": r.state,
+            "note": r.note,
+            "content_sha256": r.content_sha256,
+            "public_hash": r.public_hash,
+            "submitted_by": emails.get(r.submitted_by),
+            "submitted_at": r.submitted_at,
+            "decided_by": emails.get(r.decided_by),
+            "decided_at": r.decided_at,
+            "reason": r.reason,
+            "override": r.override,
+            "changes": json.loads(r.changes) if r.changes else None,
+            "record": records.get(r.record_id),
+        }
+        for r in requests
+    ]
+
+
+def content_to_review(caller: Caller, request_id: uuid.UUID) -> FileRecord:
+    """The record of a pending request, for an approver to download exactly the content the
+    request is bound to (others: 403, or 404 if they may not know the request)."""
+    request = get_request(caller, request_id)
+    if not is_approver(_user(caller)):
+        raise ApprovalRefused("Only approvers review the content of release requests.")
+    _pending(request)
+    record = db.session.get(FileRecord, request.record_id)
+    if record is None or record.checksum_sha256 != request.content_sha256:
+        raise RequestConflict("The record's content changed since the request was submitted.")
+    return record
