@@ -432,3 +432,17 @@ def test_export_writes_json_lines_in_a_time_window(app: Flask, trail: list[str])
     assert len(result.output.splitlines()) == len(lines)
     result = app.test_cli_runner().invoke(args=["audit", "export", "--since", "gestern"])
     assert result.exit_code == 2 and "Invalid value" in result.output
+
+
+def test_an_anchor_of_another_number_of_chains_fails_and_says_so(
+    app: Flask, trail: list[str]
+) -> None:
+    anchor = anchor_now(app)
+    heads, _, taken = anchor.partition("@")
+    digest, _, lengths = heads.partition(":")
+    fewer = f"{digest}:{lengths.rsplit(',', 1)[0]}@{taken}"
+    more = f"{digest}:{lengths},0@{taken}"
+    for other in (fewer, more):
+        code, output = verify(app, "--anchor", other)
+        assert code == 1, output
+        assert output == "audit trail BROKEN: the anchor names another number of chains\n"

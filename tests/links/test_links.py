@@ -337,3 +337,27 @@ def test_a_kit_needs_a_folder(api: Api, alice: Account, path: Any) -> None:
     assert response.status_code == 422
     assert list(response.get_json()["errors"]) == ["path"]
     assert api.get("/api/links", alice).get_json()["data"] == []
+
+
+def test_who_may_revoke_a_link_to_a_record(
+    api: Api, alice: Account, bob: Account, admin: Account
+) -> None:
+    """The record's owner may revoke an administrator's link to it; nobody else, and no link
+    through the address of another record; an unknown link is 404 (issue 37: mutants of
+    `revoke` that no test noticed)."""
+    record = api.create(alice, freigabe="0")
+    other = api.create(alice, "other.pdf")
+    theirs = record_link(api, admin, record["id"]).get_json()
+    assert api.client.delete(f"/api/links/{uuid.uuid4()}", headers=alice.auth).status_code == 404
+    assert api.client.delete(f"/api/links/{theirs['id']}", headers=bob.auth).status_code == 404
+    wrong_record = f"/api/files/{other['id']}/links/{theirs['id']}"
+    assert api.client.delete(wrong_record, headers=alice.auth).status_code == 404
+    assert api.client.delete(wrong_record, headers=admin.auth).status_code == 404
+    assert shared(api, theirs).status_code == 200
+    assert api.client.delete(f"/api/links/{theirs['id']}", headers=alice.auth).status_code == 204
+    assert shared(api, theirs).status_code == 404
+    # Through the record's own address, for a record the public may not see (unreleased).
+    mine = record_link(api, alice, record["id"]).get_json()
+    own_record = f"/api/files/{record['id']}/links/{mine['id']}"
+    assert api.client.delete(own_record, headers=alice.auth).status_code == 204
+    assert shared(api, mine).status_code == 404

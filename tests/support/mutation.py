@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 #: The functions mutated: who may see or change a record, the token check and what ends a
 #: cached token, list filters, totals and page envelopes, and download ranges. Not the ways
 #: PostgreSQL reads a path-filtered page (`_newest_per_folder`, `_all_matches`, and the
@@ -74,6 +76,51 @@ SCOPE = [
     "app.cache.x__noted_flush__*",
     "app.cache.x__noted_statement__*",
     "app.cache.x__settled__*",
+    # --- issue 37: the rules added with share links, the audit trail and the statistics ---
+    # app/files/access.py: what a link names (a record, or a folder and below it)
+    "app.files.access.x__in_folder__*",
+    "app.files.access.x__named_by__*",
+    "app.files.access.x__is_named_by__*",
+    "app.files.access.x_downloadable__*",
+    # app/links: which secret opens which link, its state and expiry, who may list and revoke
+    # it, and the holder's headers (the rate limit's lambda is module-level: not mutated)
+    "app.links.services.x_state__*",
+    "app.links.services.x_check_expiry__*",
+    "app.links.services.x_create_link__*",
+    "app.links.services.x_links_of_record__*",
+    "app.links.services.x_links_of__*",
+    "app.links.services.x_revoke__*",
+    "app.links.services.x_resolve__*",
+    "app.links.services.x_note_use__*",
+    "app.links.holder.x_is_holder_page__*",
+    "app.links.holder.x_with_holder_headers__*",
+    "app.links.holder.x_open_link__*",
+    # app/audit: what `flask audit verify` accepts, and what prune removes and records
+    # (the click commands themselves are decorated, which mutmut leaves alone)
+    "app.audit.trail.x_canonical__*",
+    "app.audit.trail.x_entry_hash__*",
+    "app.audit.services.x__entries__*",
+    "app.audit.services.x__pruned__*",
+    "app.audit.services.x__prune_fits__*",
+    "app.audit.services.x_anchor_of__*",
+    "app.audit.services.x_verify__*",
+    "app.audit.services.x__against_anchor__*",
+    "app.audit.services.x_prune__*",
+    "app.audit.cli.x__taken__*",
+    "app.audit.cli.x__anchor__*",
+    # app/stats: which requests count (robots dropped, machines apart, double clicks once,
+    # page views apart, only the counted statuses of GET at the known doors)
+    "app.stats.aggregation.x__write__*",
+    "app.stats.aggregation.x__machine_or_robot__*",
+    "app.stats.aggregation.x__visitor__*",
+    "app.stats.aggregation.x__new_visitors__*",
+    "app.stats.collector.x_count_download__*",
+    "app.stats.collector.x_count_view__*",
+    "app.stats.collector.x__count__*",
+    "app.stats.queries.x_human__*",
+    "app.stats.queries.xǁCountsǁadd__*",
+    # issue 38: the release-approval rule (four eyes) joins here, its module in only_mutate
+    # (pyproject.toml) and its test files in TEST_FILES and COVERING.
 ]
 
 #: The test files run, by name wherever they are under tests/ (they may move into folders):
@@ -93,6 +140,16 @@ TEST_FILES = {
     # who a share link's holder may see (the holder's branch of `visible` and `may_see`)
     "test_links.py",
     "test_link_properties.py",
+    "test_folder_matching.py",
+    # the audit trail: verify, prune, the chain
+    "test_chain.py",
+    "test_trail.py",
+    # the statistics' counting rules
+    "test_counting.py",
+    "test_views.py",
+    "test_reading.py",
+    "test_entry.py",
+    "test_link_secrecy.py",
 }
 
 ACCEPTED = Path("docs/mutation.md")
@@ -184,6 +241,63 @@ def main(patterns: list[str]) -> int:
 # --- pytest plugin: loaded in mutmut's runs only (`-p tests.support.mutation` in pyproject) ---
 
 
+def pytest_collection_finish(session: Any) -> None:
+    """mutmut's fork server collects the tests once (`--collect-only`) and forks a worker per
+    mutant from there. Whatever the first app, request or counted download of a process
+    imports or compiles (the pages' and exports' modules, the COUNTER lists' expressions: about
+    three CPU seconds) is done here once, instead of once in every worker. Nothing of it stays
+    open: the app's engine is disposed, and no thread is started."""
+    if not session.config.option.collectonly or not os.environ.get("TEST_SQLITE_TEMPLATE"):
+        return
+    warm_up(Path(os.environ["TEST_SQLITE_TEMPLATE"]))
+
+
+def warm_up(template: Path) -> None:
+    """One app on a copy of the migrated template, two plain reads through it, and the
+    OpenAPI contract the tests' client checks answers against (built once per process).
+    Reads only: an upload starts threads (its pools), and a process forked from one whose
+    threads held a lock hangs (tried: the first worker waited forever)."""
+    from counter_robots import is_machine, is_robot
+
+    from app import create_app
+    from app.extensions import db
+    from tests.conftest import base_config
+    from tests.support.openapi_client import contract_for
+
+    is_machine("warm-up")
+    is_robot("warm-up")
+    with tempfile.TemporaryDirectory() as folder:
+        shutil.copyfile(template, Path(folder) / "db.sqlite3")
+        app = create_app(
+            base_config(
+                SQLALCHEMY_DATABASE_URI=f"sqlite:///{folder}/db.sqlite3",
+                STORAGE_LOCAL_ROOT=f"{folder}/storage",
+            )
+        )
+        contract_for(app)
+        client = app.test_client()
+        client.get("/api/public/files")
+        client.get("/")
+        with app.app_context():
+            db.session.remove()
+            db.engine.dispose()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: Any, nextitem: Any) -> Any:
+    """Each test outside `mutmut run`'s own click context, as under `make test`: mutmut runs
+    the clean and the stats runs in its own process, inside its command, where the audit
+    trail would name `cli:run` as the actor of what a test does outside any command."""
+    from click import globals as click_globals
+
+    stack = click_globals._local.__dict__.pop("stack", None)
+    try:
+        yield
+    finally:
+        if stack is not None:
+            click_globals._local.stack = stack
+
+
 def pytest_ignore_collect(collection_path: Path, config: object) -> bool | None:
     """Of the tests/ folder mutmut is given, only the files of TEST_FILES."""
     name = collection_path.name
@@ -200,11 +314,18 @@ def pytest_ignore_collect(collection_path: Path, config: object) -> bool | None:
 SQLITE_ACCESS = {"test_records.py", "test_download.py", "test_list.py", "test_public.py"}
 LISTS = {"test_list.py", "test_list_folders.py", "test_public.py"}
 LINKS = {"test_links.py", "test_link_properties.py"}
+AUDIT = {"test_chain.py", "test_trail.py"}
+STATS = {"test_counting.py", "test_views.py"}
 COVERING = {
     "app.files.access.x_may_see_": SQLITE_ACCESS | LINKS,
     "app.files.access.x_visible_": SQLITE_ACCESS | LINKS,
     "app.files.access.x_read_record_": SQLITE_ACCESS | {"test_record_cache.py"},
     "app.files.access.x_downloadable_record_": {"test_download.py", "test_record_cache.py"},
+    # a link holder's reach, in SQL and for one record (issue 37)
+    "app.files.access.x__in_folder__": LINKS | {"test_folder_matching.py"},
+    "app.files.access.x__named_by__": LINKS | {"test_folder_matching.py"},
+    "app.files.access.x__is_named_by__": LINKS | {"test_folder_matching.py"},
+    "app.files.access.x_downloadable__": LINKS | {"test_folder_matching.py"},
     "app.files.access.": SQLITE_ACCESS,
     "app.files.listing.": LISTS,
     "app.files.pagination.": LISTS,
@@ -224,6 +345,15 @@ COVERING = {
         "test_records.py",
     },
     "app.cache.": {"test_token_cache.py", "test_record_cache.py"},
+    # issue 37: links, the audit trail, the statistics' counting
+    "app.links.holder.": LINKS | {"test_link_secrecy.py"},
+    "app.links.services.x_resolve_": LINKS | {"test_link_secrecy.py"},
+    "app.links.": LINKS,
+    "app.audit.trail.": AUDIT | {"test_entry.py"},
+    "app.audit.": AUDIT,
+    "app.stats.queries.": STATS | {"test_reading.py"},
+    "app.stats.": STATS,
+    # issue 38: the release-approval rule's module and its test files
 }
 
 
