@@ -15,7 +15,7 @@ from app.auth.services import Caller
 from app.database import lock_database_on_sqlite
 from app.exceptions import DomainError, RecordNotFound
 from app.extensions import db
-from app.files import approval
+from app.files import approval, versions
 from app.files.access import find_record
 from app.models import FileRecord, ReleaseEditor, ReleaseRequest, User, utcnow
 
@@ -176,6 +176,7 @@ def approve(caller: Caller, request_id: uuid.UUID, override_reason: str | None) 
     record.freigabe = True
     record.freigegeben_von = user.name
     record.updated_at = utcnow()
+    versions.note_public(record)  # a write like every other: is its content public now?
     request.state = "approved"
     request.decided_by = user.id
     request.decided_at = utcnow()

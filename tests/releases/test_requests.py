@@ -359,3 +359,27 @@ def test_an_approver_downloads_exactly_the_content_under_review(
         api.replace(alice, record["id"], "v2.pdf", samples.pdf_bytes() + b"%v2").status_code == 200
     )
     assert api.get(path, carol).status_code == 409
+
+
+def test_kept_versions_are_those_an_approval_made_public(
+    app: Flask, api: Api, alice: Account, carol: Account, admin: Account, releases: Releases
+):
+    """With KEEP_RELEASED_VERSIONS on too: content an approval released is kept when it is
+    replaced; content that asked for release but was never approved was never public and goes
+    (the rule decides first what the public sees, then whether the content has been public)."""
+    app.config["KEEP_RELEASED_VERSIONS"] = "on"
+    waiting, _ = pending_upload(api, alice)
+    approved, request_id = pending_upload(api, alice)
+    assert releases.approve(request_id, carol).status_code == 200
+    assert api.patch(approved["id"], alice, {"freigabe": False}).status_code == 200
+    for record in (waiting, approved):
+        replaced = api.replace(alice, record["id"], "neu.txt", b"korrigiert\n")
+        assert replaced.status_code == 200, replaced.get_json()
+        assert replaced.get_json()["version"] == 2
+    kept = api.get(f"/api/files/{approved['id']}/versions/1/download", admin)
+    assert kept.status_code == 200 and kept.data == samples.pdf_bytes()
+    gone = api.get(f"/api/files/{waiting['id']}/versions/1/download", admin)
+    assert gone.status_code == 404
+    assert [
+        v["kept"] for v in api.get(f"/api/files/{waiting['id']}/versions", alice).get_json()["data"]
+    ] == [False]
