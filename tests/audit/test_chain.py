@@ -10,9 +10,10 @@ from flask import Flask
 from sqlalchemy import select, text
 
 from app.audit import services
+from app.audit.services import PRUNE
 from app.audit.trail import entry_hash, note
 from app.extensions import db
-from app.models import AuditEntry, utcnow
+from app.models import AuditChainHead, AuditEntry, utcnow
 from app.schemas.field_types import format_timestamp
 from tests.support.api import Account, Api
 
@@ -446,3 +447,124 @@ def test_an_anchor_of_another_number_of_chains_fails_and_says_so(
         code, output = verify(app, "--anchor", other)
         assert code == 1, output
         assert output == "audit trail BROKEN: the anchor names another number of chains\n"
+
+
+# --- several chains (issue 37: a prune or an anchor of one chain must not touch another) ---
+
+
+def in_chain(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """From now on this process's entries go to chain `n` (as a writer does whose lower
+    chains other transactions hold)."""
+
+    def locked(session: object) -> object:
+        return db.session.execute(
+            select(AuditChainHead.id, AuditChainHead.last_seq, AuditChainHead.last_hash).where(
+                AuditChainHead.id == n
+            )
+        ).one()
+
+    monkeypatch.setattr("app.audit.trail._lock_a_chain", locked)
+
+
+def chains(app: Flask) -> dict[int, list[tuple[int, str]]]:
+    """Each chain's (chain_seq, action), in order."""
+    with app.app_context():
+        rows = db.session.execute(
+            select(AuditEntry.chain, AuditEntry.chain_seq, AuditEntry.action).order_by(
+                AuditEntry.chain, AuditEntry.chain_seq
+            )
+        ).all()
+        db.session.remove()
+    found: dict[int, list[tuple[int, str]]] = {}
+    for chain, chain_seq, action in rows:
+        found.setdefault(chain, []).append((chain_seq, action))
+    return found
+
+
+def truncate(app: Flask, chain: int, to: int) -> None:
+    """Entries of `chain` after `to` deleted, and its head moved back to match: the chain
+    alone verifies, only an anchor tells."""
+    with app.app_context():
+        last = db.session.scalar(
+            select(AuditEntry.hash).where(AuditEntry.chain == chain, AuditEntry.chain_seq == to)
+        )
+        db.session.execute(
+            text("DELETE FROM audit_entries WHERE chain = :c AND chain_seq > :n"),
+            {"c": chain, "n": to},
+        )
+        db.session.execute(
+            text("UPDATE audit_chain_heads SET last_seq = :n, last_hash = :h WHERE id = :c"),
+            {"n": to, "h": last or services.GENESIS, "c": chain},
+        )
+        db.session.commit()
+        db.session.remove()
+
+
+def test_a_prune_of_several_chains_removes_each_chains_old_entries_and_no_others(
+    app: Flask, trail: list[str], api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chain 0: the fixture's entries, now. Chain 1: three entries a day later and one the
+    # day after; chain 2: one entry a day later. The prune's cutoff is that day after to the
+    # second: an entry written at the cutoff is not older than it, and stays.
+    rid = trail[0]
+    zero = len(chains(app)[0])
+    day = utcnow().replace(microsecond=0) + timedelta(days=1)
+    written_at(monkeypatch, day)
+    in_chain(monkeypatch, 1)
+    for titel in ("Eins", "Zwei", "Drei"):
+        assert api.patch(rid, alice, {"titel": f"Kette 1: {titel}"}).status_code == 200
+    in_chain(monkeypatch, 2)
+    assert api.patch(rid, alice, {"titel": "Kette 2"}).status_code == 200
+    written_at(monkeypatch, day + timedelta(days=1))
+    in_chain(monkeypatch, 1)
+    assert api.patch(rid, alice, {"titel": "Kette 1: Vier"}).status_code == 200
+    in_chain(monkeypatch, 0)
+    assert api.patch(rid, alice, {"titel": "Kette 0"}).status_code == 200
+    before = chains(app)
+    assert [len(before[c]) for c in (0, 1, 2)] == [zero + 1, 4, 1]
+    # An anchor names every chain's head; each is looked up in its own chain.
+    anchor = anchor_now(app)
+    assert verify(app, "--anchor", anchor)[0] == 0
+
+    written_at(monkeypatch, day + timedelta(days=1 + 395))
+    result = app.test_cli_runner().invoke(args=["audit", "prune"])
+    assert result.exit_code == 0, result.output
+    removed = (zero - 1) + 2
+    assert result.output == f"removed {removed} entries older than 395 days\n"
+    after = chains(app)
+    assert after[0] == before[0][zero - 1 :] + [(zero + 2, "audit.prune")]
+    assert after[1] == before[1][2:]
+    assert after[2] == before[2]
+    with app.app_context():
+        recorded = json.loads(
+            db.session.scalar(select(AuditEntry.changes).where(AuditEntry.action == PRUNE))
+        )
+        db.session.remove()
+    assert recorded["removed"] == removed
+    assert set(recorded["chains"]) == set(recorded["first_kept"]) == {"0", "1"}
+    assert [recorded["chains"][c][0] for c in ("0", "1")] == [zero - 1, 2]
+    assert [recorded["first_kept"][c][0] for c in ("0", "1")] == [zero, 3]
+    code, output = verify(app)
+    assert code == 0, output
+    assert output.startswith("audit trail intact: 6 entries; anchor ")  # 3 + 2 + 1
+    # Every anchored head is still there (chain 2's only entry was not older than another).
+    code, output = verify(app, "--anchor", anchor)
+    assert (code, output.count("\n")) == (0, 1), output
+
+    # The end of a chain cut off, its head moved back: the chain alone verifies, the anchor
+    # taken after the prune does not, whether the chain was pruned or not.
+    anchor = anchor_now(app)
+    truncate(app, 2, 0)
+    assert verify(app)[0] == 0
+    code, output = verify(app, "--anchor", anchor)
+    assert code == 1
+    assert output == (
+        "audit trail BROKEN: chain 2 no longer holds its entry 1 named by the anchor\n"
+    )
+    truncate(app, 1, 3)  # chain 1 now starts after the prune, at its entry 3
+    assert verify(app)[0] == 0
+    code, output = verify(app, "--anchor", anchor)
+    assert code == 1
+    assert output == (
+        "audit trail BROKEN: chain 1 no longer holds its entry 4 named by the anchor\n"
+    )
