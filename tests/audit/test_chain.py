@@ -162,7 +162,10 @@ def test_entries_removed_from_the_start_are_caught(app: Flask, trail: list[str])
     sql(app, "DELETE FROM audit_entries WHERE seq <= 2")
     code, output = verify(app)
     assert code == 1
-    assert "chain 0: entries before entry 3 were removed (no prune recorded)" in output
+    assert output == (
+        "audit trail BROKEN at entry 3: chain 0: entries before entry 3 were removed "
+        "(no prune recorded)\n"
+    )
 
 
 def test_an_inserted_entry_is_caught(app: Flask, trail: list[str]) -> None:
@@ -235,10 +238,10 @@ def anchor_now(app: Flask) -> str:
     return output.strip().splitlines()[0].rsplit("anchor ", 1)[1]
 
 
-def chain_zero(app: Flask) -> list[AuditEntry]:
+def chain_zero(app: Flask, chain: int = 0) -> list[AuditEntry]:
     with app.app_context():
         entries = db.session.scalars(
-            select(AuditEntry).where(AuditEntry.chain == 0).order_by(AuditEntry.chain_seq)
+            select(AuditEntry).where(AuditEntry.chain == chain).order_by(AuditEntry.chain_seq)
         ).all()
         db.session.expunge_all()
         db.session.remove()
@@ -320,7 +323,15 @@ def test_a_prune_of_entries_younger_than_the_retention_fails(app: Flask, trail: 
         db.session.remove()
     assert removed > 0
     code, output = verify(app)
-    assert code == 1 and "younger than the retention of 395 days" in output
+    assert code == 1
+    *_, prune = kept = chain_zero(app)
+    first = kept[0]
+    assert output == (
+        f"audit trail BROKEN at entry {first.seq}: chain 0: the prune at entry {prune.seq} "
+        f"removed entries written before entry {first.seq} of {format_timestamp(first.at)}, "
+        "younger than the retention of 395 days at the prune's time "
+        f"{format_timestamp(prune.at)}\n"
+    )
 
 
 def test_prune_keeps_the_trail_verifiable_from_the_first_entry_kept(
@@ -567,4 +578,44 @@ def test_a_prune_of_several_chains_removes_each_chains_old_entries_and_no_others
     assert code == 1
     assert output == (
         "audit trail BROKEN: chain 1 no longer holds its entry 4 named by the anchor\n"
+    )
+
+
+def test_the_chains_order_place_and_heads_are_each_checked_with_their_own_message(
+    app: Flask, trail: list[str], api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chain 1 written after chain 0: every head past the first is compared too.
+    in_chain(monkeypatch, 1)
+    assert api.patch(trail[0], alice, {"titel": "Kette 1"}).status_code == 200
+    assert api.patch(trail[0], alice, {"titel": "Kette 1 wieder"}).status_code == 200
+    assert verify(app)[0] == 0
+    one = chain_zero(app, 1)
+    # Two entries of chain 1 swap their numbers across chains (not in the hash).
+    a, b = one[0].seq, one[1].seq
+    sql(app, "UPDATE audit_entries SET seq = 0 WHERE seq = :a", a=a)
+    sql(app, "UPDATE audit_entries SET seq = :a WHERE seq = :b", a=a, b=b)
+    sql(app, "UPDATE audit_entries SET seq = :b WHERE seq = 0", b=b)
+    code, output = verify(app)
+    assert (code, output) == (
+        1,
+        f"audit trail BROKEN at entry {a}: entry {a} is out of order in chain 1\n",
+    )
+    sql(app, "UPDATE audit_entries SET seq = 0 WHERE seq = :a", a=a)
+    sql(app, "UPDATE audit_entries SET seq = :a WHERE seq = :b", a=a, b=b)
+    sql(app, "UPDATE audit_entries SET seq = :b WHERE seq = 0", b=b)
+    assert verify(app)[0] == 0
+    # The head of chain 1 names another hash at the same length.
+    sql(app, "UPDATE audit_chain_heads SET last_hash = :h WHERE id = 1", h="0" * 64)
+    code, output = verify(app)
+    assert (code, output) == (
+        1,
+        "audit trail BROKEN: chain 1: its last entry was replaced (not the chain's head)\n",
+    )
+    sql(app, "UPDATE audit_chain_heads SET last_hash = :h WHERE id = 1", h=one[1].hash)
+    # An entry moved to a chain there is no head of.
+    sql(app, "UPDATE audit_entries SET chain = 99 WHERE seq = :b", b=b)
+    code, output = verify(app)
+    assert (code, output) == (
+        1,
+        f"audit trail BROKEN at entry {b}: entry {b} is in chain 99, which does not exist\n",
     )
