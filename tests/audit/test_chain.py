@@ -568,7 +568,8 @@ def test_a_prune_of_several_chains_removes_each_chains_old_entries_and_no_others
             db.session.scalar(select(AuditEntry.changes).where(AuditEntry.action == PRUNE))
         )
         db.session.remove()
-    assert recorded["removed"] == removed
+    assert recorded["removed"] == removed and recorded["days"] == 395
+    assert recorded["older_than"] == format_timestamp(day + timedelta(days=1))
     assert set(recorded["chains"]) == set(recorded["first_kept"]) == {"0", "1"}
     assert [recorded["chains"][c][0] for c in ("0", "1")] == [zero - 1, 2]
     assert [recorded["first_kept"][c][0] for c in ("0", "1")] == [zero, 3]
