@@ -679,3 +679,75 @@ def test_export_reads_a_long_trail_in_batches_each_entry_once(app: Flask) -> Non
     seqs = [json.loads(line)["seq"] for line in result.output.splitlines()]
     written = list(range(10_001, 10_001 + count))
     assert seqs[-count:] == written and len(seqs) == len(set(seqs))
+
+
+@pytest.mark.parametrize("form", ["as before issue 36", "with first_kept", "at the retention"])
+def test_a_prune_is_checked_against_the_retention_to_the_microsecond(
+    app: Flask, api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    # Entries written at `day`; a prune (written by hand, as the service records one) removes
+    # those before the first of them, so that one, written exactly at `day`, starts chain 0.
+    day = utcnow().replace(microsecond=0) + timedelta(days=1)
+    written_at(monkeypatch, day)
+    rid = api.create(alice, titel="Eins")["id"]
+    assert api.patch(rid, alice, {"titel": "Zwei"}).status_code == 200
+    entries = chain_zero(app)
+    first = next(e for e in entries if e.at == day)
+    removed = entries[first.chain_seq - 2]
+    changes: dict[str, object] = {
+        "chains": {"0": [removed.chain_seq, removed.hash]},
+        "removed": removed.chain_seq,
+    }
+    if form != "as before issue 36":
+        changes |= {"first_kept": {"0": [first.chain_seq, first.hash]}, "days": 395}
+    retention = timedelta(days=395)
+    # The old form is checked at verify's time: once the first entry kept is older than
+    # the retention. The new one at the prune's time, and a prune dated after verify's
+    # clock by more than SKEW is forged.
+    pruned_at = (
+        day + retention + (timedelta(seconds=1) if form == "with first_kept" else timedelta())
+    )
+    written_at(monkeypatch, pruned_at)
+    with app.app_context():
+        db.session.execute(
+            text("DELETE FROM audit_entries WHERE chain = 0 AND chain_seq <= :n"),
+            {"n": removed.chain_seq},
+        )
+        note(db.session, services.PRUNE, changes)
+        db.session.commit()
+        prune = db.session.scalar(select(AuditEntry.seq).where(AuditEntry.action == PRUNE))
+        db.session.remove()
+    if form == "as before issue 36":
+        # At `day` + the retention the entry is not yet older than it; a microsecond later it is.
+        code, output = verify(app)
+        assert (code, output) == (
+            1,
+            f"audit trail BROKEN at entry {first.seq}: chain 0: the entries before entry "
+            f"{first.seq} were removed by the prune at entry {prune}, which does not show "
+            "that the retention allowed it (an unchecked prune: entry "
+            f"{first.seq} is younger than 395 days)\n",
+        )
+        written_at(monkeypatch, pruned_at + timedelta(microseconds=1))
+        assert verify(app)[0] == 0
+        return
+    if form == "at the retention":
+        # The entry kept was not older than the retention at the prune's time: it was as old.
+        code, output = verify(app)
+        assert (code, output) == (
+            1,
+            f"audit trail BROKEN at entry {first.seq}: chain 0: the prune at entry {prune} "
+            f"removed entries written before entry {first.seq} of {format_timestamp(day)}, "
+            "younger than the retention of 395 days at the prune's time "
+            f"{format_timestamp(pruned_at)}\n",
+        )
+        return
+    # Verify's clock SKEW behind the prune's: still not in the future.
+    written_at(monkeypatch, pruned_at - services.SKEW)
+    assert verify(app)[0] == 0
+    written_at(monkeypatch, pruned_at - services.SKEW - timedelta(microseconds=1))
+    code, output = verify(app)
+    assert (code, output) == (
+        1,
+        f"audit trail BROKEN at entry {first.seq}: the prune at entry {prune} is dated in "
+        "the future\n",
+    )
