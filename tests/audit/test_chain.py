@@ -751,3 +751,33 @@ def test_a_prune_is_checked_against_the_retention_to_the_microsecond(
         f"audit trail BROKEN at entry {first.seq}: the prune at entry {prune} is dated in "
         "the future\n",
     )
+
+
+def test_an_anchor_pruned_exactly_the_retention_less_the_skew_later_is_outlived_in_each_chain(
+    app: Flask, api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chains 0 and 1 each end at `day` when the anchor is taken; after it, each gets an entry
+    # dated ten minutes before the anchor, then a prune dated the retention less SKEW after
+    # the anchor removes the anchored entries (the backdated ones are kept as older than the
+    # cutoff): the latest a prune of them may be, so the anchor is outlived in both chains.
+    day = utcnow().replace(microsecond=0) + timedelta(days=1)
+    written_at(monkeypatch, day)
+    rid = api.create(alice, titel="Null")["id"]
+    in_chain(monkeypatch, 1)
+    assert api.patch(rid, alice, {"titel": "Eins"}).status_code == 200
+    anchor = anchor_now(app)
+    written_at(monkeypatch, day - timedelta(minutes=10))
+    assert api.patch(rid, alice, {"titel": "Eins, zurückdatiert"}).status_code == 200
+    in_chain(monkeypatch, 0)
+    assert api.patch(rid, alice, {"titel": "Null, zurückdatiert"}).status_code == 200
+    written_at(monkeypatch, day + timedelta(days=395) - services.SKEW)
+    with app.app_context():
+        assert services.prune(db.session, 395) > 0
+        db.session.remove()
+    assert [len(entries) for c, entries in sorted(chains(app).items())] == [2, 1]
+    code, output = verify(app, "--anchor", anchor)
+    assert code == 0, output
+    assert output.splitlines()[1] == (
+        "note: the anchor's entries of chain(s) 0, 1 were pruned under the retention, so it "
+        "no longer pins the chains: keep a newer anchor"
+    )
