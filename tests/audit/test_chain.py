@@ -10,9 +10,10 @@ from flask import Flask
 from sqlalchemy import select, text
 
 from app.audit import services
+from app.audit.services import PRUNE
 from app.audit.trail import entry_hash, note
 from app.extensions import db
-from app.models import AuditEntry, utcnow
+from app.models import AuditChainHead, AuditEntry, utcnow
 from app.schemas.field_types import format_timestamp
 from tests.support.api import Account, Api
 
@@ -99,7 +100,11 @@ def test_an_intact_trail_verifies_and_prints_its_anchor(app: Flask, trail: list[
 def test_a_malformed_anchor_is_a_usage_error(app: Flask, trail: list[str], anchor: str) -> None:
     code, output = verify(app, "--anchor", anchor)
     assert code == 2, output
-    assert "Invalid value for '--anchor'" in output
+    assert output.splitlines()[-1] == (
+        "Error: Invalid value for '--anchor': not an anchor that `flask audit verify` printed "
+        "(64 hex digits, ':', the chains' lengths separated by commas, then '@' and the time "
+        "it was taken)"
+    )
     assert "BROKEN" not in output
 
 
@@ -161,7 +166,10 @@ def test_entries_removed_from_the_start_are_caught(app: Flask, trail: list[str])
     sql(app, "DELETE FROM audit_entries WHERE seq <= 2")
     code, output = verify(app)
     assert code == 1
-    assert "chain 0: entries before entry 3 were removed (no prune recorded)" in output
+    assert output == (
+        "audit trail BROKEN at entry 3: chain 0: entries before entry 3 were removed "
+        "(no prune recorded)\n"
+    )
 
 
 def test_an_inserted_entry_is_caught(app: Flask, trail: list[str]) -> None:
@@ -218,7 +226,10 @@ def test_a_rewritten_chain_differs_from_the_anchor_kept_outside(
         db.session.remove()
     assert verify(app)[0] == 0
     code, output = verify(app, "--anchor", anchor)
-    assert code == 1 and "rewritten" in output
+    assert code == 1
+    assert output == (
+        "audit trail BROKEN: the chains did not grow from the anchor: they were rewritten\n"
+    )
 
 
 def written_at(monkeypatch: pytest.MonkeyPatch, when: datetime) -> None:
@@ -234,10 +245,10 @@ def anchor_now(app: Flask) -> str:
     return output.strip().splitlines()[0].rsplit("anchor ", 1)[1]
 
 
-def chain_zero(app: Flask) -> list[AuditEntry]:
+def chain_zero(app: Flask, chain: int = 0) -> list[AuditEntry]:
     with app.app_context():
         entries = db.session.scalars(
-            select(AuditEntry).where(AuditEntry.chain == 0).order_by(AuditEntry.chain_seq)
+            select(AuditEntry).where(AuditEntry.chain == chain).order_by(AuditEntry.chain_seq)
         ).all()
         db.session.expunge_all()
         db.session.remove()
@@ -319,7 +330,15 @@ def test_a_prune_of_entries_younger_than_the_retention_fails(app: Flask, trail: 
         db.session.remove()
     assert removed > 0
     code, output = verify(app)
-    assert code == 1 and "younger than the retention of 395 days" in output
+    assert code == 1
+    *_, prune = kept = chain_zero(app)
+    first = kept[0]
+    assert output == (
+        f"audit trail BROKEN at entry {first.seq}: chain 0: the prune at entry {prune.seq} "
+        f"removed entries written before entry {first.seq} of {format_timestamp(first.at)}, "
+        "younger than the retention of 395 days at the prune's time "
+        f"{format_timestamp(prune.at)}\n"
+    )
 
 
 def test_prune_keeps_the_trail_verifiable_from_the_first_entry_kept(
@@ -372,10 +391,20 @@ def test_an_anchor_older_than_the_retention_survives_a_prune_of_its_entries(
     # prune more than the retention after the anchor was taken.
     code, output = verify(app, "--anchor", old_anchor)
     assert code == 0, output
-    assert "no longer pins the chains" in output
+    assert output.splitlines()[1] == (
+        "note: the anchor's entries of chain(s) 0 were pruned under the retention, so it no "
+        "longer pins the chains: keep a newer anchor"
+    )
     # An anchor of the old form (no time) cannot show that the removal was allowed.
     code, output = verify(app, "--anchor", old_anchor.partition("@")[0])
-    assert code == 1 and "the anchor carries no time" in output
+    prune = next(e for e in chain_zero(app) if e.action == PRUNE)
+    length = old_anchor.partition(":")[2].split(",")[0]
+    assert code == 1
+    assert output == (
+        f"audit trail BROKEN: chain 0: the prune at entry {prune.seq} removed entry {length} "
+        "named by the anchor, and the anchor carries no time to show that the retention "
+        "allowed it\n"
+    )
     assert verify(app, "--anchor", anchor_now(app))[0] == 0
 
 
@@ -446,3 +475,309 @@ def test_an_anchor_of_another_number_of_chains_fails_and_says_so(
         code, output = verify(app, "--anchor", other)
         assert code == 1, output
         assert output == "audit trail BROKEN: the anchor names another number of chains\n"
+
+
+# --- several chains (issue 37: a prune or an anchor of one chain must not touch another) ---
+
+
+def in_chain(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """From now on this process's entries go to chain `n` (as a writer does whose lower
+    chains other transactions hold)."""
+
+    def locked(session: object) -> object:
+        return db.session.execute(
+            select(AuditChainHead.id, AuditChainHead.last_seq, AuditChainHead.last_hash).where(
+                AuditChainHead.id == n
+            )
+        ).one()
+
+    monkeypatch.setattr("app.audit.trail._lock_a_chain", locked)
+
+
+def chains(app: Flask) -> dict[int, list[tuple[int, str]]]:
+    """Each chain's (chain_seq, action), in order."""
+    with app.app_context():
+        rows = db.session.execute(
+            select(AuditEntry.chain, AuditEntry.chain_seq, AuditEntry.action).order_by(
+                AuditEntry.chain, AuditEntry.chain_seq
+            )
+        ).all()
+        db.session.remove()
+    found: dict[int, list[tuple[int, str]]] = {}
+    for chain, chain_seq, action in rows:
+        found.setdefault(chain, []).append((chain_seq, action))
+    return found
+
+
+def truncate(app: Flask, chain: int, to: int) -> None:
+    """Entries of `chain` after `to` deleted, and its head moved back to match: the chain
+    alone verifies, only an anchor tells."""
+    with app.app_context():
+        last = db.session.scalar(
+            select(AuditEntry.hash).where(AuditEntry.chain == chain, AuditEntry.chain_seq == to)
+        )
+        db.session.execute(
+            text("DELETE FROM audit_entries WHERE chain = :c AND chain_seq > :n"),
+            {"c": chain, "n": to},
+        )
+        db.session.execute(
+            text("UPDATE audit_chain_heads SET last_seq = :n, last_hash = :h WHERE id = :c"),
+            {"n": to, "h": last or services.GENESIS, "c": chain},
+        )
+        db.session.commit()
+        db.session.remove()
+
+
+def test_a_prune_of_several_chains_removes_each_chains_old_entries_and_no_others(
+    app: Flask, trail: list[str], api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chain 0: the fixture's entries, now. Chain 1: three entries a day later and one the
+    # day after; chain 2: one entry a day later. The prune's cutoff is that day after to the
+    # second: an entry written at the cutoff is not older than it, and stays.
+    rid = trail[0]
+    zero = len(chains(app)[0])
+    day = utcnow().replace(microsecond=0) + timedelta(days=1)
+    written_at(monkeypatch, day)
+    in_chain(monkeypatch, 1)
+    for titel in ("Eins", "Zwei", "Drei"):
+        assert api.patch(rid, alice, {"titel": f"Kette 1: {titel}"}).status_code == 200
+    in_chain(monkeypatch, 2)
+    assert api.patch(rid, alice, {"titel": "Kette 2"}).status_code == 200
+    written_at(monkeypatch, day + timedelta(days=1))
+    in_chain(monkeypatch, 1)
+    assert api.patch(rid, alice, {"titel": "Kette 1: Vier"}).status_code == 200
+    in_chain(monkeypatch, 0)
+    assert api.patch(rid, alice, {"titel": "Kette 0"}).status_code == 200
+    before = chains(app)
+    assert [len(before[c]) for c in (0, 1, 2)] == [zero + 1, 4, 1]
+    # An anchor names every chain's head; each is looked up in its own chain.
+    anchor = anchor_now(app)
+    assert verify(app, "--anchor", anchor)[0] == 0
+
+    written_at(monkeypatch, day + timedelta(days=1 + 395))
+    result = app.test_cli_runner().invoke(args=["audit", "prune"])
+    assert result.exit_code == 0, result.output
+    removed = (zero - 1) + 2
+    assert result.output == f"removed {removed} entries older than 395 days\n"
+    after = chains(app)
+    assert after[0] == before[0][zero - 1 :] + [(zero + 2, "audit.prune")]
+    assert after[1] == before[1][2:]
+    assert after[2] == before[2]
+    with app.app_context():
+        recorded = json.loads(
+            db.session.scalar(select(AuditEntry.changes).where(AuditEntry.action == PRUNE))
+        )
+        db.session.remove()
+    assert recorded["removed"] == removed and recorded["days"] == 395
+    assert recorded["older_than"] == format_timestamp(day + timedelta(days=1))
+    assert set(recorded["chains"]) == set(recorded["first_kept"]) == {"0", "1"}
+    assert [recorded["chains"][c][0] for c in ("0", "1")] == [zero - 1, 2]
+    assert [recorded["first_kept"][c][0] for c in ("0", "1")] == [zero, 3]
+    code, output = verify(app)
+    assert code == 0, output
+    assert output.startswith("audit trail intact: 6 entries; anchor ")  # 3 + 2 + 1
+    # Every anchored head is still there (chain 2's only entry was not older than another).
+    code, output = verify(app, "--anchor", anchor)
+    assert (code, output.count("\n")) == (0, 1), output
+
+    # The end of a chain cut off, its head moved back: the chain alone verifies, the anchor
+    # taken after the prune does not, whether the chain was pruned or not.
+    anchor = anchor_now(app)
+    truncate(app, 2, 0)
+    assert verify(app)[0] == 0
+    code, output = verify(app, "--anchor", anchor)
+    assert code == 1
+    assert output == (
+        "audit trail BROKEN: chain 2 no longer holds its entry 1 named by the anchor\n"
+    )
+    truncate(app, 1, 3)  # chain 1 now starts after the prune, at its entry 3
+    assert verify(app)[0] == 0
+    code, output = verify(app, "--anchor", anchor)
+    assert code == 1
+    assert output == (
+        "audit trail BROKEN: chain 1 no longer holds its entry 4 named by the anchor\n"
+    )
+
+
+def test_the_chains_order_place_and_heads_are_each_checked_with_their_own_message(
+    app: Flask, trail: list[str], api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chain 1 written after chain 0: every head past the first is compared too.
+    in_chain(monkeypatch, 1)
+    assert api.patch(trail[0], alice, {"titel": "Kette 1"}).status_code == 200
+    assert api.patch(trail[0], alice, {"titel": "Kette 1 wieder"}).status_code == 200
+    assert verify(app)[0] == 0
+    one = chain_zero(app, 1)
+    # Two entries of chain 1 swap their numbers across chains (not in the hash).
+    a, b = one[0].seq, one[1].seq
+    sql(app, "UPDATE audit_entries SET seq = 0 WHERE seq = :a", a=a)
+    sql(app, "UPDATE audit_entries SET seq = :a WHERE seq = :b", a=a, b=b)
+    sql(app, "UPDATE audit_entries SET seq = :b WHERE seq = 0", b=b)
+    code, output = verify(app)
+    assert (code, output) == (
+        1,
+        f"audit trail BROKEN at entry {a}: entry {a} is out of order in chain 1\n",
+    )
+    sql(app, "UPDATE audit_entries SET seq = 0 WHERE seq = :a", a=a)
+    sql(app, "UPDATE audit_entries SET seq = :a WHERE seq = :b", a=a, b=b)
+    sql(app, "UPDATE audit_entries SET seq = :b WHERE seq = 0", b=b)
+    assert verify(app)[0] == 0
+    # The head of chain 1 names another hash at the same length.
+    sql(app, "UPDATE audit_chain_heads SET last_hash = :h WHERE id = 1", h="0" * 64)
+    code, output = verify(app)
+    assert (code, output) == (
+        1,
+        "audit trail BROKEN: chain 1: its last entry was replaced (not the chain's head)\n",
+    )
+    sql(app, "UPDATE audit_chain_heads SET last_hash = :h WHERE id = 1", h=one[1].hash)
+    # An entry moved to a chain there is no head of.
+    sql(app, "UPDATE audit_entries SET chain = 99 WHERE seq = :b", b=b)
+    code, output = verify(app)
+    assert (code, output) == (
+        1,
+        f"audit trail BROKEN at entry {b}: entry {b} is in chain 99, which does not exist\n",
+    )
+
+
+def test_verify_called_with_what_is_not_an_anchor_says_so(app: Flask, trail: list[str]) -> None:
+    # The command refuses such a value before (a usage error); the service says it too.
+    with app.app_context():
+        verdict = services.verify(db.session, "f" * 64 + ":1,x")
+        db.session.remove()
+    assert (verdict.ok, verdict.problem) == (
+        False,
+        "the anchor is not one that `flask audit verify` printed",
+    )
+
+
+def test_export_reads_a_long_trail_in_batches_each_entry_once(app: Flask) -> None:
+    # More entries than a batch holds (1000), read by the keyset from one batch to the next.
+    count = 2345
+    with app.app_context():
+        at = utcnow()
+        db.session.execute(
+            AuditEntry.__table__.insert(),
+            [
+                {
+                    "seq": 10_000 + n,
+                    "chain": 7,
+                    "chain_seq": n,
+                    "at": at,
+                    "actor": "system",
+                    "action": "account.update",
+                    "changes": "{}",
+                    "prev_hash": "0" * 64,
+                    "hash": f"{n:064x}",
+                }
+                for n in range(1, count + 1)
+            ],
+        )
+        db.session.commit()
+        db.session.remove()
+    result = app.test_cli_runner().invoke(args=["audit", "export"])
+    assert result.exit_code == 0
+    seqs = [json.loads(line)["seq"] for line in result.output.splitlines()]
+    written = list(range(10_001, 10_001 + count))
+    assert seqs[-count:] == written and len(seqs) == len(set(seqs))
+
+
+@pytest.mark.parametrize("form", ["as before issue 36", "with first_kept", "at the retention"])
+def test_a_prune_is_checked_against_the_retention_to_the_microsecond(
+    app: Flask, api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    # Entries written at `day`; a prune (written by hand, as the service records one) removes
+    # those before the first of them, so that one, written exactly at `day`, starts chain 0.
+    day = utcnow().replace(microsecond=0) + timedelta(days=1)
+    written_at(monkeypatch, day)
+    rid = api.create(alice, titel="Eins")["id"]
+    assert api.patch(rid, alice, {"titel": "Zwei"}).status_code == 200
+    entries = chain_zero(app)
+    first = next(e for e in entries if e.at == day)
+    removed = entries[first.chain_seq - 2]
+    changes: dict[str, object] = {
+        "chains": {"0": [removed.chain_seq, removed.hash]},
+        "removed": removed.chain_seq,
+    }
+    if form != "as before issue 36":
+        changes |= {"first_kept": {"0": [first.chain_seq, first.hash]}, "days": 395}
+    retention = timedelta(days=395)
+    # The old form is checked at verify's time: once the first entry kept is older than
+    # the retention. The new one at the prune's time, and a prune dated after verify's
+    # clock by more than SKEW is forged.
+    pruned_at = (
+        day + retention + (timedelta(seconds=1) if form == "with first_kept" else timedelta())
+    )
+    written_at(monkeypatch, pruned_at)
+    with app.app_context():
+        db.session.execute(
+            text("DELETE FROM audit_entries WHERE chain = 0 AND chain_seq <= :n"),
+            {"n": removed.chain_seq},
+        )
+        note(db.session, services.PRUNE, changes)
+        db.session.commit()
+        prune = db.session.scalar(select(AuditEntry.seq).where(AuditEntry.action == PRUNE))
+        db.session.remove()
+    if form == "as before issue 36":
+        # At `day` + the retention the entry is not yet older than it; a microsecond later it is.
+        code, output = verify(app)
+        assert (code, output) == (
+            1,
+            f"audit trail BROKEN at entry {first.seq}: chain 0: the entries before entry "
+            f"{first.seq} were removed by the prune at entry {prune}, which does not show "
+            "that the retention allowed it (an unchecked prune: entry "
+            f"{first.seq} is younger than 395 days)\n",
+        )
+        written_at(monkeypatch, pruned_at + timedelta(microseconds=1))
+        assert verify(app)[0] == 0
+        return
+    if form == "at the retention":
+        # The entry kept was not older than the retention at the prune's time: it was as old.
+        code, output = verify(app)
+        assert (code, output) == (
+            1,
+            f"audit trail BROKEN at entry {first.seq}: chain 0: the prune at entry {prune} "
+            f"removed entries written before entry {first.seq} of {format_timestamp(day)}, "
+            "younger than the retention of 395 days at the prune's time "
+            f"{format_timestamp(pruned_at)}\n",
+        )
+        return
+    # Verify's clock SKEW behind the prune's: still not in the future.
+    written_at(monkeypatch, pruned_at - services.SKEW)
+    assert verify(app)[0] == 0
+    written_at(monkeypatch, pruned_at - services.SKEW - timedelta(microseconds=1))
+    code, output = verify(app)
+    assert (code, output) == (
+        1,
+        f"audit trail BROKEN at entry {first.seq}: the prune at entry {prune} is dated in "
+        "the future\n",
+    )
+
+
+def test_an_anchor_pruned_exactly_the_retention_less_the_skew_later_is_outlived_in_each_chain(
+    app: Flask, api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chains 0 and 1 each end at `day` when the anchor is taken; after it, each gets an entry
+    # dated ten minutes before the anchor, then a prune dated the retention less SKEW after
+    # the anchor removes the anchored entries (the backdated ones are kept as older than the
+    # cutoff): the latest a prune of them may be, so the anchor is outlived in both chains.
+    day = utcnow().replace(microsecond=0) + timedelta(days=1)
+    written_at(monkeypatch, day)
+    rid = api.create(alice, titel="Null")["id"]
+    in_chain(monkeypatch, 1)
+    assert api.patch(rid, alice, {"titel": "Eins"}).status_code == 200
+    anchor = anchor_now(app)
+    written_at(monkeypatch, day - timedelta(minutes=10))
+    assert api.patch(rid, alice, {"titel": "Eins, zurückdatiert"}).status_code == 200
+    in_chain(monkeypatch, 0)
+    assert api.patch(rid, alice, {"titel": "Null, zurückdatiert"}).status_code == 200
+    written_at(monkeypatch, day + timedelta(days=395) - services.SKEW)
+    with app.app_context():
+        assert services.prune(db.session, 395) > 0
+        db.session.remove()
+    assert [len(entries) for c, entries in sorted(chains(app).items())] == [2, 1]
+    code, output = verify(app, "--anchor", anchor)
+    assert code == 0, output
+    assert output.splitlines()[1] == (
+        "note: the anchor's entries of chain(s) 0, 1 were pruned under the retention, so it "
+        "no longer pins the chains: keep a newer anchor"
+    )

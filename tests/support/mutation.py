@@ -99,6 +99,7 @@ SCOPE = [
     # (the click commands themselves are decorated, which mutmut leaves alone)
     "app.audit.trail.x_canonical__*",
     "app.audit.trail.x_entry_hash__*",
+    "app.audit.trail.x_bounded__*",
     "app.audit.services.x__entries__*",
     "app.audit.services.x__pruned__*",
     "app.audit.services.x__prune_fits__*",
@@ -144,6 +145,7 @@ TEST_FILES = {
     # the audit trail: verify, prune, the chain
     "test_chain.py",
     "test_trail.py",
+    "test_bounds.py",
     # the statistics' counting rules
     "test_counting.py",
     "test_views.py",
@@ -349,6 +351,8 @@ COVERING = {
     "app.links.holder.": LINKS | {"test_link_secrecy.py"},
     "app.links.services.x_resolve_": LINKS | {"test_link_secrecy.py"},
     "app.links.": LINKS,
+    # long values kept as their length and SHA-256
+    "app.audit.trail.x_bounded_": {"test_bounds.py"},
     "app.audit.trail.": AUDIT | {"test_entry.py"},
     "app.audit.": AUDIT,
     "app.stats.queries.": STATS | {"test_reading.py"},
