@@ -119,8 +119,17 @@ SCOPE = [
     "app.stats.collector.x__count__*",
     "app.stats.queries.x_human__*",
     "app.stats.queries.xǁCountsǁadd__*",
-    # issue 38: the release-approval rule (four eyes) joins here, its module in only_mutate
-    # (pyproject.toml) and its test files in TEST_FILES and COVERING.
+    # --- issue 38: the release-approval rule (four eyes): who may approve, what an approval
+    # releases, and which changes of a record cancel its request or are refused ---
+    "app.releases.services.x_four_eyes_objection__*",
+    "app.releases.services.x_is_approver__*",
+    "app.releases.services.x_approve__*",
+    "app.releases.services.x_content_to_review__*",
+    "app.files.approval.x__apply_rule__*",
+    "app.files.approval.x_earlier__*",
+    "app.files.approval.x_public_hash__*",
+    "app.files.approval.x_refuse_replacing_released__*",
+    "app.files.approval.x_before_delete__*",
 ]
 
 #: The test files run, by name wherever they are under tests/ (they may move into folders):
@@ -150,6 +159,9 @@ TEST_FILES = {
     "test_reading.py",
     "test_entry.py",
     "test_link_secrecy.py",
+    # the release-approval rule (not test_race.py: it starts servers)
+    "test_requests.py",
+    "test_four_eyes_machine.py",
 }
 
 ACCEPTED = Path("docs/mutation.md")
@@ -316,6 +328,7 @@ LISTS = {"test_list.py", "test_list_folders.py", "test_public.py"}
 LINKS = {"test_links.py", "test_link_properties.py"}
 AUDIT = {"test_chain.py", "test_trail.py"}
 STATS = {"test_counting.py", "test_views.py"}
+RELEASES = {"test_requests.py", "test_four_eyes_machine.py"}
 COVERING = {
     "app.files.access.x_may_see_": SQLITE_ACCESS | LINKS,
     "app.files.access.x_visible_": SQLITE_ACCESS | LINKS,
@@ -353,7 +366,9 @@ COVERING = {
     "app.audit.": AUDIT,
     "app.stats.queries.": STATS | {"test_reading.py"},
     "app.stats.": STATS,
-    # issue 38: the release-approval rule's module and its test files
+    # issue 38: the release-approval rule and what cancels a request
+    "app.releases.services.": RELEASES,
+    "app.files.approval.": RELEASES,
 }
 
 
