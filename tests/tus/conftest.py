@@ -111,8 +111,9 @@ class Deployment:
         return flask(*args, env=self.env)
 
 
-#: Two per test that uses `deployment`, on each stack.
-USERS = 60
+#: Two per test that uses `deployment`, on each stack (about 35 tests of this package use it:
+#: room for all of them and more, since one worker may run every test of a stack).
+USERS = 200
 CREATE_USERS = """
 import sys
 from app import create_app
@@ -194,9 +195,11 @@ def _postgres_s3(request: pytest.FixtureRequest) -> dict[str, str]:
 @pytest.fixture
 def deployment(server: Deployment) -> Iterator[Deployment]:
     """The module's deployment, signed in as accounts nobody else uses (`alice`, `bob`)."""
+    alice, bob = next(server.accounts), next(server.accounts)
+    assert bob < USERS, f"the deployment's {USERS} accounts are used up: raise USERS"
     server.names = {
-        "alice@example.org": f"user{next(server.accounts)}@example.org",
-        "bob@example.org": f"user{next(server.accounts)}@example.org",
+        "alice@example.org": f"user{alice}@example.org",
+        "bob@example.org": f"user{bob}@example.org",
     }
     if server.process is None:
         server.start()
