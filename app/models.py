@@ -497,3 +497,41 @@ class MailOutbox(db.Model):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class Doi(db.Model):
+    """A DOI reserved for a record, and what DataCite is to hold for it (app/doi, issue 40).
+
+    The row is its own outbox: a write that changes what DataCite should hold sets ``due_at``
+    in the record's transaction, and the worker (after the commit, or `flask doi work`) brings
+    DataCite to ``wanted`` and clears it. ``record_id`` has no foreign key: a deleted record's
+    DOI stays, hidden at DataCite, and its landing address answers a tombstone (410) from
+    ``withdrawn_*`` and the citation kept at withdrawal.
+    """
+
+    __tablename__ = "dois"
+    __table_args__ = (Index("ix_dois_due", "due_at"),)
+
+    #: Lower case, prefix and suffix: "10.5072/abcd-1234".
+    doi: Mapped[str] = mapped_column(String(255), primary_key=True)
+    record_id: Mapped[uuid.UUID] = mapped_column(Uuid, unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    created_by: Mapped[int | None] = mapped_column(Integer)
+    #: What DataCite holds as last confirmed: None (nothing yet), draft, registered, findable.
+    state: Mapped[str | None] = mapped_column(String(16))
+    #: What DataCite is to hold: draft, registered (hidden), findable, or deleted (a draft
+    #: released before registration; the row goes once DataCite has deleted it).
+    wanted: Mapped[str] = mapped_column(String(16), default="draft")
+    #: SHA-256 of the metadata DataCite last accepted: an update is sent only when it differs.
+    payload_hash: Mapped[str | None] = mapped_column(String(64))
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    last_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    registered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: When and why the record left public view (unreleased, deleted), for the tombstone.
+    withdrawn_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    withdrawn_reason: Mapped[str | None] = mapped_column(String(255))
+    #: The record's title and citation (plain text) as they were at withdrawal.
+    tombstone_title: Mapped[str | None] = mapped_column(String(255))
+    tombstone_citation: Mapped[str | None] = mapped_column(Text)
