@@ -85,3 +85,13 @@ class NotAuthenticated(DomainError):
 
     def __init__(self) -> None:
         super().__init__("Unauthenticated.")
+
+
+class RecordWithdrawn(DomainError):
+    """The record had a DOI and left public view (deleted, or no longer released): its
+    addresses answer that it is gone for good, never that it was never there."""
+
+    status = 410
+
+    def __init__(self, message: str = "Gone: this record was withdrawn.") -> None:
+        super().__init__(message)

@@ -346,6 +346,13 @@ ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
         ),
     ),
     "NotFound": (404, error(NOT_FOUND)),
+    "Gone": (
+        410,
+        error(
+            "The record had a DOI and left public view (deleted, or no longer released): it is "
+            "gone for good. Only while DOIs are configured (DATACITE_*)."
+        ),
+    ),
     "MethodNotAllowed": (
         405,
         error("The path does not offer this method.", Allow=header("The methods the path offers.")),

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from flask import current_app
 from sqlalchemy import select
 
+from app.exceptions import RecordWithdrawn
 from app.extensions import db
 from app.models import Doi
 
@@ -44,3 +45,23 @@ def shown(doi: Doi | None) -> str | None:
 def url(doi: str) -> str:
     """The DOI's resolver address, as citations print it."""
     return RESOLVER + doi
+
+
+#: What `Doi.withdrawn_reason` holds when the record itself left public view: the pages say
+#: these in the reader's language; any other value is shown as it is written.
+DELETED = "deleted"
+UNRELEASED = "unreleased"
+
+
+def withdrawn(doi: Doi | None) -> bool:
+    """Whether the DOI's record left public view: its addresses answer a tombstone (410)."""
+    return shown(doi) is not None and doi is not None and doi.withdrawn_at is not None
+
+
+def withdrawal_of(record_id: uuid.UUID) -> RecordWithdrawn | None:
+    """What a withdrawn DOI-bearing record's addresses raise instead of 404 (410 with its
+    DOI), None for any other id."""
+    doi = doi_of(record_id)
+    if doi is None or not withdrawn(doi):
+        return None
+    return RecordWithdrawn(f"Gone: this record was withdrawn; its DOI {doi.doi} stays.")

@@ -17,6 +17,7 @@ from flask import Response, current_app, g, request, url_for
 
 from app.database import read_without_transaction
 from app.docs.openapi import NO_TOKEN, SERVER, Blueprint
+from app.doi import lookup
 from app.files import access
 from app.http import absolute_url
 from app.oai import harvest
@@ -295,14 +296,19 @@ def _get_record(root: Any, args: dict[str, str]) -> None:
     if item is None:
         raise ProtocolError("idDoesNotExist", f"No item has the identifier {args['identifier']}.")
     element = oai_xml.verb_element(root, "GetRecord")
-    _write_item(element, item, with_metadata=True, today=_today())
+    doi = lookup.shown(lookup.doi_of(item.position[1])) if not item.deleted else None
+    _write_item(element, item, with_metadata=True, today=_today(), doi=doi)
 
 
 def _today() -> date:
     return access.today()
 
 
-def _write_item(parent: Any, item: harvest.Item, *, with_metadata: bool, today: date) -> None:
+def _write_item(
+    parent: Any, item: harvest.Item, *, with_metadata: bool, today: date, doi: str | None = None
+) -> None:
+    """An item's header, and with its metadata its record; `doi` the record's DOI, first of
+    its `dc:identifier`s as its resolver address."""
     set_specs = [folder.replace("/", ":") for folder in harvest.parents(item.path)]
     identifier = identifier_of(item.position[1])
     if not with_metadata:
@@ -312,7 +318,11 @@ def _write_item(parent: Any, item: harvest.Item, *, with_metadata: bool, today: 
     oai_xml.header(record, identifier, item.position[0], set_specs, item.deleted)
     if not item.deleted:
         record_url = f"{_public_files_url()}/{item.position[1]}"
-        urls = {"record": record_url, "download": f"{record_url}/download"}
+        urls = {
+            "doi": lookup.url(doi) if doi else "",
+            "record": record_url,
+            "download": f"{record_url}/download",
+        }
         oai_xml.oai_dc(record, item.record, urls, today)
 
 
@@ -422,8 +432,12 @@ def _list(root: Any, args: dict[str, str], verb: str) -> None:
         raise ProtocolError("noRecordsMatch", "No records match these arguments.")
     element = oai_xml.verb_element(root, verb)
     today = _today()
+    with_metadata = verb == "ListRecords"
+    live = [item.position[1] for item in items if not item.deleted] if with_metadata else []
+    dois = lookup.dois_of(live)
     for item in items:
-        _write_item(element, item, with_metadata=verb == "ListRecords", today=today)
+        doi = lookup.shown(dois.get(item.position[1]))
+        _write_item(element, item, with_metadata=with_metadata, today=today, doi=doi)
     if cursor == 0 and not more:
         return
     last = items[-1].position

@@ -113,7 +113,8 @@ def dublin_core(
     record: Any, urls: dict[str, str], today: date, publisher: str | None = None
 ) -> Any:
     """The `oai_dc:dc` element of a record (also the landing pages' Dublin Core export, which
-    names the `publisher`); an empty URL in `urls` is left out."""
+    names the `publisher`); an empty or missing URL in `urls` is left out (`doi`: the DOI's
+    resolver address, first of the identifiers)."""
     dc = etree.Element(f"{{{OAI_DC}}}dc", nsmap={"oai_dc": OAI_DC, "dc": DC, "xsi": XSI})
     dc.set(f"{{{XSI}}}schemaLocation", f"{OAI_DC} {OAI_DC_SCHEMA}")
 
@@ -132,6 +133,7 @@ def dublin_core(
     put("type", _dcmi_type(record.mime_type))
     put("type", record.reprotyp)
     put("format", record.mime_type)
+    put("identifier", urls.get("doi"))
     put("identifier", urls["record"])
     put("identifier", urls["download"])
     put("identifier", record.aktiv_id)

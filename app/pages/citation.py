@@ -6,9 +6,11 @@ with markers from Unicode's private use area around formatted text, the whole st
 escaped once, and only the markers become the few tags below.
 
 Rendering takes longer than the rest of a page, so a record's citation is rendered when the
-record is written (app/pages/stored.py) with a placeholder for its address (the only value
-that depends on the request), kept with a key of everything else it was made from, and a page
-uses it while the key still fits; otherwise it renders the citation itself.
+record is written (app/pages/stored.py) with a placeholder for its address, kept with a key of
+everything else it was made from, and a page uses it while the key still fits; otherwise it
+renders the citation itself. The address is the DOI's where the record has one, else the
+page's (the style prints either in the same place): a DOI reserved after the record was
+written changes only the address, so the stored citation still fits.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from typing import Any
 from citeproc import Citation, CitationItem, CitationStylesBibliography, CitationStylesStyle
 from citeproc.source.json import CiteProcJSON
 from markupsafe import Markup, escape
+
+from app.doi.lookup import url as doi_url
 
 #: The project's compact CSL style: Harvard as "Cite them right" writes it (the style
 #: citeproc-py ships, harvard-cite-them-right.csl) for a record, in a fraction of its time.
@@ -51,7 +55,7 @@ _NOT_CARRIED = re.compile("[\ue000-\ue00b\ue0f0]")
 VERSION = hashlib.sha256(
     STYLE.read_bytes() + Path(__file__).read_bytes() + metadata.version("citeproc-py").encode()
 ).hexdigest()
-#: The item's values the style prints, besides the address.
+#: The item's values the style prints, besides the address (`URL`, or `DOI` where there is one).
 PRINTED = ("type", "title", "author", "issued", "version", "publisher")
 _REPLACEMENTS = {
     marker: tag
@@ -109,6 +113,12 @@ def _render(item: dict[str, Any], language: str) -> Markup:
     return Markup(_MARKERS.sub(lambda match: _REPLACEMENTS[match.group()], escaped))
 
 
+def address_of(item: dict[str, Any]) -> str:
+    """The address the style prints for `item`: its DOI's resolver address, else its URL."""
+    doi = item.get("DOI")
+    return doi_url(doi) if doi else item["URL"]
+
+
 def citation_key(item: dict[str, Any]) -> str:
     """What a stored citation of `item` was made from: the values the style prints (but the
     address) and the renderer's version."""
@@ -126,6 +136,7 @@ def stored_citations(item: dict[str, Any]) -> dict[str, str]:
         stored = _RENDERED.get(key)
     if stored is None:
         clean = {**_without_markers(item), "URL": ADDRESS}
+        clean.pop("DOI", None)
         stored = {language: str(_render(clean, language)) for language in LOCALES}
         with _RENDERED_LOCK:
             _RENDERED[key] = stored
@@ -141,9 +152,10 @@ _RENDERED_LOCK = threading.Lock()
 
 
 def page_citation(item: dict[str, Any], stored: dict[str, str] | None, language: str) -> Markup:
-    """The Cite box of a page: the stored citation with the page's address where it still
-    fits `item` (the same text, a test compares them), else rendered now."""
+    """The Cite box of a page: the stored citation with the item's address (its DOI's or its
+    page's) where it still fits `item` (the same text, a test compares them), else rendered
+    now."""
     if stored is None or stored["key"] != citation_key(item) or language not in stored:
         return formatted_citation(item, language)
-    address = str(escape(_NOT_CARRIED.sub("", item["URL"])))
+    address = str(escape(_NOT_CARRIED.sub("", address_of(item))))
     return Markup(stored[language].replace(ADDRESS, address))

@@ -79,6 +79,8 @@ def csl_item(page: RecordPage) -> dict[str, Any]:
         "publisher": page.repository,
         "URL": page.urls.page,
     }
+    if page.doi:
+        item["DOI"] = page.doi
     if page.version > 1:
         item["version"] = str(page.version)
     if authors:
@@ -137,6 +139,10 @@ def bibtex(page: RecordPage, record: RecordLike, today: date) -> str:
         fields.append(("abstract", latex(page.description)))
     if page.keywords or page.themes:
         fields.append(("keywords", latex(", ".join(page.keywords + page.themes))))
+    if page.doi:
+        # Verbatim in biblatex (like `url`), and the suffixes minted here are letters, digits
+        # and hyphens.
+        fields.append(("doi", page.doi))
     fields.append(("url", page.urls.page))  # built here: no character to escape
     entry = bibtexparser.model.Entry(
         "techreport" if report else "misc",
@@ -175,6 +181,8 @@ def ris(page: RecordPage, record: RecordLike, today: date) -> str:
         "type_of_work": page.mime_type,
         "language": "de",
     }
+    if page.doi:
+        entry["doi"] = page.doi
     if page.authors:
         entry["authors"] = [one_line(author) for author in page.authors]
     if page.description:
@@ -204,8 +212,10 @@ def _xml_safe(value: Any) -> Any:
 
 
 def datacite_metadata(page: RecordPage) -> dict[str, Any]:
-    """The record in DataCite's JSON form (schema 4.5). A record has no DOI: the page's address
-    is its identifier; an unnamed author is DataCite's standard value `:unav`."""
+    """The record in DataCite's JSON form (schema 4.5). With a DOI, the DOI is its
+    identifier and the page's address an alternate identifier (as Zenodo writes it); without
+    one the page's address is the identifier (`datacite_xml`). An unnamed author is
+    DataCite's standard value `:unav`."""
     creators = []
     for author in page.authors or [":unav"]:
         parts = _name_parts(author)
@@ -245,6 +255,11 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
         "version": str(page.version),
         "schemaVersion": "http://datacite.org/schema/kernel-4",
     }
+    if page.doi:
+        data["doi"] = page.doi
+        data["alternateIdentifiers"].insert(
+            0, {"alternateIdentifier": page.urls.page, "alternateIdentifierType": "URL"}
+        )
     if page.keywords or page.themes:
         data["subjects"] = [{"subject": word} for word in page.keywords + page.themes]
     if page.description:
@@ -263,15 +278,20 @@ def datacite_xml(page: RecordPage, record: RecordLike, today: date) -> bytes:
     data = datacite_metadata(page)
     schema45.validator.validate(data)  # raises on a mapping error: a bug here, never input
     root = schema45.dump_etree(data)
-    # The schema requires an identifier; the package writes one only from a DOI.
-    identifier = E.identifier(oai_xml.xml_text(page.urls.page), identifierType="URL")
-    identifier.tag = f"{{{root.nsmap[None]}}}identifier"
-    root.insert(0, identifier)
+    if not page.doi:
+        # The schema requires an identifier; the package writes one only from a DOI.
+        identifier = E.identifier(oai_xml.xml_text(page.urls.page), identifierType="URL")
+        identifier.tag = f"{{{root.nsmap[None]}}}identifier"
+        root.insert(0, identifier)
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
 
 
 def dublin_core(page: RecordPage, record: RecordLike, today: date) -> bytes:
-    urls = {"record": page.urls.page, "download": page.urls.download if page.downloadable else ""}
+    urls = {
+        "doi": page.doi_url or "",
+        "record": page.urls.page,
+        "download": page.urls.download if page.downloadable else "",
+    }
     element = oai_xml.dublin_core(record, urls, today, publisher=page.repository)
     return etree.tostring(element, xml_declaration=True, encoding="UTF-8", pretty_print=True)
 

@@ -17,6 +17,7 @@ from typing import Any
 from babel.numbers import get_decimal_symbol
 from markupsafe import Markup
 
+from app.doi.lookup import url as doi_url
 from app.files.access import RecordLike, embargo_active
 from app.pages.i18n import page_language
 
@@ -110,6 +111,19 @@ class RecordPage:
     version_changed: date | None = None
     #: The earlier versions whose content is kept, newest first (KEEP_RELEASED_VERSIONS).
     kept_versions: list[KeptVersion] = field(default_factory=list)
+    #: The record's DOI ("10.5072/abcd-1234", app/doi), None while it has none.
+    doi: str | None = None
+
+    @property
+    def doi_url(self) -> str | None:
+        """The DOI's resolver address: what the page links and cites when there is one."""
+        return doi_url(self.doi) if self.doi else None
+
+    @property
+    def cite_as(self) -> str:
+        """The address to cite: the DOI's (a persistent identifier) where there is one, else
+        the page's."""
+        return self.doi_url or self.urls.page
 
     @property
     def downloadable(self) -> bool:
@@ -191,10 +205,11 @@ def record_page(
     repository: str,
     browse: str = "/browse/",
     version_changed: date | None = None,
+    doi: str | None = None,
 ) -> RecordPage:
     """The page of one record the public may see; under embargo it offers no content. Its
     folders link to their pages under `browse`; `version_changed` is the day a replacement
-    made its current version."""
+    made its current version; `doi` is its DOI as readers see it (app/doi/lookup.py)."""
     page = RecordPage(
         id=str(record.id),
         title=title_of(record),
@@ -215,6 +230,7 @@ def record_page(
         repository=repository,
         version=record.version,
         version_changed=version_changed,
+        doi=doi,
     )
     page.meta = highwire_tags(page)
     page.properties = open_graph_tags(page)
@@ -223,10 +239,11 @@ def record_page(
 
 
 def signposting(page: RecordPage) -> list[tuple[str, str, str | None]]:
-    """FAIR Signposting (`Link` header): (address, relation, media type); the content's
-    address (`item`) only while it can be downloaded."""
+    """FAIR Signposting (`Link` header): (address, relation, media type); `cite-as` the
+    DOI's address where the record has one (the persistent identifier), else the page's; the
+    content's address (`item`) only while it can be downloaded."""
     links: list[tuple[str, str, str | None]] = [
-        (page.urls.page, "cite-as", None),
+        (page.cite_as, "cite-as", None),
         (page.urls.record_json, "describedby", "application/json"),
         (page.urls.oai_record, "describedby", "text/xml"),
         *((url, "describedby", media_type) for _, url, media_type in page.exports),
@@ -254,6 +271,8 @@ def highwire_tags(page: RecordPage) -> list[tuple[str, str]]:
     if page.keywords:
         tags.append(("citation_keywords", "; ".join(page.keywords)))
     tags.append(("citation_publisher", page.repository))
+    if page.doi:
+        tags.append(("citation_doi", page.doi))
     if page.kind == "pdf" and page.downloadable:
         tags.append(("citation_pdf_url", page.urls.download))
     tags.append(("twitter:card", "summary_large_image" if page.kind == "image" else "summary"))
@@ -306,11 +325,13 @@ def page_type(page: RecordPage) -> str:
 
 
 def schema_org(page: RecordPage) -> dict[str, Any]:
-    """The schema.org description of the record (Google Dataset Search reads `Dataset`)."""
+    """The schema.org description of the record (Google Dataset Search reads `Dataset`). With
+    a DOI, the DOI's address is the work's `@id` (as signposting's `cite-as`) and its
+    `identifier` the PropertyValue Google's dataset guidance shows; `url` stays the page."""
     data: dict[str, Any] = {
         "@context": "https://schema.org",
         "@type": page_type(page),
-        "@id": page.urls.page,
+        "@id": page.cite_as,
         "url": page.urls.page,
         "name": page.title,
         "datePublished": page.published.isoformat(),
@@ -318,6 +339,13 @@ def schema_org(page: RecordPage) -> dict[str, Any]:
         "inLanguage": "de",
         "version": page.version,
     }
+    if page.doi:
+        data["identifier"] = {
+            "@type": "PropertyValue",
+            "propertyID": "https://registry.identifiers.org/registry/doi",
+            "value": f"doi:{page.doi}",
+            "url": page.doi_url,
+        }
     if page.version_changed is not None:
         data["dateModified"] = page.version_changed.isoformat()
     if page.description:

@@ -17,6 +17,7 @@ from sqlalchemy import Row, bindparam, func, literal_column, select
 from werkzeug.exceptions import NotFound
 
 from app.database import PREPARED
+from app.doi import lookup
 from app.exceptions import RecordNotFound
 from app.extensions import db
 from app.files import access, versions
@@ -25,7 +26,16 @@ from app.http import PUBLIC_CACHE, base_url, external_url
 from app.links.holder import HOLDER_HEADERS, is_holder_page
 from app.models import FileRecord, RecordCitation, StatsDaily, record_digest
 from app.oai.identifiers import identifier_of
-from app.pages import browse, citation, exports, front, holder, i18n, sitemap  # noqa: F401
+from app.pages import (  # noqa: F401
+    browse,
+    citation,
+    exports,
+    front,
+    holder,
+    i18n,
+    sitemap,
+    tombstones,
+)
 from app.pages.blueprint import bp
 from app.pages.errors import is_page
 from app.pages.i18n import render_page
@@ -177,8 +187,9 @@ def page_urls(record_id: Any, path: str | None, base: str) -> Urls:
     )
 
 
-def page_of(record: Any, today: date, repository: str) -> RecordPage:
-    """The values of a record's page and its exports' addresses."""
+def page_of(record: Any, today: date, repository: str, doi: str | None = None) -> RecordPage:
+    """The values of a record's page and its exports' addresses; `doi` its DOI as readers
+    see it (app/doi/lookup.py)."""
     urls = page_urls(record.id, record.path, base_url())
     # The folders' pages where the folder pages link them (app/pages/browse.py: `folder_url`).
     folders = external_url(f"{request.script_root}/browse/")
@@ -186,7 +197,7 @@ def page_of(record: Any, today: date, repository: str) -> RecordPage:
     if record.version > 1:
         replaced = versions.last_replaced_at(record.id)
         changed = replaced.astimezone(UTC).date() if replaced else None
-    page = record_page(record, today, urls, repository, folders, changed)
+    page = record_page(record, today, urls, repository, folders, changed, doi)
     if record.version > 1:
         page.kept_versions = [
             KeptVersion(
@@ -206,29 +217,31 @@ def page_of(record: Any, today: date, repository: str) -> RecordPage:
     return page
 
 
-def _version(row: Any, today: date, urls: Urls, repository: str) -> tuple[str, ...]:
+def _version(row: Any, today: date, page: RecordPage, repository: str) -> tuple[str, ...]:
     """What a page's or export's ETag is made of, besides the layout (and for a page its
     reach and language)."""
     return (
         record_digest(row, *(_CITATION_COLUMNS if "citation_key" in row._fields else ())),
         str(access.embargo_active(row, today)),
-        urls.page,
-        urls.oai_record,
+        page.urls.page,
+        page.urls.oai_record,
         repository,
+        page.doi or "",
     )
 
 
 def _read(record_id: uuid.UUID, *, for_page: bool = False) -> Read:
     """The record as the public API reads it (for a page with its stored citation and reach,
-    `_READ_PAGE`), and its page's values."""
+    `_READ_PAGE`), its DOI, and its page's values."""
     row = _page_row(record_id) if for_page else access.read_record(None, record_id)
     today = access.today()
     repository = current_app.config["REPOSITORY_NAME"]
-    page = page_of(row, today, repository)
-    return Read(row, today, page, _version(row, today, page.urls, repository))
+    page = page_of(row, today, repository, lookup.shown(lookup.doi_of(row.id)))
+    return Read(row, today, page, _version(row, today, page, repository))
 
 
 @bp.get("/records/<uuid:record_id>")
+@tombstones.answered
 def record(record_id: uuid.UUID) -> Response:
     """The page, or by content negotiation (`Accept`) one of the exports."""
     wanted = (
@@ -281,6 +294,7 @@ def _reach(row: Row[Any]) -> tuple[int, int] | None:
 
 
 @bp.get("/records/<uuid:record_id>/export/<name>")
+@tombstones.answered
 def export(record_id: uuid.UUID, name: str) -> Response:
     """One export as a download (`/records/{id}/export/bibtex`, ...)."""
     read = _read(record_id)
@@ -309,6 +323,7 @@ def not_acceptable() -> Response:
 
 
 @bp.get("/records/<uuid:record_id>/preview")
+@tombstones.answered
 def preview(record_id: uuid.UUID) -> Response:
     """A PDF for the page's frame: the public download, but `inline`, since a browser saves
     an attachment instead of showing it. Only PDFs; the same rules (404, 403 under embargo)."""

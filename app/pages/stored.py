@@ -48,6 +48,7 @@ def cited_item(record: Any, repository: str) -> dict[str, Any]:
         keywords=[],
         themes=[],
         version=record.version or 1,
+        doi=None,  # the address (a DOI's or the page's) is the page's to fill in
     )
     return exports.csl_item(cited)
 

@@ -5,6 +5,7 @@ import uuid
 from flask import current_app, request
 
 from app.database import read_without_transaction
+from app.doi import lookup
 from app.docs.openapi import (
     CACHED,
     DOWNLOAD_REQUEST_HEADERS,
@@ -17,6 +18,7 @@ from app.docs.openapi import (
     download_responses,
     ref,
 )
+from app.exceptions import RecordNotFound
 from app.files import access, versions
 from app.files.downloads import download_response, still_allowed, stored_file_response
 from app.files.listing import Listing
@@ -57,6 +59,13 @@ def list_released():
     return list_response(Listing.of(None, params), params, public_record_rows)
 
 
+def _raise_withdrawn(record_id: uuid.UUID) -> None:
+    """410 instead of 404 for a record with a DOI that left public view (app/doi)."""
+    withdrawal = lookup.withdrawal_of(record_id)
+    if withdrawal is not None:
+        raise withdrawal
+
+
 @bp.get("/<uuid:record_id>", parameters=[RECORD_ID])
 @bp.doc(operationId="readReleasedFile", security=NO_TOKEN)
 @bp.alt_response(
@@ -65,14 +74,19 @@ def list_released():
     description="The record.",
     headers={**CACHED, "ETag": RECORD_ETAG},
 )
-@bp.errors("NotFound")
+@bp.errors("NotFound", "Gone")
 def read_released(record_id: uuid.UUID):
     """Read one released record
 
     An embargo does not hide the metadata. The ETag is the record's (as in the account's
-    answers): it changes with every change of the record, a new version included.
+    answers): it changes with every change of the record, a new version included. A record
+    with a DOI that left public view is 410, never 404.
     """
-    record = access.read_record(None, record_id)
+    try:
+        record = access.read_record(None, record_id)
+    except RecordNotFound:
+        _raise_withdrawn(record_id)
+        raise
     return public_record_rows.dump(record), {"ETag": f'"{versions.etag(record)}"'}
 
 
@@ -83,14 +97,18 @@ def read_released(record_id: uuid.UUID):
     parameters=DOWNLOAD_REQUEST_HEADERS,
     responses=download_responses(CACHED["Cache-Control"]),
 )
-@bp.errors("Forbidden", "NotFound")
+@bp.errors("Forbidden", "NotFound", "Gone")
 def download_released(record_id: uuid.UUID):
     """Download released content
 
-    403 while the record is under embargo.
+    403 while the record is under embargo; 410 once a record with a DOI left public view.
     """
     storage = current_app.extensions["storage"]
-    response = download_response(request, None, record_id, storage, PUBLIC_CACHE)
+    try:
+        response = download_response(request, None, record_id, storage, PUBLIC_CACHE)
+    except RecordNotFound:
+        _raise_withdrawn(record_id)
+        raise
     count_download("public", record_id, response.status_code, None)
     return response
 

@@ -1,0 +1,95 @@
+"""What a record's page addresses answer when the record is not public but has a DOI (issue
+40): a DOI-bearing id never answers a bare 404. A record that left public view (deleted, or
+no longer released) answers 410 with its tombstone: the citation kept at withdrawal, the DOI,
+when and why. A record whose DOI is reserved but that is not public yet answers 404 naming
+the DOI as reserved, and nothing else of the record. A reader asking for JSON gets the API's
+error shape with the same status."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Callable
+from datetime import UTC
+from typing import Any
+
+from flask import Response, jsonify, request
+from flask_babel import lazy_gettext as _
+
+from app.doi import lookup
+from app.exceptions import RecordNotFound, RecordWithdrawn
+from app.models import Doi
+from app.pages.i18n import render_page
+from app.pages.records import clean_text, link_header
+
+#: Why a record was withdrawn, as a reader is told (app/doi/lookup.py names the values).
+REASONS = {
+    lookup.DELETED: _("Die Datei wurde gelöscht."),
+    lookup.UNRELEASED: _("Die Datei ist nicht mehr öffentlich freigegeben."),
+}
+#: The tombstone and the reservation notice are no pages of their own for search engines.
+NOINDEX = {"X-Robots-Tag": "noindex"}
+
+
+def answered(view: Callable[..., Response]) -> Callable[..., Response]:
+    """`view` of a record's address, answering a DOI-bearing id's tombstone or reservation
+    notice where the view finds no public record."""
+
+    @functools.wraps(view)
+    def answer(record_id: uuid.UUID, **kwargs: Any) -> Response:
+        try:
+            return view(record_id, **kwargs)
+        except RecordNotFound:
+            doi = lookup.doi_of(record_id)
+            if lookup.shown(doi) is None:
+                raise
+            assert doi is not None
+            return gone(doi) if lookup.withdrawn(doi) else reserved(doi)
+
+    return answer
+
+
+def _wants_json() -> bool:
+    offered = ["text/html", "application/json"]
+    return request.accept_mimetypes.best_match(offered) == "application/json"
+
+
+def gone(doi: Doi) -> Response:
+    """410: the tombstone page (or the JSON error), citing the DOI."""
+    if _wants_json():
+        withdrawal = lookup.withdrawal_of(doi.record_id)
+        assert withdrawal is not None
+        response = jsonify(withdrawal.body())
+    else:
+        response = Response(
+            render_page(
+                "pages/tombstone.html",
+                doi=doi.doi,
+                doi_url=lookup.url(doi.doi),
+                citation=clean_text(doi.tombstone_citation or doi.tombstone_title),
+                withdrawn=doi.withdrawn_at.astimezone(UTC).date() if doi.withdrawn_at else None,
+                reason=_reason(doi.withdrawn_reason),
+            )
+        )
+    response.status_code = RecordWithdrawn.status
+    response.headers.update(NOINDEX)
+    response.headers["Link"] = link_header([(lookup.url(doi.doi), "cite-as", None)])
+    return response
+
+
+def reserved(doi: Doi) -> Response:
+    """404 naming the DOI as reserved, and nothing else of the record."""
+    if _wants_json():
+        message = f"Not found: the DOI {doi.doi} is reserved for a record that is not public yet."
+        response = jsonify(RecordNotFound(message).body())
+    else:
+        response = Response(render_page("pages/reserved.html", doi=doi.doi))
+    response.status_code = RecordNotFound.status
+    response.headers.update(NOINDEX)
+    return response
+
+
+def _reason(reason: str | None) -> str:
+    if reason in REASONS:
+        return str(REASONS[reason])
+    return clean_text(reason)
