@@ -5,7 +5,6 @@ import uuid
 from flask import current_app, request
 
 from app.database import read_without_transaction
-from app.doi import lookup
 from app.docs.openapi import (
     CACHED,
     DOWNLOAD_REQUEST_HEADERS,
@@ -18,6 +17,7 @@ from app.docs.openapi import (
     download_responses,
     ref,
 )
+from app.doi import lookup
 from app.exceptions import RecordNotFound
 from app.files import access, versions
 from app.files.downloads import download_response, still_allowed, stored_file_response

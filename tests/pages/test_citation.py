@@ -29,10 +29,14 @@ AUTHORS = [
 ]
 TITLES = ["Arbeitsmarkt 2026", "Über <b>\"Löhne\"</b> & 'Preise'? {x} \ue000"]
 TYPES = ["report", "dataset", "song", "motion_picture", "graphic"]
+DOIS = [None, "10.5072/fr-7k2m-9q4d"]
 
 
-def item(authors: list[dict[str, str]], kind: str, title: str) -> dict[str, object]:
-    """A record's CSL-JSON item as app.pages.exports.csl_item writes it."""
+def item(
+    authors: list[dict[str, str]], kind: str, title: str, doi: str | None = None
+) -> dict[str, object]:
+    """A record's CSL-JSON item as app.pages.exports.csl_item writes it (with its DOI where
+    it has one)."""
     value: dict[str, object] = {
         "id": "4b3f2c4e-0000-4000-8000-000000000001",
         "type": kind,
@@ -45,6 +49,8 @@ def item(authors: list[dict[str, str]], kind: str, title: str) -> dict[str, obje
     }
     if authors:
         value["author"] = authors
+    if doi:
+        value["DOI"] = doi
     return value
 
 
@@ -56,23 +62,27 @@ def test_the_style_is_valid_csl(locale: str):
 
 def test_every_record_is_cited_as_the_harvard_style_cites_it(monkeypatch):
     ours = {
-        (index, kind, title, language): citation.formatted_citation(
-            item(authors, kind, title), language
+        (index, kind, title, doi, language): citation.formatted_citation(
+            item(authors, kind, title, doi), language
         )
-        for (index, authors), kind, title, language in itertools.product(
-            enumerate(AUTHORS), TYPES, TITLES, citation.LOCALES
+        for (index, authors), kind, title, doi, language in itertools.product(
+            enumerate(AUTHORS), TYPES, TITLES, DOIS, citation.LOCALES
         )
     }
     monkeypatch.setattr(citation, "STYLE", HARVARD)
     citation._style.cache_clear()
     try:
-        for (index, kind, title, language), formatted in ours.items():
-            expected = citation.formatted_citation(item(AUTHORS[index], kind, title), language)
-            assert formatted == expected, (index, kind, title, language)
+        for (index, kind, title, doi, language), formatted in ours.items():
+            expected = citation.formatted_citation(item(AUTHORS[index], kind, title, doi), language)
+            assert formatted == expected, (index, kind, title, doi, language)
     finally:
         citation._style.cache_clear()
-    assert "<i>Arbeitsmarkt 2026</i>" in ours[(2, "report", TITLES[0], "de")]
-    assert ours[(4, "report", TITLES[0], "en")].startswith("Autor0, E. <i>et al.</i> (2026)")
+    # With a DOI, the DOI's address is the one cited (the page's address is left out).
+    cited = ours[(1, "dataset", TITLES[0], DOIS[1], "en")]
+    assert cited.endswith("Available at: https://doi.org/10.5072/fr-7k2m-9q4d.")
+    assert "repo.example" not in cited
+    assert "<i>Arbeitsmarkt 2026</i>" in ours[(2, "report", TITLES[0], None, "de")]
+    assert ours[(4, "report", TITLES[0], None, "en")].startswith("Autor0, E. <i>et al.</i> (2026)")
 
 
 def test_a_new_style_changes_every_page_etag(tmp_path):

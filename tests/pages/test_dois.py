@@ -132,9 +132,9 @@ def test_json_ld_highwire_and_signposting_name_the_doi(api: Api, dois_on, report
     without = page(api, record_id)
     give_doi(api, record_id)
     response = page(api, record_id)
-    (item,) = extruct.extract(
-        response.get_data(as_text=True), base_url=BASE, syntaxes=["json-ld"]
-    )["json-ld"]
+    (item,) = extruct.extract(response.get_data(as_text=True), base_url=BASE, syntaxes=["json-ld"])[
+        "json-ld"
+    ]
     assert item["@id"] == DOI_URL
     assert item["url"] == f"{BASE}/records/{record_id}"
     assert item["identifier"] == {

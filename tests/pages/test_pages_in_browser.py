@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -33,9 +35,11 @@ from waitress.server import create_server
 
 from app import create_app
 from app.extensions import db
+from app.models import Doi
 from tests.conftest import base_config
 from tests.docs.test_docs_page import CHROMIUM, CHROMIUM_ARGS, LOOPBACK, _playwright_installed
 from tests.links.test_links import kit, record_link, secret_of
+from tests.pages.test_dois import DATACITE
 from tests.support import samples
 from tests.support.api import Api
 
@@ -57,6 +61,10 @@ PAGES: dict[str, tuple[str, int]] = {
     "record-embargoed": ("/records/{embargoed}", 200),
     "record-pdf-en": ("/records/{pdf}?lang=en", 200),
     "error-404": ("/records/00000000-0000-4000-8000-000000000000", 404),
+    "record-doi": ("/records/{doi}", 200),
+    "tombstone": ("/records/{tombstone}", 410),
+    "tombstone-en": ("/records/{tombstone}?lang=en", 410),
+    "doi-reserved": ("/records/{reserved}", 404),
     "browse-root": ("/browse/", 200),
     "browse-folder": ("/browse/berichte/2026/q1", 200),
     "search": ("/search?q=Arbeitsmarkt", 200),
@@ -108,7 +116,37 @@ def _seed(api: Api) -> dict[str, str]:
         for key, (name, data, metadata) in made.items()
     }
     ids["record_link"] = secret_of(record_link(api, alice, ids["embargoed"]).get_json())
+    ids |= _seed_dois(api, alice, common)
     ids["kit_link"] = secret_of(kit(api, alice, "berichte/2026").get_json())
+    return ids
+
+
+def _seed_dois(api: Api, alice: Any, common: dict[str, str]) -> dict[str, str]:
+    """A record with a DOI, a deleted one whose DOI answers its tombstone, and one not yet
+    public with a reserved DOI: the DOI rows as the DataCite side leaves them (issue 40)."""
+    ids = {
+        key: api.create(alice, f"{key}.pdf", samples.pdf_bytes(), **common, **metadata)["id"]
+        for key, metadata in (
+            ("doi", {"titel": "Löhne 2025"}),
+            ("tombstone", {"titel": "Zurückgezogen"}),
+            ("reserved", {"titel": "Noch nicht öffentlich", "freigabe": "false"}),
+        )
+    }
+    assert api.delete(ids["tombstone"], alice).status_code == 204
+    withdrawn = {
+        "withdrawn_at": datetime(2026, 3, 14, tzinfo=UTC),
+        "withdrawn_reason": "deleted",
+        "tombstone_citation": "Muster, E. (2026) Zurückgezogen. Verfügbar unter: "
+        "https://doi.org/10.5072/fr-tomb-0001",
+    }
+    rows = [
+        Doi(doi="10.5072/fr-page-0001", record_id=uuid.UUID(ids["doi"]), wanted="findable"),
+        Doi(doi="10.5072/fr-tomb-0001", record_id=uuid.UUID(ids["tombstone"]), **withdrawn),
+        Doi(doi="10.5072/fr-resv-0001", record_id=uuid.UUID(ids["reserved"])),
+    ]
+    with api.app.app_context():
+        db.session.add_all(rows)
+        db.session.commit()
     return ids
 
 
@@ -148,6 +186,7 @@ def pages_app(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -
             STORAGE_LOCAL_ROOT=str(folder / "storage"),
         )
     )
+    app.config.update(DATACITE)  # the DOI pages (issue 40); nothing talks to DataCite
     yield app
     with app.app_context():
         db.engine.dispose()
@@ -246,7 +285,7 @@ def _console(message: Any, visit: Visit) -> None:
     text = message.text
     if "Content Security Policy" in text or "Content-Security-Policy" in text:
         visit.csp_reports.append(text)
-    elif message.type == "error" and "status of 404" not in text:
+    elif message.type == "error" and not re.search("status of 4(04|10) ", text):
         visit.console_errors.append(text)
 
 
