@@ -212,8 +212,9 @@ def test_a_hostile_record_is_still_valid_datacite_xml(api: Api, alice: Account, 
         sperrfrist="2999-01-01",
     )
     give_doi(api, record["id"])
-    response = api.client.get(f"/records/{record['id']}/export/datacite")
-    DATACITE_XSD.assertValid(etree.fromstring(response.get_data()))
+    root = etree.fromstring(api.client.get(f"/records/{record['id']}/export/datacite").get_data())
+    DATACITE_XSD.assertValid(root)
+    assert root.find("d:identifier", KERNEL).get("identifierType") == "DOI"
 
 
 def withdraw(api: Api, alice: Account, record_id: str, **values: Any) -> None:
