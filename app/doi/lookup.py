@@ -55,13 +55,16 @@ UNRELEASED = "unreleased"
 
 def withdrawn(doi: Doi | None) -> bool:
     """Whether the DOI's record left public view: its addresses answer a tombstone (410)."""
-    return shown(doi) is not None and doi is not None and doi.withdrawn_at is not None
+    return doi is not None and shown(doi) is not None and doi.withdrawn_at is not None
+
+
+def withdrawal(doi: Doi) -> RecordWithdrawn:
+    """The 410 a withdrawn DOI's record answers instead of 404, naming the DOI."""
+    return RecordWithdrawn(f"Gone: this record was withdrawn; its DOI {doi.doi} stays.")
 
 
 def withdrawal_of(record_id: uuid.UUID) -> RecordWithdrawn | None:
-    """What a withdrawn DOI-bearing record's addresses raise instead of 404 (410 with its
-    DOI), None for any other id."""
+    """What a withdrawn DOI-bearing record's addresses raise instead of 404, None for any
+    other id."""
     doi = doi_of(record_id)
-    if doi is None or not withdrawn(doi):
-        return None
-    return RecordWithdrawn(f"Gone: this record was withdrawn; its DOI {doi.doi} stays.")
+    return withdrawal(doi) if doi is not None and withdrawn(doi) else None

@@ -41,9 +41,8 @@ def answered(view: Callable[..., Response]) -> Callable[..., Response]:
             return view(record_id, **kwargs)
         except RecordNotFound:
             doi = lookup.doi_of(record_id)
-            if lookup.shown(doi) is None:
+            if doi is None or lookup.shown(doi) is None:
                 raise
-            assert doi is not None
             return gone(doi) if lookup.withdrawn(doi) else reserved(doi)
 
     return answer
@@ -57,9 +56,7 @@ def _wants_json() -> bool:
 def gone(doi: Doi) -> Response:
     """410: the tombstone page (or the JSON error), citing the DOI."""
     if _wants_json():
-        withdrawal = lookup.withdrawal_of(doi.record_id)
-        assert withdrawal is not None
-        response = jsonify(withdrawal.body())
+        response = jsonify(lookup.withdrawal(doi).body())
     else:
         response = Response(
             render_page(
