@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -11,6 +12,7 @@ from marshmallow import EXCLUDE, Schema
 
 from app.database import read_without_transaction
 from app.docs.openapi import CACHED, NO_TOKEN, REVALIDATION_ETAG, SERVER, Blueprint, header
+from app.doi import lookup
 from app.feeds import services
 from app.files import access
 from app.http import absolute_url, load
@@ -125,9 +127,13 @@ def _add_entry(fg: FeedGenerator, entry: services.Entry) -> Any:
     return fe
 
 
-def _conditional(body: bytes, content_type: str, kind: str, feed: Feed) -> Response:
+def _conditional(
+    body: bytes, content_type: str, kind: str, feed: Feed, shown: str = ""
+) -> Response:
+    """The feed with its ETag (of `shown` too: what it prints besides its records' values)
+    and Last-Modified, or 304."""
     response = Response(body, content_type=content_type)
-    response.set_etag(services.version(kind, feed.path, feed.entries, feed.modified))
+    response.set_etag(services.version(kind, feed.path, feed.entries, feed.modified, shown))
     if feed.modified is not None:
         response.last_modified = feed.modified
     return response.make_conditional(request)
@@ -140,20 +146,25 @@ def atom_feed() -> Response:
 
     Atom 1.0: the newest 50 records a member of the public can download now, newest release
     first (an embargoed record is released on the day its embargo ends). Each entry links its
-    record's landing page and its download as an enclosure. Revalidate with If-None-Match or
-    If-Modified-Since.
+    record's landing page and its download as an enclosure, and its DOI (`rel="related"`)
+    where it has one. Revalidate with If-None-Match or If-Modified-Since.
     """
     feed = _feed(media_only=False)
     for entry in feed.entries:
         _add_entry(feed.generator, entry)
-    atom = _with_link_attributes(feed.generator.atom_str(), feed.entries)
-    return _conditional(atom, ATOM_TYPE, "atom", feed)
+    found = lookup.dois_of(entry.record.id for entry in feed.entries)
+    dois = {record_id: lookup.shown(doi) for record_id, doi in found.items()}
+    atom = _with_link_attributes(feed.generator.atom_str(), feed.entries, dois)
+    return _conditional(atom, ATOM_TYPE, "atom", feed, repr(sorted(dois.items())))
 
 
-def _with_link_attributes(atom: bytes, found: list[services.Entry]) -> bytes:
+def _with_link_attributes(
+    atom: bytes, found: list[services.Entry], dois: dict[uuid.UUID, str | None]
+) -> bytes:
     """feedgen 1.0.0 writes an Atom entry's links with their href only (its loop variable
     shadows the link data), so the alternate link and the enclosure lose rel, type and
-    length; they are put back here, entry by entry."""
+    length; they are put back here, entry by entry, and a record's DOI added as a related
+    link (issue 40)."""
     root = etree.fromstring(atom)
     for element, entry in zip(root.iterfind(f"{{{ATOM}}}entry"), found, strict=True):
         alternate, enclosure = element.findall(f"{{{ATOM}}}link")
@@ -162,6 +173,8 @@ def _with_link_attributes(atom: bytes, found: list[services.Entry]) -> bytes:
         enclosure.set("rel", "enclosure")
         enclosure.set("type", entry.record.mime_type)
         enclosure.set("length", str(entry.record.size))
+        if doi := dois.get(entry.record.id):
+            enclosure.addnext(etree.Element(f"{{{ATOM}}}link", rel="related", href=lookup.url(doi)))
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
 
 

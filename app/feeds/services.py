@@ -65,10 +65,14 @@ def entries(
     return found[:size]
 
 
-def version(kind: str, path: str | None, found: list[Entry], updated: datetime | None) -> str:
-    """An entity tag that changes whenever the feed's content would (its entries, or the
-    `updated` an empty feed shows)."""
-    digest = hashlib.sha256(f"{kind}|{path}|{updated.isoformat() if updated else ''}".encode())
+def version(
+    kind: str, path: str | None, found: list[Entry], updated: datetime | None, shown: str = ""
+) -> str:
+    """An entity tag that changes whenever the feed's content would (its entries, what it
+    shows of them besides their values (`shown`: their DOIs), or the `updated` an empty feed
+    shows)."""
+    stamp = updated.isoformat() if updated else ""
+    digest = hashlib.sha256(f"{kind}|{path}|{stamp}|{shown}".encode())
     for entry in found:
         # Every value of the record, so that a change made by SQL (which leaves `updated_at`
         # as it was) changes the tag too.
