@@ -20,6 +20,7 @@ from app.docs.openapi import (
 from app.files.downloads import stored_file_response
 from app.http import PRIVATE_CACHE, json_body, load
 from app.releases import services
+from app.storage import Storage
 from app.releases.schemas import (
     ApproveSchema,
     CancelSchema,
@@ -46,6 +47,10 @@ REQUEST_ID = {
     "description": "The release request's id.",
     "schema": {"type": "string", "format": "uuid"},
 }
+
+
+def _storage() -> Storage:
+    return current_app.extensions["storage"]
 
 
 def _one(release_request: Any) -> dict[str, Any]:
@@ -111,8 +116,8 @@ def review_content(request_id: uuid.UUID):
     Approvers only: exactly the content the request is bound to (its SHA-256 is the ETag);
     409 once it changed.
     """
-    record = services.content_to_review(current_user(), request_id)
-    return stored_file_response(request, record, current_app.extensions["storage"], PRIVATE_CACHE)
+    content = services.content_to_review(current_user(), request_id)
+    return stored_file_response(request, content, _storage(), PRIVATE_CACHE)
 
 
 @bp.post("/api/release-requests/<uuid:request_id>/approve", parameters=[REQUEST_ID])
@@ -134,7 +139,7 @@ def approve(request_id: uuid.UUID):
     """
     caller = current_user()
     data = load(approve_schema, json_body())
-    approved = services.approve(caller, request_id, data.get("override_reason"))
+    approved = services.approve(caller, request_id, data.get("override_reason"), _storage())
     return _one(approved)
 
 
@@ -151,7 +156,7 @@ def decline(request_id: uuid.UUID):
     """
     caller = current_user()
     data = load(decline_schema, json_body())
-    return _one(services.decline(caller, request_id, data["reason"]))
+    return _one(services.decline(caller, request_id, data["reason"], _storage()))
 
 
 @bp.post("/api/release-requests/<uuid:request_id>/cancel", parameters=[REQUEST_ID])
@@ -165,4 +170,4 @@ def cancel(request_id: uuid.UUID):
     """
     caller = current_user()
     data = load(cancel_schema, json_body())
-    return _one(services.cancel(caller, request_id, data.get("reason")))
+    return _one(services.cancel(caller, request_id, data.get("reason"), _storage()))

@@ -110,9 +110,10 @@ class ReleaseRequestSchema(Schema):
     kind = fields.String(
         required=True,
         metadata={
-            "enum": ["release", "sperrfrist"],
+            "enum": ["release", "sperrfrist", "change"],
             "description": "`release`: make the record public (freigabe true); `sperrfrist`: "
-            "move a released record's embargo earlier, to `sperrfrist`.",
+            "move a released record's embargo earlier, to `sperrfrist`; `change`: a new "
+            "content or new public fields of a released record (`pending`).",
         },
     )
     sperrfrist = CalendarDate(
@@ -154,6 +155,16 @@ class ReleaseRequestSchema(Schema):
         metadata={
             "description": "Of a request cancelled by a change: what changed, "
             "`{field: [old, new]}` (`checksum_sha256` for the content)."
+        },
+    )
+    pending = fields.Raw(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "Of a `change` or `sperrfrist` request: what the approval sets, "
+            "`{fields: {field: new value}, content: {sha256, size, mime_type, original_name, "
+            "change_note} or null}` (the field diff: compare with `record`); null for "
+            "`release`."
         },
     )
     record = fields.Nested(
