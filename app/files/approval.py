@@ -27,8 +27,8 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from datetime import date
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from flask import current_app

@@ -20,7 +20,6 @@ from app.docs.openapi import (
 from app.files.downloads import stored_file_response
 from app.http import PRIVATE_CACHE, json_body, load
 from app.releases import services
-from app.storage import Storage
 from app.releases.schemas import (
     ApproveSchema,
     CancelSchema,
@@ -30,6 +29,7 @@ from app.releases.schemas import (
     RequestQuerySchema,
     SubmitSchema,
 )
+from app.storage import Storage
 
 bp = Blueprint("releases", __name__, tag="Release approval", errors=("Unauthenticated", *SERVER))
 

@@ -196,9 +196,7 @@ def approve(
     return request
 
 
-def decline(
-    caller: Caller, request_id: uuid.UUID, reason: str, storage: Storage
-) -> ReleaseRequest:
+def decline(caller: Caller, request_id: uuid.UUID, reason: str, storage: Storage) -> ReleaseRequest:
     """Decline a request; a held change's new bytes go, the record stays as approved."""
     user = _user(caller)
     if not is_approver(user):
