@@ -196,8 +196,8 @@ def test_an_approval_racing_replacements_of_a_released_record_releases_only_appr
             )[0]
         ]
         jobs += [
-            lambda n=n: race.upload(
-                "owner@example.org", f"/api/files/{record_id}/content", "file", base + n
+            lambda n=base + n: race.upload(
+                "owner@example.org", f"/api/files/{record_id}/content", "file", n
             )[0]
             for n in range(1, REPLACES + 1)
         ]
