@@ -284,3 +284,20 @@ def test_kept_versions_keep_the_approved_bytes_a_swap_ends(
         [version] = db.session.scalars(select(FileVersion)).all()
         assert version.replaced_by == alice.id
         db.session.remove()
+
+
+def test_the_submitter_hears_when_someone_elses_change_cancels_the_request(
+    api: Api, alice: Account, carol: Account, admin: Account, releases: Releases
+):
+    record = released(api, alice, carol, releases)
+    asked = api.replace(alice, record["id"], "v2.pdf", V2).get_json()["release_request"]
+    assert (carol.email, "Release request: Bericht") in releases.outbox()
+    mails = len(releases.outbox())
+    # Her own further change supersedes her request without a mail to herself ...
+    mine = api.patch(record["id"], alice, {"titel": "Neu"}).get_json()["release_request"]
+    assert releases.state(asked["id"]) == "cancelled"
+    assert alice.email not in [to for to, _ in releases.outbox()[mails:]]
+    # ... an administrator's change of the record tells her.
+    assert api.patch(record["id"], admin, {"freigabe": False}).status_code == 200
+    assert releases.state(mine["id"]) == "cancelled"
+    assert releases.outbox()[-1] == (alice.email, "Release request cancelled: Bericht")
