@@ -409,9 +409,8 @@ def hold_content(record: FileRecord, caller_id: int | None, content: PendingCont
 
 
 def before_delete(record: FileRecord, caller_id: int | None) -> None:
-    """A deleted record's pending request is cancelled, and who edited it forgotten."""
-    if not enabled():
-        return
+    """A deleted record's pending request is cancelled (its bytes go), and who edited it
+    forgotten; also with the setting off, which leaves requests opened before."""
     pending = pending_request(record.id)
     if pending is not None:
         cancel(pending, caller_id, "record deleted")

@@ -145,6 +145,11 @@ def approve(
     `freigegeben_von` the approver's name, and for a held change of a released record
     (`change`, `sperrfrist`) its new content and public fields swapped in. Refused (and the
     request cancelled) if the record is no longer what the request is bound to."""
+    if not approval.enabled():
+        raise RequestConflict(
+            "RELEASE_APPROVAL is off: pending requests wait, unapproved, until it is on again "
+            "(they may still be declined or cancelled)."
+        )
     user = _user(caller)
     if not is_approver(user):
         raise ApprovalRefused(

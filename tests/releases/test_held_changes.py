@@ -301,3 +301,22 @@ def test_the_submitter_hears_when_someone_elses_change_cancels_the_request(
     assert api.patch(record["id"], admin, {"freigabe": False}).status_code == 200
     assert releases.state(mine["id"]) == "cancelled"
     assert releases.outbox()[-1] == (alice.email, "Release request cancelled: Bericht")
+
+
+def test_with_the_setting_switched_off_pending_requests_wait_unapproved(
+    app: Flask, api: Api, alice: Account, carol: Account, releases: Releases
+):
+    record = released(api, alice, carol, releases)
+    other = released(api, alice, carol, releases)
+    asked = api.replace(alice, record["id"], "v2.pdf", V2).get_json()["release_request"]
+    api.replace(alice, other["id"], "v3.pdf", V3)
+    app.config["RELEASE_APPROVAL"] = "off"
+    refused = releases.approve(asked["id"], carol)
+    assert refused.status_code == 409 and "RELEASE_APPROVAL is off" in refused.get_json()["message"]
+    assert releases.state(asked["id"]) == "pending"
+    assert public_view(api, record["id"])[1] == V1
+    # Still declined (its bytes go), and a deleted record's waiting bytes go with it.
+    assert releases.act(asked["id"], "decline", carol, reason="aus").status_code == 200
+    assert api.delete(other["id"], alice).status_code == 204
+    assert api.objects() == {api.row(record["id"]).stored_path}
+    assert owed_keys(app) == []
