@@ -18,6 +18,7 @@ from app.docs.openapi import (
     private_cache,
 )
 from app.files.downloads import stored_file_response
+from app.files.pagination import url_with
 from app.http import PRIVATE_CACHE, json_body, load
 from app.releases import services
 from app.releases.schemas import (
@@ -29,6 +30,7 @@ from app.releases.schemas import (
     RequestQuerySchema,
     SubmitSchema,
 )
+from app.schemas.cursor import encode_cursor
 from app.storage import Storage
 
 bp = Blueprint("releases", __name__, tag="Release approval", errors=("Unauthenticated", *SERVER))
@@ -77,18 +79,32 @@ def submit(record_id: uuid.UUID):
 
 @bp.get("/api/release-requests")
 @bp.doc(operationId="listReleaseRequests", parameters=[{"in": "query", "schema": query_schema}])
-@bp.alt_response(200, schema=ReleaseRequestListSchema, description="Newest first, at most 500.")
+@bp.alt_response(
+    200, schema=ReleaseRequestListSchema, description="Newest first, one page of them."
+)
 @bp.errors("ValidationFailed")
 def list_requests():
     """List release requests
 
     Approvers and administrators see all; others the requests they submitted and those of
-    their records. `state=pending` is the approvers' queue.
+    their records. `state=pending` is the approvers' queue. PAGE_SIZE a page, newest first;
+    `next_cursor` (sent back as `cursor`) continues, null on the last page.
     """
     caller = current_user()
     params = load(query_schema, request.args.to_dict())
-    found = services.list_requests(caller, params.get("state"), params.get("record_id"))
-    return {"data": request_schema.dump(services.describe(found), many=True)}
+    found, next_position = services.list_requests(
+        caller,
+        params.get("state"),
+        params.get("record_id"),
+        params.get("cursor"),
+        current_app.config["PAGE_SIZE"],
+    )
+    next_cursor = encode_cursor(next_position) if next_position else None
+    return {
+        "data": request_schema.dump(services.describe(found), many=True),
+        "next_cursor": next_cursor,
+        "next_page_url": url_with("cursor", next_cursor) if next_cursor else None,
+    }
 
 
 @bp.get("/api/release-requests/<uuid:request_id>", parameters=[REQUEST_ID])

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, or_, select, tuple_
 from sqlalchemy.exc import IntegrityError
 
 from app.auth.services import Caller
@@ -19,9 +20,6 @@ from app.files import approval, versions, writes
 from app.files.access import find_record
 from app.models import FileRecord, ReleaseEditor, ReleaseRequest, User, utcnow
 from app.storage import Storage
-
-#: How many requests a list answers at most, newest first.
-LIST_LIMIT = 500
 
 
 class RequestNotFound(RecordNotFound):
@@ -243,9 +241,18 @@ def _visible(caller: Caller, user: User) -> Any:
 
 
 def list_requests(
-    caller: Caller, state: str | None, record_id: uuid.UUID | None
-) -> list[ReleaseRequest]:
-    query = select(ReleaseRequest).order_by(ReleaseRequest.submitted_at.desc(), ReleaseRequest.id)
+    caller: Caller,
+    state: str | None,
+    record_id: uuid.UUID | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    per_page: int,
+) -> tuple[list[ReleaseRequest], tuple[datetime, uuid.UUID] | None]:
+    """One page of the requests `caller` may see, newest first, continuing after the
+    position `after` (keyset: submitted_at, id); and the position of the next page's start,
+    if there is one."""
+    query = select(ReleaseRequest).order_by(
+        ReleaseRequest.submitted_at.desc(), ReleaseRequest.id.desc()
+    )
     scope = _visible(caller, _user(caller))
     if scope is not None:
         query = query.where(scope)
@@ -253,7 +260,13 @@ def list_requests(
         query = query.where(ReleaseRequest.state == state)
     if record_id is not None:
         query = query.where(ReleaseRequest.record_id == record_id)
-    return list(db.session.scalars(query.limit(LIST_LIMIT)))
+    if after is not None:
+        query = query.where(tuple_(ReleaseRequest.submitted_at, ReleaseRequest.id) < tuple_(*after))
+    found = list(db.session.scalars(query.limit(per_page + 1)))
+    if len(found) <= per_page:
+        return found, None
+    last = found[per_page - 1]
+    return found[:per_page], (last.submitted_at, last.id)
 
 
 def get_request(caller: Caller, request_id: uuid.UUID) -> ReleaseRequest:

@@ -390,3 +390,28 @@ def test_kept_versions_are_those_an_approval_made_public(
     assert [
         v["kept"] for v in api.get(f"/api/files/{waiting['id']}/versions", alice).get_json()["data"]
     ] == [False]
+
+
+def test_the_list_pages_with_a_cursor_newest_first(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    api.app.config["PAGE_SIZE"] = 2
+    opened = [pending_upload(api, alice)[1] for _ in range(5)]
+    seen: list[str] = []
+    query: dict[str, str] = {"state": "pending"}
+    while True:
+        answer = releases.listed(carol, **query)
+        assert answer.status_code == 200
+        body = answer.get_json()
+        assert len(body["data"]) <= 2
+        seen += [r["id"] for r in body["data"]]
+        if body["next_cursor"] is None:
+            assert body["next_page_url"] is None
+            break
+        assert "state=pending" in body["next_page_url"]
+        query = {"state": "pending", "cursor": body["next_cursor"]}
+    assert sorted(seen) == sorted(opened) and len(seen) == 5
+    api.app.config["PAGE_SIZE"] = 100
+    assert [r["id"] for r in releases.listed(carol, state="pending").get_json()["data"]] == seen
+    bad = releases.listed(carol, cursor="kein-cursor")
+    assert bad.status_code == 422 and list(bad.get_json()["errors"]) == ["cursor"]
