@@ -129,8 +129,9 @@ def read_request(request_id: uuid.UUID):
 def review_content(request_id: uuid.UUID):
     """Download the content of a pending request
 
-    Approvers only: exactly the content the request is bound to (its SHA-256 is the ETag);
-    409 once it changed.
+    Approvers only: exactly the content the request is bound to (its SHA-256 is the ETag):
+    of a `change` request with new content, the new bytes waiting beside the released ones;
+    else the record's, 409 once it changed.
     """
     content = services.content_to_review(current_user(), request_id)
     return stored_file_response(request, content, _storage(), PRIVATE_CACHE)
@@ -150,8 +151,10 @@ def approve(request_id: uuid.UUID):
     the last approval (403). An administrator may override that rule with `override_reason`,
     which the audit trail keeps. Releases the record exactly as submitted: `freigabe` true,
     `freigegeben_von` the approver's name; the `sperrfrist` still decides when the content is
-    public. 409 when the request is not pending or the record changed since submission (the
-    request is then cancelled).
+    public. Of a `change` or `sperrfrist` request, its `pending` content (a new version) and
+    fields are swapped in, in the same transaction. 409 when the request is not pending, the
+    record changed since submission (the request is then cancelled), or RELEASE_APPROVAL is
+    off.
     """
     caller = current_user()
     data = load(approve_schema, json_body())
@@ -168,7 +171,8 @@ def approve(request_id: uuid.UUID):
 def decline(request_id: uuid.UUID):
     """Decline a release request
 
-    Approvers only, with a reason, which the submitter gets by email.
+    Approvers only, with a reason, which the submitter gets by email. A change waiting
+    beside a released record is dropped (its new bytes deleted); the record stays as approved.
     """
     caller = current_user()
     data = load(decline_schema, json_body())
