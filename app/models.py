@@ -469,6 +469,18 @@ class ReleaseRequest(db.Model):
     override: Mapped[bool] = mapped_column(Boolean, default=False)
     #: Of a request cancelled by a change: what changed, {field: [old, new]} (JSON text).
     changes: Mapped[str | None] = mapped_column(Text)
+    #: Of a change waiting beside a released record (kinds `change`, `sperrfrist`): the public
+    #: fields it sets on approval, {field: value} as JSON text (dates as ISO text).
+    pending_fields: Mapped[str | None] = mapped_column(Text)
+    #: Of a change that replaces the content: the new bytes under their own key (never the
+    #: record's), and what the record takes over from them on approval; `content_sha256` is
+    #: their SHA-256. The key goes through the owed deletions once the request is no longer
+    #: pending without having been approved.
+    pending_stored_path: Mapped[str | None] = mapped_column(String(512))
+    pending_size: Mapped[int | None] = mapped_column(BigInteger)
+    pending_mime_type: Mapped[str | None] = mapped_column(String(255))
+    pending_original_name: Mapped[str | None] = mapped_column(String(255))
+    pending_change_note: Mapped[str | None] = mapped_column(Text)
 
 
 class ReleaseEditor(db.Model):

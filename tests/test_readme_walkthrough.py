@@ -269,4 +269,11 @@ def test_the_release_approval_block_runs_with_a_second_account_approving(
         )
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     assert result.stderr == ""
-    assert result.stdout.splitlines() == ["Jahresbericht", "approved", "declined"]
+    assert result.stdout.splitlines() == [
+        "Jahresbericht",
+        "approved",
+        "1",
+        "approved",
+        "2",
+        "declined",
+    ]

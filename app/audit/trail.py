@@ -243,6 +243,11 @@ RELEASE_SUBMITTED = (
     "content_sha256",
     "public_hash",
     "submitted_by",
+    # Of a held change of a released record: the new public fields (JSON) and content.
+    "pending_fields",
+    "pending_original_name",
+    "pending_size",
+    "pending_change_note",
 )
 #: The entry of a request's decision, by the state it reached (an approval by an
 #: administrator's override is `release.override`).

@@ -318,9 +318,39 @@ RELEASE_REQUEST_SUMMARY: dict[str, Any] = {
     "properties": {
         "id": {"type": "string", "format": "uuid"},
         "record_id": {"type": "string", "format": "uuid"},
-        "kind": {"type": "string", "enum": ["release", "sperrfrist"]},
+        "kind": {"type": "string", "enum": ["release", "sperrfrist", "change"]},
         "state": {"type": "string", "enum": ["pending"]},
         "sperrfrist": {"type": ["string", "null"], "format": "date"},
+        "pending": {"$ref": "#/components/schemas/PendingChange"},
+    },
+}
+#: What a request holding a change of a released record sets on approval (issue 38).
+PENDING_CHANGE: dict[str, Any] = {
+    "type": ["object", "null"],
+    "description": "Of a request of kind `change` or `sperrfrist`: what the approval sets on "
+    "the released record, which until then the record and the public keep as approved; null "
+    "for a request to release.",
+    "required": ["fields", "content"],
+    "additionalProperties": False,
+    "properties": {
+        "fields": {
+            "type": "object",
+            "description": "The public fields and their new values.",
+        },
+        "content": {
+            "type": ["object", "null"],
+            "description": "The new content (download it at "
+            "`/api/release-requests/{id}/content`), or null if the content stays.",
+            "required": ["sha256", "size", "mime_type", "original_name", "change_note"],
+            "additionalProperties": False,
+            "properties": {
+                "sha256": {"type": "string"},
+                "size": {"type": "integer"},
+                "mime_type": {"type": "string"},
+                "original_name": {"type": "string"},
+                "change_note": {"type": ["string", "null"]},
+            },
+        },
     },
 }
 ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
@@ -547,7 +577,17 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
         components.schema(f"{name}Page", _page(plugin, schema, limits["page_size"]))
     components.schema("CreatedFiles", schema=CreatedFilesSchema)
     components.schemas["CreatedFiles"]["properties"]["files"]["maxItems"] = limits["max_files"]
+    components.schema("PendingChange", PENDING_CHANGE)
     components.schema("ReleaseRequestSummary", RELEASE_REQUEST_SUMMARY)
+    replaced = copy.deepcopy(components.schemas["FileRecord"])
+    replaced["description"] = "A file record as a content replacement returns it."
+    replaced["properties"]["release_request"] = {
+        "anyOf": [ref("ReleaseRequestSummary"), {"type": "null"}],
+        "description": "With RELEASE_APPROVAL=on only: the record's pending release request "
+        "after the replacement, or null; of a released record, the new content waits in its "
+        "`pending` while the record keeps the approved one.",
+    }
+    components.schema("ReplacedFileRecord", replaced)
     components.schemas["CreatedFiles"]["properties"]["release_requests"] = {
         "type": "array",
         "items": ref("ReleaseRequestSummary"),

@@ -240,12 +240,13 @@ def update_file(record_id: uuid.UUID):
     Owner or administrator; only the fields sent change. With If-Match, only while the record
     is as the client read it (412 otherwise). Rate limited per user. With
     `RELEASE_APPROVAL=on`, `freigabe: true` keeps the record unreleased and opens a release
-    request (the answer's `release_request`), a change of what the public sees of a released
-    record is 409, and a `sperrfrist` moved earlier on a released record waits for approval.
+    request (the answer's `release_request`); on a released record a change of what the
+    public sees (a public field, a `sperrfrist` moved earlier) waits for approval in
+    `release_request.pending` while the record and the public keep the approved values.
     """
     body = json_body()
     changes = load(update_schema, body)
-    record = writes.update_metadata(current_user(), record_id, changes, if_match())
+    record = writes.update_metadata(current_user(), record_id, changes, if_match(), _storage())
     sent = dict.fromkeys(INPUT_ALIASES.get(name, name) for name in body)
     answer = dump_update_result(record, [name for name in sent if name in changes])
     if approval.enabled():
@@ -262,7 +263,7 @@ def update_file(record_id: uuid.UUID):
 )
 @bp.alt_response(
     200,
-    schema=record_schema,
+    schema=ref("ReplacedFileRecord"),
     description="The full record.",
     headers=RATE_LIMIT_HEADERS | WITH_ETAG,
 )
@@ -284,15 +285,16 @@ def replace_file_content(record_id: uuid.UUID):
     after success, unless KEEP_RELEASED_VERSIONS is on and it has been public. The same bytes
     again (same SHA-256) change nothing. With If-Match, only while the record is as the client
     read it (412 otherwise, checked before the body is read and again at the commit). Rate
-    limited per user (with uploads). With `RELEASE_APPROVAL=on` a released record's content is
-    not replaced (409) and an unreleased one's pending release request is cancelled.
+    limited per user (with uploads). With `RELEASE_APPROVAL=on` an unreleased record's pending
+    release request is cancelled, and a released record's new content waits for approval
+    (`release_request.pending.content`) while the record, its `version` and the public keep
+    the approved content; an approver downloads it at /api/release-requests/{id}/content.
     """
     caller = current_user()
     expected = if_match()
-    # A 404, a 412, or with RELEASE_APPROVAL a 409, before the body is read.
+    # A 404 or a 412 before the body is read.
     record = access.find_record(caller, record_id)
     versions.check_if_match(expected, record)
-    approval.refuse_replacing_released(record)
     upload = _receive(
         lambda name: name == "file",
         lambda index: "file",
@@ -319,7 +321,10 @@ def replace_file_content(record_id: uuid.UUID):
         change_note=form.get("change_note"),
         if_match=expected,
     )
-    return _with_etag(record_schema.dump(record), record)
+    answer = record_schema.dump(record)
+    if approval.enabled():
+        answer["release_request"] = approval.summary(approval.pending_request(record.id))
+    return _with_etag(answer, record)
 
 
 @bp.get("/<uuid:record_id>/versions", parameters=[ID_PARAMETER])

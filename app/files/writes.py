@@ -21,7 +21,7 @@ from app.extensions import db
 from app.files import approval, versions
 from app.files.access import find_record
 from app.files.uploads import StagedFile, discard
-from app.models import FileRecord, FileVersion, PendingObjectDeletion, utcnow
+from app.models import FileRecord, FileVersion, PendingObjectDeletion, ReleaseRequest, utcnow
 from app.storage import Storage, StorageError
 
 log = logging.getLogger(__name__)
@@ -85,9 +85,11 @@ def update_metadata(
     record_id: uuid.UUID,
     changes: dict[str, Any],
     if_match: Collection[str] | None = None,
+    storage: Storage | None = None,
 ) -> FileRecord:
     """Change the metadata; `if_match` (entity tags, None: unconditional) must name the record
-    as it is, or nothing changes (412)."""
+    as it is, or nothing changes (412). Pending bytes the change drops (approval.py) are
+    deleted from `storage` after the commit (without it, they stay owed)."""
     record = find_record(caller, record_id, lock=True)
     versions.check_if_match(if_match, record)
     versions.note_public(record)  # a change may end a public moment: mark it first
@@ -98,10 +100,15 @@ def update_metadata(
         # The release rule first: what it leaves is what the public may see.
         approval.before_commit(record, caller.id)
     except BaseException:
+        approval.take_discarded()
         db.session.rollback()
         raise
     versions.note_public(record)
+    discarded = approval.take_discarded()
     db.session.commit()
+    if storage is not None:
+        for key in discarded:
+            delete_orphaned_object(storage, key)
     return record
 
 
@@ -116,35 +123,96 @@ def replace_content(
 ) -> FileRecord:
     """Make `staged` the record's next version, commit, and only then remove the old content
     (unless it is kept, versions.py). Identical bytes change nothing: the staged object is
-    removed and the record stays as it was. `if_match` as for `update_metadata`."""
-    old_key: str | None = None
+    removed and the record stays as it was. `if_match` as for `update_metadata`. With
+    RELEASE_APPROVAL on, a released record's new bytes wait for approval under their own key
+    (approval.py `hold_content`) and the record stays as the public sees it."""
+    owed: list[str] = []
+    held = True
     try:
         record = find_record(caller, record_id, lock=True)
         versions.check_if_match(if_match, record)
-        if record.checksum_sha256 == staged.sha256:
+        if approval.holds_changes(record):
+            content = approval.PendingContent(
+                id=record.id, change_note=change_note, **_pending_columns(staged)
+            )
+            held = approval.hold_content(record, caller.id, content)
+            owed = approval.take_discarded()
+            db.session.commit()
+        elif record.checksum_sha256 == staged.sha256:
             db.session.rollback()
             discard([staged], storage)
             return find_record(caller, record_id)
-        now = utcnow()
-        ended = versions.end_version(record, now, caller.id, change_note)
-        if ended.stored_path is None:
-            old_key = record.stored_path
-            db.session.add(PendingObjectDeletion(key=old_key))
-        for name, value in _content_columns(staged).items():
-            setattr(record, name, value)
-        record.version += 1
-        record.updated_at = now
-        record.content_was_public = False
-        approval.before_commit(record, caller.id)
-        versions.note_public(record)
-        db.session.commit()
+        else:
+            now = utcnow()
+            owed = _next_version(record, _content_columns(staged), now, caller.id, change_note)
+            approval.before_commit(record, caller.id)
+            versions.note_public(record)
+            db.session.commit()
     except BaseException:
+        approval.take_discarded()
         db.session.rollback()
         discard([staged], storage)
         raise
-    if old_key is not None:
-        delete_orphaned_object(storage, old_key)
+    if not held:
+        discard([staged], storage)
+    for key in owed:
+        delete_orphaned_object(storage, key)
     return record
+
+
+def _pending_columns(staged: StagedFile) -> dict[str, Any]:
+    return {
+        "stored_path": staged.key,
+        "checksum_sha256": staged.sha256,
+        "size": staged.size,
+        "mime_type": staged.mime_type,
+        "original_name": staged.original_name,
+    }
+
+
+def _next_version(
+    record: FileRecord, columns: dict[str, Any], at: Any, by: int | None, note: str | None
+) -> list[str]:
+    """Make `columns` (a content's) the record's next version; the ended content's key is
+    returned (and owed) unless the version keeps it (versions.py)."""
+    ended = versions.end_version(record, at, by, note)
+    owed = []
+    if ended.stored_path is None:
+        owed.append(record.stored_path)
+        db.session.add(PendingObjectDeletion(key=record.stored_path))
+    for name, value in columns.items():
+        setattr(record, name, value)
+    record.version += 1
+    record.updated_at = at
+    record.content_was_public = False
+    return owed
+
+
+def apply_approved_change(record: FileRecord, request: ReleaseRequest) -> list[str]:
+    """Swap a held change (approval.py) into its locked, released record, as a replacement
+    and a PATCH would have: the content first (a new version, made by the submitter, if the
+    bytes differ), then the public fields. Returns the keys to delete after the commit (owed
+    in this transaction)."""
+    now = utcnow()
+    owed: list[str] = []
+    content = approval.wanted_content(request)
+    if content is not None:
+        if content.checksum_sha256 == record.checksum_sha256:
+            owed.append(content.stored_path)
+            db.session.add(PendingObjectDeletion(key=content.stored_path))
+        else:
+            columns = {
+                "original_name": content.original_name,
+                "stored_path": content.stored_path,
+                "checksum_sha256": content.checksum_sha256,
+                "mime_type": content.mime_type,
+                "size": content.size,
+            }
+            owed += _next_version(record, columns, now, request.submitted_by, content.change_note)
+    for name, value in approval.wanted_fields(request).items():
+        setattr(record, name, value)
+    record.updated_at = now
+    return owed
 
 
 def delete_record(caller: Caller, record_id: uuid.UUID, storage: Storage) -> None:
@@ -158,11 +226,12 @@ def delete_record(caller: Caller, record_id: uuid.UUID, storage: Storage) -> Non
     keys = [record.stored_path, *versions.kept_keys(record_id)]
     storage.exists(keys[0])
     approval.before_delete(record, caller.id)
+    dropped = approval.take_discarded()  # pending bytes, owed by the request's cancellation
     db.session.execute(sa_delete(FileVersion).where(FileVersion.record_id == record_id))
     db.session.delete(record)
     db.session.add_all(PendingObjectDeletion(key=key) for key in keys)
     db.session.commit()
-    if all([delete_orphaned_object(storage, key) for key in keys]):
+    if all([delete_orphaned_object(storage, key) for key in keys + dropped]):
         retry_pending_deletions(storage, limit=RETRIES_PER_REQUEST)
 
 

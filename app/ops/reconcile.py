@@ -21,7 +21,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.files.writes import retry_pending_deletions
-from app.models import FileRecord, FileVersion, PendingObjectDeletion
+from app.models import FileRecord, FileVersion, PendingObjectDeletion, ReleaseRequest
 from app.storage import (
     WRITE_PROBE_KEY,
     ObjectNotFound,
@@ -58,8 +58,8 @@ def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
 
 
 def _referenced(keys: list[str]) -> set[str]:
-    """Keys among `keys` that a record or a kept version points at, or whose deletion is
-    already owed."""
+    """Keys among `keys` that a record, a kept version or a change waiting for approval (its
+    new bytes) points at, or whose deletion is already owed."""
     records = db.session.scalars(
         select(FileRecord.stored_path).where(FileRecord.stored_path.in_(keys))
     )
@@ -69,7 +69,12 @@ def _referenced(keys: list[str]) -> set[str]:
     owed = db.session.scalars(
         select(PendingObjectDeletion.key).where(PendingObjectDeletion.key.in_(keys))
     )
-    return set(records) | set(kept) | set(owed)
+    waiting = db.session.scalars(
+        select(ReleaseRequest.pending_stored_path).where(
+            ReleaseRequest.state == "pending", ReleaseRequest.pending_stored_path.in_(keys)
+        )
+    )
+    return set(records) | set(kept) | set(owed) | set(waiting)
 
 
 def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:

@@ -1,5 +1,5 @@
 """Mail about release requests, through an outbox: approvers hear of a new request, the
-submitter of its decision.
+submitter of its decision, or of its cancellation by someone else (a change of the record).
 
 A `before_flush` listener writes the mail into `mail_outbox` in the transaction that opens or
 decides the request (whichever path does: an endpoint, a PATCH, tus, `flask import`), so a
@@ -79,13 +79,18 @@ def _submitted(session: Session, request: ReleaseRequest) -> None:
     ).all()
     submitter = session.get(User, request.submitted_by) if request.submitted_by else None
     title = _title(session, request.record_id)
-    what = "an earlier embargo" if request.kind == "sperrfrist" else "release"
+    what = {"sperrfrist": "an earlier embargo", "change": "a change"}.get(request.kind, "release")
     lines = [
         f"{submitter.email if submitter else 'An operator command'} asks for {what} of "
         f"{title} (record {request.record_id}).",
     ]
     if request.kind == "sperrfrist":
         lines.append(f"New sperrfrist: {request.sperrfrist or 'none'}")
+    if request.kind == "change":
+        if request.pending_stored_path is not None:
+            lines.append(f"New content: {request.pending_original_name}")
+        if request.pending_fields and request.pending_fields != "{}":
+            lines.append(f"New public fields: {request.pending_fields}")
     if request.note:
         lines += ["", "Note:", request.note]
     lines += ["", f"Review, approve or decline: {_link(request)}"]
@@ -118,8 +123,16 @@ def _collect(session: Session, _context: Any, _instances: Any) -> None:
         for obj in list(session.dirty):
             if isinstance(obj, ReleaseRequest):
                 history = inspect(obj).attrs.state.history
-                if history.has_changes() and obj.state in ("approved", "declined"):
+                if history.has_changes() and _told(obj):
                     _decided(session, obj)
+
+
+def _told(request: ReleaseRequest) -> bool:
+    """Whether the submitter hears of the request's end: a decision, or a cancellation by
+    someone else (a change of the record, a withdrawal by its owner or an administrator)."""
+    if request.state in ("approved", "declined"):
+        return True
+    return request.state == "cancelled" and request.decided_by != request.submitted_by
 
 
 def _after_commit(session: Session) -> None:

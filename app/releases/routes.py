@@ -18,6 +18,7 @@ from app.docs.openapi import (
     private_cache,
 )
 from app.files.downloads import stored_file_response
+from app.files.pagination import url_with
 from app.http import PRIVATE_CACHE, json_body, load
 from app.releases import services
 from app.releases.schemas import (
@@ -29,6 +30,8 @@ from app.releases.schemas import (
     RequestQuerySchema,
     SubmitSchema,
 )
+from app.schemas.cursor import encode_cursor
+from app.storage import Storage
 
 bp = Blueprint("releases", __name__, tag="Release approval", errors=("Unauthenticated", *SERVER))
 
@@ -46,6 +49,10 @@ REQUEST_ID = {
     "description": "The release request's id.",
     "schema": {"type": "string", "format": "uuid"},
 }
+
+
+def _storage() -> Storage:
+    return current_app.extensions["storage"]
 
 
 def _one(release_request: Any) -> dict[str, Any]:
@@ -72,18 +79,32 @@ def submit(record_id: uuid.UUID):
 
 @bp.get("/api/release-requests")
 @bp.doc(operationId="listReleaseRequests", parameters=[{"in": "query", "schema": query_schema}])
-@bp.alt_response(200, schema=ReleaseRequestListSchema, description="Newest first, at most 500.")
+@bp.alt_response(
+    200, schema=ReleaseRequestListSchema, description="Newest first, one page of them."
+)
 @bp.errors("ValidationFailed")
 def list_requests():
     """List release requests
 
     Approvers and administrators see all; others the requests they submitted and those of
-    their records. `state=pending` is the approvers' queue.
+    their records. `state=pending` is the approvers' queue. PAGE_SIZE a page, newest first;
+    `next_cursor` (sent back as `cursor`) continues, null on the last page.
     """
     caller = current_user()
     params = load(query_schema, request.args.to_dict())
-    found = services.list_requests(caller, params.get("state"), params.get("record_id"))
-    return {"data": request_schema.dump(services.describe(found), many=True)}
+    found, next_position = services.list_requests(
+        caller,
+        params.get("state"),
+        params.get("record_id"),
+        params.get("cursor"),
+        current_app.config["PAGE_SIZE"],
+    )
+    next_cursor = encode_cursor(next_position) if next_position else None
+    return {
+        "data": request_schema.dump(services.describe(found), many=True),
+        "next_cursor": next_cursor,
+        "next_page_url": url_with("cursor", next_cursor) if next_cursor else None,
+    }
 
 
 @bp.get("/api/release-requests/<uuid:request_id>", parameters=[REQUEST_ID])
@@ -108,11 +129,12 @@ def read_request(request_id: uuid.UUID):
 def review_content(request_id: uuid.UUID):
     """Download the content of a pending request
 
-    Approvers only: exactly the content the request is bound to (its SHA-256 is the ETag);
-    409 once it changed.
+    Approvers only: exactly the content the request is bound to (its SHA-256 is the ETag):
+    of a `change` request with new content, the new bytes waiting beside the released ones;
+    else the record's, 409 once it changed.
     """
-    record = services.content_to_review(current_user(), request_id)
-    return stored_file_response(request, record, current_app.extensions["storage"], PRIVATE_CACHE)
+    content = services.content_to_review(current_user(), request_id)
+    return stored_file_response(request, content, _storage(), PRIVATE_CACHE)
 
 
 @bp.post("/api/release-requests/<uuid:request_id>/approve", parameters=[REQUEST_ID])
@@ -129,12 +151,14 @@ def approve(request_id: uuid.UUID):
     the last approval (403). An administrator may override that rule with `override_reason`,
     which the audit trail keeps. Releases the record exactly as submitted: `freigabe` true,
     `freigegeben_von` the approver's name; the `sperrfrist` still decides when the content is
-    public. 409 when the request is not pending or the record changed since submission (the
-    request is then cancelled).
+    public. Of a `change` or `sperrfrist` request, its `pending` content (a new version) and
+    fields are swapped in, in the same transaction. 409 when the request is not pending, the
+    record changed since submission (the request is then cancelled), or RELEASE_APPROVAL is
+    off.
     """
     caller = current_user()
     data = load(approve_schema, json_body())
-    approved = services.approve(caller, request_id, data.get("override_reason"))
+    approved = services.approve(caller, request_id, data.get("override_reason"), _storage())
     return _one(approved)
 
 
@@ -147,11 +171,12 @@ def approve(request_id: uuid.UUID):
 def decline(request_id: uuid.UUID):
     """Decline a release request
 
-    Approvers only, with a reason, which the submitter gets by email.
+    Approvers only, with a reason, which the submitter gets by email. A change waiting
+    beside a released record is dropped (its new bytes deleted); the record stays as approved.
     """
     caller = current_user()
     data = load(decline_schema, json_body())
-    return _one(services.decline(caller, request_id, data["reason"]))
+    return _one(services.decline(caller, request_id, data["reason"], _storage()))
 
 
 @bp.post("/api/release-requests/<uuid:request_id>/cancel", parameters=[REQUEST_ID])
@@ -165,4 +190,4 @@ def cancel(request_id: uuid.UUID):
     """
     caller = current_user()
     data = load(cancel_schema, json_body())
-    return _one(services.cancel(caller, request_id, data.get("reason")))
+    return _one(services.cancel(caller, request_id, data.get("reason"), _storage()))

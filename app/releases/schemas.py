@@ -6,7 +6,7 @@ from typing import Any
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, pre_load
 
-from app.schemas.field_types import BESCHREIBUNG_MAX, CalendarDate, Text, Timestamp
+from app.schemas.field_types import BESCHREIBUNG_MAX, CalendarDate, Cursor, Text, Timestamp
 from app.schemas.records import FileRecordSchema
 
 STATES = ("pending", "approved", "declined", "cancelled")
@@ -92,6 +92,12 @@ class RequestQuerySchema(Schema):
         metadata={"description": "Only requests in this state.", "enum": list(STATES)},
     )
     record_id = fields.UUID(metadata={"description": "Only requests of this record."})
+    cursor = Cursor(
+        metadata={
+            "description": "The next page: a `next_cursor` of the previous one (empty or "
+            "absent: the first page)."
+        }
+    )
 
     @pre_load
     def drop_empty(self, data: Any, **kwargs: Any) -> dict[str, Any]:
@@ -110,9 +116,10 @@ class ReleaseRequestSchema(Schema):
     kind = fields.String(
         required=True,
         metadata={
-            "enum": ["release", "sperrfrist"],
+            "enum": ["release", "sperrfrist", "change"],
             "description": "`release`: make the record public (freigabe true); `sperrfrist`: "
-            "move a released record's embargo earlier, to `sperrfrist`.",
+            "move a released record's embargo earlier, to `sperrfrist`; `change`: a new "
+            "content or new public fields of a released record (`pending`).",
         },
     )
     sperrfrist = CalendarDate(
@@ -156,6 +163,16 @@ class ReleaseRequestSchema(Schema):
             "`{field: [old, new]}` (`checksum_sha256` for the content)."
         },
     )
+    pending = fields.Raw(
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "Of a `change` or `sperrfrist` request: what the approval sets, "
+            "`{fields: {field: new value}, content: {sha256, size, mime_type, original_name, "
+            "change_note} or null}` (the field diff: compare with `record`); null for "
+            "`release`."
+        },
+    )
     record = fields.Nested(
         FileRecordSchema,
         required=True,
@@ -166,3 +183,13 @@ class ReleaseRequestSchema(Schema):
 
 class ReleaseRequestListSchema(Schema):
     data = fields.List(fields.Nested(ReleaseRequestSchema), required=True)
+    next_cursor = fields.String(
+        required=True,
+        allow_none=True,
+        metadata={"description": "Send it back as `cursor` for the next page; null: the last."},
+    )
+    next_page_url = fields.String(
+        required=True,
+        allow_none=True,
+        metadata={"description": "The next page's address (this one's with `cursor`)."},
+    )

@@ -6,21 +6,20 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, or_, select, tuple_
 from sqlalchemy.exc import IntegrityError
 
 from app.auth.services import Caller
 from app.database import lock_database_on_sqlite
 from app.exceptions import DomainError, RecordNotFound
 from app.extensions import db
-from app.files import approval, versions
+from app.files import approval, versions, writes
 from app.files.access import find_record
 from app.models import FileRecord, ReleaseEditor, ReleaseRequest, User, utcnow
-
-#: How many requests a list answers at most, newest first.
-LIST_LIMIT = 500
+from app.storage import Storage
 
 
 class RequestNotFound(RecordNotFound):
@@ -129,11 +128,26 @@ def _pending(request: ReleaseRequest) -> None:
         raise RequestConflict(f"The release request is {request.state}, not pending.")
 
 
-def approve(caller: Caller, request_id: uuid.UUID, override_reason: str | None) -> ReleaseRequest:
+def _commit_dropping(storage: Storage) -> None:
+    """Commit, then delete the pending bytes the transaction dropped (owed in it)."""
+    owed = approval.take_discarded()
+    db.session.commit()
+    for key in owed:
+        writes.delete_orphaned_object(storage, key)
+
+
+def approve(
+    caller: Caller, request_id: uuid.UUID, override_reason: str | None, storage: Storage
+) -> ReleaseRequest:
     """Release the record exactly as submitted, in one transaction: `freigabe` true,
-    `freigegeben_von` the approver's name, and for a `sperrfrist` request the new embargo.
-    Refused (and the request cancelled) if its content or public fields are no longer the
-    ones submitted."""
+    `freigegeben_von` the approver's name, and for a held change of a released record
+    (`change`, `sperrfrist`) its new content and public fields swapped in. Refused (and the
+    request cancelled) if the record is no longer what the request is bound to."""
+    if not approval.enabled():
+        raise RequestConflict(
+            "RELEASE_APPROVAL is off: pending requests wait, unapproved, until it is on again "
+            "(they may still be declined or cancelled)."
+        )
     user = _user(caller)
     if not is_approver(user):
         raise ApprovalRefused(
@@ -144,7 +158,7 @@ def approve(caller: Caller, request_id: uuid.UUID, override_reason: str | None) 
     _pending(request)
     if record is None:
         approval.cancel(request, user.id, "record deleted")
-        db.session.commit()
+        _commit_dropping(storage)
         raise RequestConflict("The record is gone; the request is cancelled.")
     objection = four_eyes_objection(user.id, record, request, editors(record.id))
     if objection is not None:
@@ -157,22 +171,20 @@ def approve(caller: Caller, request_id: uuid.UUID, override_reason: str | None) 
             )
         request.override = True
         request.reason = override_reason
-    changed = record.checksum_sha256 != request.content_sha256 or (
-        approval.public_hash(record) != request.public_hash
-    )
-    if changed:
+    if not approval.bound_matches(record, request):
         approval.cancel(request, user.id, "changed since submission")
-        db.session.commit()
+        _commit_dropping(storage)
         raise RequestConflict(
             "The record's content or public fields changed since the request was submitted; "
             "the request is cancelled and must be submitted again."
         )
-    if request.kind == "sperrfrist":
+    owed: list[str] = []
+    if request.kind in approval.HELD:
         if not record.freigabe:
             approval.cancel(request, user.id, "unreleased")
-            db.session.commit()
+            _commit_dropping(storage)
             raise RequestConflict("The record is no longer released; the request is cancelled.")
-        record.sperrfrist = request.sperrfrist
+        owed = writes.apply_approved_change(record, request)
     record.freigabe = True
     record.freigegeben_von = user.name
     record.updated_at = utcnow()
@@ -182,24 +194,30 @@ def approve(caller: Caller, request_id: uuid.UUID, override_reason: str | None) 
     request.decided_at = utcnow()
     db.session.execute(delete(ReleaseEditor).where(ReleaseEditor.record_id == record.id))
     db.session.commit()
+    for key in owed:
+        writes.delete_orphaned_object(storage, key)
     return request
 
 
-def decline(caller: Caller, request_id: uuid.UUID, reason: str) -> ReleaseRequest:
+def decline(caller: Caller, request_id: uuid.UUID, reason: str, storage: Storage) -> ReleaseRequest:
+    """Decline a request; a held change's new bytes go, the record stays as approved."""
     user = _user(caller)
     if not is_approver(user):
         raise ApprovalRefused("Only approvers may decline release requests.")
     request, _record = _locked(request_id)
     _pending(request)
+    approval.drop_content(request)
     request.state = "declined"
     request.decided_by = user.id
     request.decided_at = utcnow()
     request.reason = reason
-    db.session.commit()
+    _commit_dropping(storage)
     return request
 
 
-def cancel(caller: Caller, request_id: uuid.UUID, reason: str | None) -> ReleaseRequest:
+def cancel(
+    caller: Caller, request_id: uuid.UUID, reason: str | None, storage: Storage
+) -> ReleaseRequest:
     """Withdraw a pending request: its submitter, the record's owner or an administrator."""
     request, record = _locked(request_id)
     if not (
@@ -210,7 +228,7 @@ def cancel(caller: Caller, request_id: uuid.UUID, reason: str | None) -> Release
         raise RequestNotFound()
     _pending(request)
     approval.cancel(request, caller.id, reason or "withdrawn")
-    db.session.commit()
+    _commit_dropping(storage)
     return request
 
 
@@ -223,9 +241,18 @@ def _visible(caller: Caller, user: User) -> Any:
 
 
 def list_requests(
-    caller: Caller, state: str | None, record_id: uuid.UUID | None
-) -> list[ReleaseRequest]:
-    query = select(ReleaseRequest).order_by(ReleaseRequest.submitted_at.desc(), ReleaseRequest.id)
+    caller: Caller,
+    state: str | None,
+    record_id: uuid.UUID | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    per_page: int,
+) -> tuple[list[ReleaseRequest], tuple[datetime, uuid.UUID] | None]:
+    """One page of the requests `caller` may see, newest first, continuing after the
+    position `after` (keyset: submitted_at, id); and the position of the next page's start,
+    if there is one."""
+    query = select(ReleaseRequest).order_by(
+        ReleaseRequest.submitted_at.desc(), ReleaseRequest.id.desc()
+    )
     scope = _visible(caller, _user(caller))
     if scope is not None:
         query = query.where(scope)
@@ -233,7 +260,13 @@ def list_requests(
         query = query.where(ReleaseRequest.state == state)
     if record_id is not None:
         query = query.where(ReleaseRequest.record_id == record_id)
-    return list(db.session.scalars(query.limit(LIST_LIMIT)))
+    if after is not None:
+        query = query.where(tuple_(ReleaseRequest.submitted_at, ReleaseRequest.id) < tuple_(*after))
+    found = list(db.session.scalars(query.limit(per_page + 1)))
+    if len(found) <= per_page:
+        return found, None
+    last = found[per_page - 1]
+    return found[:per_page], (last.submitted_at, last.id)
 
 
 def get_request(caller: Caller, request_id: uuid.UUID) -> ReleaseRequest:
@@ -278,19 +311,26 @@ def describe(requests: list[ReleaseRequest]) -> list[dict[str, Any]]:
             "reason": r.reason,
             "override": r.override,
             "changes": json.loads(r.changes) if r.changes else None,
+            "pending": approval.pending_change(r),
             "record": records.get(r.record_id),
         }
         for r in requests
     ]
 
 
-def content_to_review(caller: Caller, request_id: uuid.UUID) -> FileRecord:
-    """The record of a pending request, for an approver to download exactly the content the
-    request is bound to (others: 403, or 404 if they may not know the request)."""
+def content_to_review(
+    caller: Caller, request_id: uuid.UUID
+) -> FileRecord | approval.PendingContent:
+    """The content a pending request is bound to, for an approver to download exactly that:
+    a held change's new bytes, else the record's (others: 403, or 404 if they may not know
+    the request)."""
     request = get_request(caller, request_id)
     if not is_approver(_user(caller)):
         raise ApprovalRefused("Only approvers review the content of release requests.")
     _pending(request)
+    held = approval.wanted_content(request)
+    if held is not None:
+        return held
     record = db.session.get(FileRecord, request.record_id)
     if record is None or record.checksum_sha256 != request.content_sha256:
         raise RequestConflict("The record's content changed since the request was submitted.")

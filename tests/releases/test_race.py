@@ -1,6 +1,8 @@
 """An approval and concurrent replacements of the same record, against `flask serve` on both
 stacks: whichever commits first wins, and the record is never released with bytes nobody
-approved (the request is bound to the SHA-256 it was submitted with)."""
+approved (the request is bound to the SHA-256 it was submitted with). Once released, its
+replacements wait beside it for an approval of their own, and one racing that approval either
+comes after it or supersedes it."""
 
 from __future__ import annotations
 
@@ -125,10 +127,11 @@ def test_an_approval_racing_replacements_never_releases_unapproved_bytes(race: R
         _, record = race.call("owner@example.org", "GET", f"/api/files/{record_id}")
         record = json.loads(record)
         if approve == 200:
-            # Released: with the submitted bytes, and every replacement after it refused.
+            # Released: with the submitted bytes; every replacement after it waits for an
+            # approval of its own (tests/releases/test_held_changes.py).
             assert record["freigabe"] is True
             assert (public_status, public_bytes) == (200, version(0))
-            assert set(replaces) == {409}
+            assert set(replaces) == {200}
             outcomes.add("approved")
         else:
             assert approve == 409
@@ -146,7 +149,97 @@ def test_an_approval_racing_replacements_never_releases_unapproved_bytes(race: R
     assert race.server_errors() == []
     with race.engine.connect() as conn:
         stored = set(conn.scalars(sa.text("SELECT stored_path FROM file_records")))
+        waiting = set(
+            conn.scalars(
+                sa.text(
+                    "SELECT pending_stored_path FROM release_requests "
+                    "WHERE state = 'pending' AND pending_stored_path IS NOT NULL"
+                )
+            )
+        )
         owed = list(conn.scalars(sa.text("SELECT key FROM pending_object_deletions")))
     assert owed == []
-    assert race.objects() == stored
+    assert race.objects() == stored | waiting
     assert outcomes  # at least one round decided; which one wins is the race's
+
+
+def test_an_approval_racing_replacements_of_a_released_record_releases_only_approved_bytes(
+    race: Race,
+):
+    """A released record's replacement waits for approval; further replacements racing its
+    approval either come after it (and wait in turn) or supersede it (and the approval is
+    refused): the public only ever gets bytes an approver approved."""
+    status, body = race.upload("owner@example.org", "/api/files", "files[]", 0)
+    assert status == 201, body
+    record_id = body["files"][0]["id"]
+    first = body["release_requests"][0]["id"]
+    assert (
+        race.call("approver@example.org", "POST", f"/api/release-requests/{first}/approve")[0]
+        == 200
+    )
+    public = version(0)
+    outcomes = set()
+    for round_ in range(ROUNDS):
+        base = 10 * (round_ + 1)
+        status, body = race.upload(
+            "owner@example.org", f"/api/files/{record_id}/content", "file", base
+        )
+        assert status == 200, body
+        request_id = body["release_request"]["id"]
+        assert (
+            body["release_request"]["pending"]["content"]["sha256"]
+            == hashlib.sha256(version(base)).hexdigest()
+        )
+        jobs = [
+            lambda rid=request_id: race.call(
+                "approver@example.org", "POST", f"/api/release-requests/{rid}/approve"
+            )[0]
+        ]
+        jobs += [
+            lambda n=base + n: race.upload(
+                "owner@example.org", f"/api/files/{record_id}/content", "file", n
+            )[0]
+            for n in range(1, REPLACES + 1)
+        ]
+        if round_ % 2:
+            jobs.reverse()
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            statuses = list(pool.map(lambda job: job(), jobs))
+        approve = statuses[-1] if round_ % 2 else statuses[0]
+        replaces = statuses[:-1] if round_ % 2 else statuses[1:]
+        assert set(replaces) == {200}, race.server_errors()
+        assert approve in (200, 409), race.server_errors()
+        if approve == 200:
+            public = version(base)
+            outcomes.add("approved")
+        else:
+            outcomes.add("superseded")
+        public_status, public_bytes = race.call(
+            None, "GET", f"/api/public/files/{record_id}/download"
+        )
+        assert (public_status, public_bytes) == (200, public)
+    approved = sa.text(
+        "SELECT content_sha256 FROM release_requests WHERE state = 'approved' AND record_id = :id"
+    ).bindparams(sa.bindparam("id", type_=sa.Uuid))
+    current = sa.text("SELECT checksum_sha256 FROM file_records WHERE id = :id").bindparams(
+        sa.bindparam("id", type_=sa.Uuid)
+    )
+    with race.engine.connect() as conn:
+        assert conn.scalar(current, {"id": uuid.UUID(record_id)}) in set(
+            conn.scalars(approved, {"id": uuid.UUID(record_id)})
+        )
+        stored = set(conn.scalars(sa.text("SELECT stored_path FROM file_records")))
+        waiting = set(
+            conn.scalars(
+                sa.text(
+                    "SELECT pending_stored_path FROM release_requests "
+                    "WHERE state = 'pending' AND pending_stored_path IS NOT NULL"
+                )
+            )
+        )
+        owed = list(conn.scalars(sa.text("SELECT key FROM pending_object_deletions")))
+    assert race.server_errors() == []
+    assert owed == []
+    assert len(waiting) == 1  # the last replacement waits; every superseded one is gone
+    assert race.objects() == stored | waiting
+    assert outcomes

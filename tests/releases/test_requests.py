@@ -195,14 +195,21 @@ def test_a_released_record_keeps_what_the_public_sees(
     record, request_id = pending_upload(api, alice, sperrfrist=FUTURE)
     assert releases.approve(request_id, carol).status_code == 200
     objects = api.objects()
-    refused = api.patch(record["id"], alice, {"titel": "Anders"})
-    assert refused.status_code == 409
-    assert "titel" in refused.get_json()["message"]
+    # A new title and new bytes wait for approval (tests/releases/test_held_changes.py);
+    # withdrawn, they leave nothing behind.
+    held = api.patch(record["id"], alice, {"titel": "Anders"})
+    assert held.status_code == 200
+    assert held.get_json()["release_request"]["pending"]["fields"] == {"titel": "Anders"}
     replaced = api.replace(alice, record["id"], "v2.pdf", samples.pdf_bytes() + b"%v2")
-    assert replaced.status_code == 409
+    assert replaced.status_code == 200
+    waiting = replaced.get_json()["release_request"]
+    assert waiting["pending"]["fields"] == {"titel": "Anders"}
+    assert releases.act(waiting["id"], "cancel", alice).status_code == 200
     assert api.objects() == objects
     row = api.row(record["id"])
     assert (row.titel, row.freigabe) == ("Bericht", True)
+    refused = api.patch(record["id"], alice, {"freigegeben_von": "Ich"})
+    assert refused.status_code == 409
     # Not public: no approval needed. Later embargo: at once.
     assert api.patch(record["id"], alice, {"erstellt_von": "Referat 3"}).status_code == 200
     assert api.patch(record["id"], alice, {"sperrfrist": LATER}).status_code == 200
@@ -383,3 +390,28 @@ def test_kept_versions_are_those_an_approval_made_public(
     assert [
         v["kept"] for v in api.get(f"/api/files/{waiting['id']}/versions", alice).get_json()["data"]
     ] == [False]
+
+
+def test_the_list_pages_with_a_cursor_newest_first(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    api.app.config["PAGE_SIZE"] = 2
+    opened = [pending_upload(api, alice)[1] for _ in range(5)]
+    seen: list[str] = []
+    query: dict[str, str] = {"state": "pending"}
+    while True:
+        answer = releases.listed(carol, **query)
+        assert answer.status_code == 200
+        body = answer.get_json()
+        assert len(body["data"]) <= 2
+        seen += [r["id"] for r in body["data"]]
+        if body["next_cursor"] is None:
+            assert body["next_page_url"] is None
+            break
+        assert "state=pending" in body["next_page_url"]
+        query = {"state": "pending", "cursor": body["next_cursor"]}
+    assert sorted(seen) == sorted(opened) and len(seen) == 5
+    api.app.config["PAGE_SIZE"] = 100
+    assert [r["id"] for r in releases.listed(carol, state="pending").get_json()["data"]] == seen
+    bad = releases.listed(carol, cursor="kein-cursor")
+    assert bad.status_code == 422 and list(bad.get_json()["errors"]) == ["cursor"]
