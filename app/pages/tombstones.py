@@ -48,42 +48,41 @@ def answered(view: Callable[..., Response]) -> Callable[..., Response]:
     return answer
 
 
-def _wants_json() -> bool:
+def _answer(html: Callable[[], str], error: RecordNotFound | RecordWithdrawn) -> Response:
+    """The page, or the API's error shape to a reader asking for JSON, with the error's
+    status: one address, two bodies, so a shared cache keys them by `Accept` too."""
     offered = ["text/html", "application/json"]
-    return request.accept_mimetypes.best_match(offered) == "application/json"
+    if request.accept_mimetypes.best_match(offered) == "application/json":
+        response = jsonify(error.body())
+    else:
+        response = Response(html())
+    response.status_code = error.status
+    response.vary.add("Accept")
+    response.headers.update(NOINDEX)
+    return response
 
 
 def gone(doi: Doi) -> Response:
     """410: the tombstone page (or the JSON error), citing the DOI."""
-    if _wants_json():
-        response = jsonify(lookup.withdrawal(doi).body())
-    else:
-        response = Response(
-            render_page(
-                "pages/tombstone.html",
-                doi=doi.doi,
-                doi_url=lookup.url(doi.doi),
-                citation=clean_text(doi.tombstone_citation or doi.tombstone_title),
-                withdrawn=doi.withdrawn_at.astimezone(UTC).date() if doi.withdrawn_at else None,
-                reason=_reason(doi.withdrawn_reason),
-            )
-        )
-    response.status_code = RecordWithdrawn.status
-    response.headers.update(NOINDEX)
+    response = _answer(
+        lambda: render_page(
+            "pages/tombstone.html",
+            doi=doi.doi,
+            doi_url=lookup.url(doi.doi),
+            citation=clean_text(doi.tombstone_citation or doi.tombstone_title),
+            withdrawn=doi.withdrawn_at.astimezone(UTC).date() if doi.withdrawn_at else None,
+            reason=_reason(doi.withdrawn_reason),
+        ),
+        lookup.withdrawal(doi),
+    )
     response.headers["Link"] = link_header([(lookup.url(doi.doi), "cite-as", None)])
     return response
 
 
 def reserved(doi: Doi) -> Response:
     """404 naming the DOI as reserved, and nothing else of the record."""
-    if _wants_json():
-        message = f"Not found: the DOI {doi.doi} is reserved for a record that is not public yet."
-        response = jsonify(RecordNotFound(message).body())
-    else:
-        response = Response(render_page("pages/reserved.html", doi=doi.doi))
-    response.status_code = RecordNotFound.status
-    response.headers.update(NOINDEX)
-    return response
+    message = f"Not found: the DOI {doi.doi} is reserved for a record that is not public yet."
+    return _answer(lambda: render_page("pages/reserved.html", doi=doi.doi), RecordNotFound(message))
 
 
 def _reason(reason: str | None) -> str:

@@ -120,15 +120,20 @@ def download_released(record_id: uuid.UUID):
     parameters=DOWNLOAD_REQUEST_HEADERS,
     responses=download_responses(CACHED["Cache-Control"]),
 )
-@bp.errors("Forbidden", "NotFound")
+@bp.errors("Forbidden", "NotFound", "Gone")
 def download_released_version(record_id: uuid.UUID, number: int):
     """Download a kept version of released content
 
     While the record is publicly downloadable (403 under embargo, 404 unreleased); a version
-    whose content was not kept (KEEP_RELEASED_VERSIONS) is 404.
+    whose content was not kept (KEEP_RELEASED_VERSIONS) is 404; 410 once a record with a DOI
+    left public view.
     """
     storage = current_app.extensions["storage"]
-    content = versions.kept_content(None, record_id, number)
+    try:
+        content = versions.kept_content(None, record_id, number)
+    except RecordNotFound:
+        _raise_withdrawn(record_id)
+        raise
     recheck = still_allowed(lambda: None, record_id)
     response = stored_file_response(request, content, storage, PUBLIC_CACHE, recheck)
     count_download("public", record_id, response.status_code, None)

@@ -263,6 +263,9 @@ def test_a_deleted_record_with_a_doi_answers_its_tombstone(
     answer = page(api, record_id, Accept="application/json")
     assert answer.status_code == 410 and answer.mimetype == "application/json"
     assert set(answer.get_json()) == {"message"} and DOI in answer.get_json()["message"]
+    # The HTML and the JSON answer share an address: a shared cache must keep them apart.
+    for either in (response, answer):
+        assert {"Accept", "Accept-Language"} <= set(either.vary)
     api_answer = api.client.get(f"/api/public/files/{record_id}")
     assert api_answer.status_code == 410
     assert api_answer.get_json() == {
@@ -322,6 +325,8 @@ def test_a_reserved_doi_of_a_record_not_yet_public_is_named_and_nothing_else(
     assert f"The DOI {DOI} is reserved" in english.xpath("string(//main)")
     answer = page(api, secret["id"], Accept="application/json")
     assert answer.status_code == 404 and DOI in answer.get_json()["message"]
+    for either in (response, answer):
+        assert {"Accept", "Accept-Language"} <= set(either.vary)
     assert "Geheim" not in answer.get_data(as_text=True)
     # A reservation being released bears no DOI any more: the bare 404.
     with api.app.app_context():

@@ -15,6 +15,7 @@ def answers(api: Api, record_id: str) -> list[tuple[int, Any]]:
         for response in (
             api.client.get(f"/api/public/files/{record_id}"),
             api.client.get(f"/api/public/files/{record_id}/download"),
+            api.client.get(f"/api/public/files/{record_id}/versions/1/download"),
         )
     ]
 
@@ -31,14 +32,14 @@ def test_a_withdrawn_record_with_a_doi_is_gone_not_missing(api: Api, alice: Acco
         api, unreleased["id"], "10.5072/fr-back-0001", withdrawn_reason="unreleased", **withdrawn
     )
     give_doi(api, reserved["id"], "10.5072/fr-resv-0002", state=None, wanted="draft")
-    not_found = [(404, {"message": "Not found."})] * 2
+    not_found = [(404, {"message": "Not found."})] * 3
     # DOIs off: every one of them is the plain 404.
     for record in (deleted, unreleased, reserved):
         assert answers(api, record["id"]) == not_found
     app.config.update(DATACITE)
     gone = {"message": f"Gone: this record was withdrawn; its DOI {DOI} stays."}
-    assert answers(api, deleted["id"]) == [(410, gone), (410, gone)]
-    (status, body), _ = answers(api, unreleased["id"])
+    assert answers(api, deleted["id"]) == [(410, gone)] * 3
+    (status, body), *_ = answers(api, unreleased["id"])
     assert status == 410 and "10.5072/fr-back-0001" in body["message"]
     # Not public yet: the API says nothing of it (the landing page names the reserved DOI).
     assert answers(api, reserved["id"]) == not_found
