@@ -59,6 +59,8 @@ def base_config(**overrides: Any) -> dict[str, Any]:
         "STATS_BACKGROUND_FLUSH": False,
         # The mail outbox is sent by the tests that read it (tests/releases), never by a thread.
         "MAIL_BACKGROUND": False,
+        # The DOI outbox is worked by the tests that read it (tests/doi), never by a thread.
+        "DOI_BACKGROUND": False,
     }
     config.update(overrides)
     return config
