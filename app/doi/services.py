@@ -19,6 +19,7 @@ What DataCite is to hold:
 
 from __future__ import annotations
 
+import html
 import re
 import secrets
 import uuid
@@ -53,8 +54,9 @@ SUFFIX_RANDOM = 7
 #: Tries before giving up on a free suffix (a collision is one in billions).
 SUFFIX_TRIES = 5
 
-#: The stored citation's marks (app/pages/citation.py): formatting, and the address.
-_MARKS = re.compile("[\ue000-\ue00b]")
+#: The stored citation's HTML (app/pages/citation.py): its formatting tags, and the
+#: placeholder of its address.
+_TAGS = re.compile(r"</?(?:i|b|u|sup|sub|span)(?:\s[^>]*)?>")
 _ADDRESS = "\ue0f0"
 
 
@@ -140,7 +142,8 @@ def _citation(record: FileRecord) -> str | None:
         return None
     language = "en" if current_app.config.get("BABEL_DEFAULT_LOCALE") == "en" else "de"
     text = getattr(stored, language)
-    return _MARKS.sub("", text).replace(_ADDRESS, landing_url(record.id)).strip()
+    plain = html.unescape(_TAGS.sub("", text))
+    return plain.replace(_ADDRESS, landing_url(record.id)).strip()
 
 
 def follow(record: FileRecord, *, deleted: bool = False) -> None:
