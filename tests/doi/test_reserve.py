@@ -112,3 +112,20 @@ def test_record_answers_carry_the_doi(api: Api, alice: Account, dois: Dois):
     assert replaced.status_code == 200 and replaced.get_json()["doi"] == doi
     created = api.upload(alice, titel="C").get_json()["files"][0]
     assert created["doi"] is None and created["doi_state"] is None
+
+
+def test_reserve_and_release_are_in_the_audit_trail(
+    api: Api, alice: Account, admin: Account, dois: Dois
+):
+    record = api.create(alice, freigabe="false")
+    doi = dois.reserved(record["id"], alice)
+    assert dois.release(record["id"], alice).status_code == 204
+    dois.work()  # the worker's own bookkeeping leaves no entry
+    entries = api.get(
+        "/api/audit", admin, query_string={"record_id": record["id"]}
+    ).get_json()["data"]
+    found = [(e["action"], e["actor"], e["changes"]) for e in reversed(entries)]
+    assert found[1:] == [
+        ("doi.reserve", alice.email, {"doi": doi}),
+        ("doi.release", alice.email, {"doi": doi}),
+    ]
