@@ -329,8 +329,7 @@ def _validate_datacite(config: Mapping[str, Any]) -> None:
     if given and len(given) < len(DATACITE_SETTINGS):
         missing = [name for name in DATACITE_SETTINGS if name not in given]
         raise ConfigError(
-            f"DOIs need all of {', '.join(DATACITE_SETTINGS)} or none: {', '.join(missing)} "
-            "missing"
+            f"DOIs need all of {', '.join(DATACITE_SETTINGS)} or none: {', '.join(missing)} missing"
         )
     if given and not config.get("PUBLIC_BASE_URL"):
         raise ConfigError(

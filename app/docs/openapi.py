@@ -69,7 +69,6 @@ SINCE_PATTERN = (
 FLAG_STRING_PATTERN = r"^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
 
-
 _DOI_STATE = {
     "type": ["string", "null"],
     "enum": ["draft", "registered", "findable", None],
@@ -97,6 +96,7 @@ RESERVED_DOI = {
         "doi_state": {**_DOI_STATE, "type": "string", "enum": ["draft", "findable"]},
     },
 }
+
 
 def openapi_document(app: Flask) -> dict[str, Any]:
     """The document for this application (built on first use, then shared)."""

@@ -98,7 +98,9 @@ def new_suffix() -> str:
 
 def suffix_valid(suffix: str) -> bool:
     """Whether `suffix` is one `new_suffix` could have made (its check character fits)."""
-    match = re.fullmatch(rf"([{ALPHABET}]{{4}})-([{ALPHABET}]{{3}})([{re.escape(CHECK_SYMBOLS)}])", suffix)
+    match = re.fullmatch(
+        rf"([{ALPHABET}]{{4}})-([{ALPHABET}]{{3}})([{re.escape(CHECK_SYMBOLS)}])", suffix
+    )
     if match is None:
         return False
     value = 0

@@ -204,9 +204,7 @@ def _retryable(exc: Exception) -> bool:
 
 def pending() -> list[Doi]:
     """The DOIs still due (waiting or failing), oldest first, for `flask doi status`."""
-    return list(
-        db.session.scalars(select(Doi).where(Doi.due_at.is_not(None)).order_by(Doi.due_at))
-    )
+    return list(db.session.scalars(select(Doi).where(Doi.due_at.is_not(None)).order_by(Doi.due_at)))
 
 
 class Worker:

@@ -17,8 +17,8 @@ from sqlalchemy import delete as sa_delete
 from sqlalchemy import select
 
 from app.auth.services import Caller
-from app.extensions import db
 from app.doi import services as doi_services
+from app.extensions import db
 from app.files import approval, versions
 from app.files.access import find_record
 from app.files.uploads import StagedFile, discard

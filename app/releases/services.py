@@ -14,8 +14,8 @@ from sqlalchemy.exc import IntegrityError
 
 from app.auth.services import Caller
 from app.database import lock_database_on_sqlite
-from app.exceptions import DomainError, RecordNotFound
 from app.doi import services as doi_services
+from app.exceptions import DomainError, RecordNotFound
 from app.extensions import db
 from app.files import approval, versions, writes
 from app.files.access import find_record

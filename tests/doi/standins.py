@@ -35,7 +35,9 @@ def attributes(record: Any, doi: str, *, landing_url: str, publisher: str, avail
         "doi": doi,
         "url": landing_url,
         "titles": [{"title": record.titel or record.original_name}],
-        "creators": [{"name": name.strip()} for name in (record.autoren or "").split(";") if name.strip()]
+        "creators": [
+            {"name": name.strip()} for name in (record.autoren or "").split(";") if name.strip()
+        ]
         or [{"name": "(:unav)"}],
         "publisher": {"name": publisher},
         "publicationYear": record.created_at.year,

@@ -60,9 +60,7 @@ def test_an_update_is_sent_only_when_the_payload_changed(api: Api, alice: Accoun
     assert dois.datacite.dois[doi]["attributes"]["version"] == "2"
 
 
-def test_unrelease_hides_the_doi_and_release_shows_it_again(
-    api: Api, alice: Account, dois: Dois
-):
+def test_unrelease_hides_the_doi_and_release_shows_it_again(api: Api, alice: Account, dois: Dois):
     record = api.create(alice, freigabe="true")
     doi = dois.reserved(record["id"], alice)
     dois.work()

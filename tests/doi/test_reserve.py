@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
+from app.doi.services import suffix_valid
 from tests.doi.conftest import PREFIX, Dois
 from tests.support.api import Account, Api
-
-from app.doi.services import suffix_valid
 
 
 def test_reserve_answers_a_random_doi_and_the_draft_reaches_datacite(
@@ -121,9 +120,9 @@ def test_reserve_and_release_are_in_the_audit_trail(
     doi = dois.reserved(record["id"], alice)
     assert dois.release(record["id"], alice).status_code == 204
     dois.work()  # the worker's own bookkeeping leaves no entry
-    entries = api.get(
-        "/api/audit", admin, query_string={"record_id": record["id"]}
-    ).get_json()["data"]
+    entries = api.get("/api/audit", admin, query_string={"record_id": record["id"]}).get_json()[
+        "data"
+    ]
     found = [(e["action"], e["actor"], e["changes"]) for e in reversed(entries)]
     assert found[1:] == [
         ("doi.reserve", alice.email, {"doi": doi}),
