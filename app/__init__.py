@@ -79,7 +79,6 @@ def _init_extensions(app: Flask) -> None:
     from app import (
         audit,
         cache,
-        doi,
         models,  # noqa: F401  (registers the tables on the metadata)
         oai,
         pages,
@@ -89,6 +88,7 @@ def _init_extensions(app: Flask) -> None:
     )
     from app.auth.guard import caller_of
     from app.database import ping_idle_connections, prepare_marked_statements, sqlite_pragmas
+    from app.doi import worker as doi_worker
     from app.extensions import db, limiter, migrate
     from app.pages import i18n
 
@@ -101,7 +101,7 @@ def _init_extensions(app: Flask) -> None:
     stats.init_app(app)
     pages.init_app()
     releases.init_app(app)
-    doi.init_app(app)
+    doi_worker.init_app(app)
     i18n.init_app(app)
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):

@@ -331,16 +331,16 @@ def _validate_datacite(config: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"DOIs need all of {', '.join(DATACITE_SETTINGS)} or none: {', '.join(missing)} missing"
         )
-    if given and not config.get("PUBLIC_BASE_URL"):
-        raise ConfigError(
-            "DOIs (DATACITE_*) need PUBLIC_BASE_URL: the address a DOI resolves to is fixed"
-        )
     url = config.get("DATACITE_URL")
     if url and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", str(url)):
         raise ConfigError(f"DATACITE_URL must be an http(s) URL, got {url!r}")
     prefix = config.get("DATACITE_PREFIX")
     if prefix and not re.fullmatch(r"10\.\d{4,9}", str(prefix)):
         raise ConfigError(f"DATACITE_PREFIX must be a DOI prefix such as '10.5072', got {prefix!r}")
+    if given and not config.get("PUBLIC_BASE_URL"):
+        raise ConfigError(
+            "DOIs (DATACITE_*) need PUBLIC_BASE_URL: the address a DOI resolves to is fixed"
+        )
     register_at = config.get("DATACITE_REGISTER_AT", "release")
     if register_at not in ("release", "sperrfrist"):
         raise ConfigError(

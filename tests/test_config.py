@@ -64,6 +64,16 @@ ROOT = Path(__file__).resolve().parent.parent
             "DATACITE_PREFIX",
         ),
         ({"DATACITE_REGISTER_AT": "tomorrow"}, "DATACITE_REGISTER_AT"),
+        (
+            {
+                "DATACITE_URL": "https://api.test.datacite.org",
+                "DATACITE_REPOSITORY": "X.Y",
+                "DATACITE_PASSWORD": "secret",
+                "DATACITE_PREFIX": "10.5072",
+                "PUBLIC_BASE_URL": None,
+            },
+            "PUBLIC_BASE_URL",
+        ),
     ],
 )
 def test_wrong_settings_are_named(tmp_path: Path, overrides: dict, setting: str):

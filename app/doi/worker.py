@@ -23,7 +23,7 @@ from flask import Flask, current_app, has_app_context
 from sqlalchemy import delete, event, select, update
 from sqlalchemy.orm import Session
 
-from app.doi import services
+import app.doi.services as services
 from app.doi.services import DELETED, DRAFT, FINDABLE, REGISTERED
 from app.extensions import db
 from app.models import Doi, FileRecord, utcnow
