@@ -16,6 +16,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 import zipfile
 from pathlib import Path
 
@@ -30,6 +31,7 @@ README = ROOT / "README.md"
 QUICK_START = "## Quick start"
 HEADING = "## API walkthrough with curl"
 APPROVAL = "## Release approval: four eyes"
+DOIS = "## DOIs through DataCite"
 ADDRESS = "<address of this repository>"
 #: What the quick start exports, and the walkthrough logs in with.
 ADMIN = "export ADMIN_EMAIL=admin@example.org ADMIN_PASSWORD='a long passphrase'"
@@ -56,6 +58,10 @@ def quick_start() -> str:
 
 def approval_walkthrough() -> str:
     return sh_block(APPROVAL)
+
+
+def doi_walkthrough() -> str:
+    return sh_block(DOIS)
 
 
 def test_the_readme_starts_with_the_quick_start():
@@ -94,7 +100,7 @@ def test_no_other_block_calls_the_api():
     text = README.read_text()
     blocks = re.findall(r"^```sh\n(.*?)^```$", text, re.S | re.M)
     calling = [block for block in blocks if "$BASE" in block or "/api/" in block]
-    assert calling == [quick_start(), walkthrough(), approval_walkthrough()]
+    assert calling == [quick_start(), walkthrough(), approval_walkthrough(), doi_walkthrough()]
 
 
 def snapshot_repository(target: Path) -> Path:
@@ -277,3 +283,46 @@ def test_the_release_approval_block_runs_with_a_second_account_approving(
         "2",
         "declined",
     ]
+
+
+def test_the_doi_block_runs_while_datacite_is_unreachable(tmp_path: Path, sqlite_template: Path):
+    """The block of "DOIs through DataCite" against `flask serve` with the four DATACITE_*
+    settings naming an address where nothing answers: no request waits for DataCite (the
+    outbox keeps what is owed, `flask doi status` shows it)."""
+    shutil.copyfile(sqlite_template, tmp_path / "db.sqlite3")
+    url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    env = clean_env(
+        DATABASE_URL=url,
+        STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
+        PUBLIC_BASE_URL="https://files.example.org",
+        DATACITE_URL=f"http://127.0.0.1:{free_port()}",
+        DATACITE_REPOSITORY="TEST.REPO",
+        DATACITE_PASSWORD="secret",
+        DATACITE_PREFIX="10.5072",
+    )
+    create_account(url, tmp_path / "unused", "autorin@example.org", "first long passphrase")
+    folder = tmp_path / "dois"
+    folder.mkdir()
+    (folder / "bericht.pdf").write_bytes(samples.pdf_bytes())
+    with server.running_server(env, tmp_path / "server.log") as port:
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", doi_walkthrough()],
+            cwd=folder,
+            env={**env, "BASE": f"http://127.0.0.1:{port}"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    assert result.stderr == ""
+    assert result.stdout.splitlines() == ["draft", "None"]
+    # The released reservation leaves nothing owed once the server's outbox thread ran.
+    deadline = time.monotonic() + 60
+    while True:
+        status = server.flask("doi", "status", env=env)
+        if status.stdout.endswith("0 DOI(s) pending, 0 failing.\n") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert status.returncode == 0 and status.stdout.splitlines() == [
+        "0 DOI(s) pending, 0 failing."
+    ], status.stdout + status.stderr

@@ -73,21 +73,21 @@ def _digest(attributes: dict[str, Any]) -> str:
 def _bring(doi: Doi, record: FileRecord | None) -> None:
     """One row's calls to DataCite, from what it holds (`state`) to what is wanted; the row's
     columns follow each confirmed step."""
-    datacite = client()
     if doi.wanted == DELETED:
         if doi.state is not None:
-            datacite.delete(doi.doi)
+            client().delete(doi.doi)
         doi.state = DELETED
         return
     if record is None:  # deleted: only hiding is left (and never without a DataCite DOI)
         if doi.state in (None, DRAFT):
             raise LookupError("the record is gone before its DOI was registered")
         if doi.state == FINDABLE:
-            datacite.hide(doi.doi)
+            client().hide(doi.doi)
         doi.state = REGISTERED
         return
     attributes = _attributes(record, doi)
     digest = _digest(attributes)
+    datacite = client()
     if doi.state is None:
         datacite.create_draft(doi.doi, attributes)
         doi.state, doi.payload_hash = DRAFT, digest
