@@ -39,10 +39,6 @@ DRAFT = "draft"
 REGISTERED = "registered"
 FINDABLE = "findable"
 DELETED = "deleted"
-#: `Doi.withdrawn_reason` of a record deleted, and of one no longer released (the values
-#: app/doi/lookup.py's readers know as DELETED and UNRELEASED).
-WITHDRAWN_DELETED = "deleted"
-WITHDRAWN_UNRELEASED = "unreleased"
 #: Session.info key: this transaction made a DOI due (the worker is poked after the commit).
 DUE = "doi_due"
 
@@ -164,7 +160,7 @@ def follow(record: FileRecord, *, deleted: bool = False) -> None:
         else:
             doi.wanted = REGISTERED
             doi.withdrawn_at = doi.withdrawn_at or utcnow()
-            doi.withdrawn_reason = WITHDRAWN_DELETED
+            doi.withdrawn_reason = lookup.DELETED
             doi.tombstone_title = (record.titel or record.original_name)[:255]
             doi.tombstone_citation = _citation(record)
         _due(doi)
@@ -175,7 +171,7 @@ def follow(record: FileRecord, *, deleted: bool = False) -> None:
     elif ever_public(doi):
         if doi.wanted != REGISTERED or doi.withdrawn_at is None:
             doi.withdrawn_at = utcnow()
-            doi.withdrawn_reason = WITHDRAWN_UNRELEASED
+            doi.withdrawn_reason = lookup.UNRELEASED
         doi.wanted = REGISTERED
     else:
         doi.wanted = DRAFT
