@@ -214,6 +214,8 @@ class Worker:
     def __init__(self, app: Flask) -> None:
         self.app = app
         self.wake = threading.Event()
+        #: Set while the thread waits between passes (holding no connection).
+        self.idle = threading.Event()
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
 
@@ -222,12 +224,16 @@ class Worker:
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._run, name="doi-outbox", daemon=True)
                 self.thread.start()
+        self.idle.clear()
         self.wake.set()
 
     def _run(self) -> None:
         wait: float | None = None
         while True:
+            if not self.wake.is_set():
+                self.idle.set()
             self.wake.wait(timeout=wait)
+            self.idle.clear()
             self.wake.clear()
             with self.app.app_context():
                 try:

@@ -113,6 +113,8 @@ class TestInTheBackground:
             time.sleep(0.05)
         assert dois.datacite.dois[doi]["attributes"]["titles"] == [{"title": "Neu"}]
         assert len(dois.datacite.dois) == 2
+        # The thread finishes its pass before the app goes (it holds a connection till then).
+        assert api.app.extensions["doi.worker"].idle.wait(timeout=30)
 
 
 def test_two_workers_never_send_one_change_twice(api: Api, alice: Account, dois: Dois):
