@@ -145,7 +145,7 @@ class FakeDataCite:
         )
         self.port = server.server_port
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
