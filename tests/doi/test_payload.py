@@ -7,19 +7,36 @@ import hashlib
 import json
 import uuid
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+from datacite import schema45
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lxml import etree
+from sqlalchemy import select
 
 from app.doi import payload
-from app.models import FileRecord
+from app.extensions import db
+from app.models import FileRecord, FileVersion
 from app.pages import records as page_records
 
 DOI = "10.80001/abcd-1234"
 LANDING = "https://repo.example.org/records/"
 RECORD_ID = uuid.UUID("6f1c2d4e-0000-4000-8000-000000000001")
+#: The official DataCite Metadata Schema 4.5 (kept by tests/pages for the XML export).
+DATACITE_XSD = etree.XMLSchema(
+    etree.parse(str(Path(__file__).parents[1] / "pages" / "datacite-kernel-4.5" / "metadata.xsd"))
+)
+
+
+def valid(found: dict[str, Any]) -> None:
+    """The attributes pass the package's JSON schema, and as XML (what DataCite stores them
+    as) the official XSD."""
+    payload.validate(found)
+    document = etree.fromstring(schema45.tostring(found).encode("utf-8"))
+    assert DATACITE_XSD.validate(document), DATACITE_XSD.error_log
 
 
 def record(**fields: Any) -> FileRecord:
@@ -54,7 +71,7 @@ def test_a_record_with_every_field_as_datacite_attributes():
         version=3,
     )
     found = attributes(full, available=date(2026, 1, 15), updated=date(2025, 9, 1))
-    payload.validate(found)
+    valid(found)
     assert found == {
         "doi": DOI,
         "url": LANDING + str(RECORD_ID),
@@ -99,7 +116,7 @@ def test_a_record_with_every_field_as_datacite_attributes():
 
 def test_a_bare_record_names_its_file_an_unknown_creator_and_its_creation():
     found = attributes(record())
-    payload.validate(found)
+    valid(found)
     assert found["titles"] == [{"title": "bericht.pdf"}]
     assert found["creators"] == [{"name": ":unav"}]
     assert found["publicationYear"] == "2025"
@@ -150,7 +167,7 @@ def test_a_hostile_record_is_still_valid_and_encodes():
         mime_type="",
     )
     found = attributes(hostile, publisher="\x00")
-    payload.validate(found)
+    valid(found)
     text = json.dumps(found, ensure_ascii=False).encode("utf-8").decode("utf-8")
     for dropped in ("\x00", "\x07", "\ud800", "\ufffe", "\x85"):
         assert dropped not in text
@@ -168,7 +185,7 @@ def test_a_record_with_only_empty_fields_is_named_by_its_id():
         titel="", original_name="  ", autoren="", sachschlagwoerter=", ;", beschreibung=""
     )
     found = attributes(empty)
-    payload.validate(found)
+    valid(found)
     assert found["titles"] == [{"title": str(RECORD_ID)}]
     assert found["creators"] == [{"name": ":unav"}]
     assert "subjects" not in found and "descriptions" not in found
@@ -190,7 +207,7 @@ optional_text = st.one_of(st.none(), st.text(max_size=300))
 )
 def test_no_record_makes_an_invalid_payload(**fields):
     found = attributes(record(**fields))
-    payload.validate(found)
+    valid(found)
     json.dumps(found, ensure_ascii=False).encode("utf-8")
 
 
@@ -241,3 +258,22 @@ def test_the_digest_changes_with_the_payload_and_only_then():
     # Columns DataCite is not sent (order, who released it) leave the payload as it is.
     moved = record(titel="Eins", reihenfolge=7, freigegeben_von="someone", path="a/b")
     assert payload.digest(attributes(moved)) == payload.digest(first)
+
+
+def test_updated_is_the_day_the_current_version_began(api, alice):
+    """Not given, the `Updated` date is read from the versions: when the replacement that made
+    the current version ended the one before."""
+    created = api.create(alice, "a.txt", b"one", titel="Messreihe")
+    assert api.replace(alice, created["id"], "a.txt", b"two").status_code == 200
+    with api.app.app_context():
+        row = db.session.get(FileRecord, uuid.UUID(created["id"]))
+        assert row is not None and row.version == 2
+        replaced = db.session.scalar(
+            select(FileVersion.replaced_at).where(FileVersion.record_id == row.id)
+        )
+        found = attributes(row)
+        given = attributes(row, updated=date(2020, 2, 2))
+    day = replaced.astimezone(UTC).date().isoformat()
+    assert found["dates"][1:] == [{"date": day, "dateType": "Updated"}]
+    assert found["version"] == "2"
+    assert given["dates"][1:] == [{"date": "2020-02-02", "dateType": "Updated"}]
