@@ -158,8 +158,9 @@ class DataCite:
                 body_read = _read_quietly(error)
                 location = error.headers.get("Location") if error.headers else None
             if 300 <= status < 400:
+                where_to = f" to {location}" if location else ""
                 raise DataCiteRejected(
-                    status, [f"redirected to {location}: DATACITE_URL should name that address"]
+                    status, [f"redirected{where_to}: DATACITE_URL should name DataCite's API"]
                 ) from None
             messages = error_messages(body_read, status, reason)
             if status >= 500 or status in TRANSIENT:

@@ -212,6 +212,17 @@ def test_a_slow_datacite_times_out_and_a_second_try_finds_the_draft(datacite_ser
     assert [r.method for r in fake.requests] == ["POST", "POST", "GET", "PUT"]
 
 
+def test_a_redirect_is_refused_not_followed(datacite, datacite_server):
+    datacite_server.fail_next(1, status=301)
+    with pytest.raises(DataCiteRejected) as refused:
+        datacite.create_draft(DOI, attributes())
+    assert refused.value.status == 301
+    assert refused.value.messages == [
+        f"redirected to {datacite_server.url}/moved/dois: DATACITE_URL should name DataCite's API"
+    ]
+    assert [r.method for r in datacite_server.requests] == ["POST"]
+
+
 def test_datacites_errors_are_read_as_source_and_title():
     body = (
         b'{"errors":[{"source":"url","uid":"10.80001/x","title":"Can\'t be blank"},'

@@ -207,6 +207,8 @@ class FakeDataCite:
             failure = self._switches.failures.pop(0) if self._switches.failures else None
             if failure is not None:
                 response = errors(failure)
+                if 300 <= failure < 400:  # a moved API: followed, it would be recorded too
+                    response.headers["Location"] = f"{self.url}/moved{request.path}"
             elif self._switches.unavailable:
                 response = errors(503)
             else:
