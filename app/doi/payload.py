@@ -115,7 +115,9 @@ def attributes(
 ) -> dict[str, Any]:
     """The record as DataCite's REST attributes. `available` is DataCite's `Available` date
     (the end of an embargo); `updated` the day the current version began, looked up in the
-    versions when not given for a record past version 1."""
+    versions when not given for a record past version 1. The publication (`publicationYear`,
+    `Issued`) is the day the record became public: its creation, or the end of a later
+    embargo, as DataCite asks for embargoed resources."""
     created = record.created_at.astimezone(UTC).date()
     published = max(created, record.sperrfrist) if record.sperrfrist else created
     if updated is None:
