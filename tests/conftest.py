@@ -28,6 +28,7 @@ from app import create_app
 from app.auth.services import create_user
 from app.extensions import db
 from tests.support.api import Account, Api
+from tests.support.datacite import datacite_server  # noqa: F401  (a fixture for every folder)
 from tests.support.openapi_client import OpenAPIValidatingClient
 
 if TYPE_CHECKING:
