@@ -25,10 +25,10 @@ def test_the_approval_registers_the_doi(app: Flask, api: Api, alice: Account, do
     record, [request] = upload["files"][0], upload["release_requests"]
     doi = dois.reserved(record["id"], alice)
     dois.work()
-    assert dois.datacite.dois[doi]["state"] == "draft"
+    assert dois.held(doi)["state"] == "draft"
     approved = api.client.post(
         f"/api/release-requests/{request['id']}/approve", json={}, headers=carol.auth
     )
     assert approved.status_code == 200, approved.get_json()
     dois.work()
-    assert dois.datacite.dois[doi]["state"] == "findable"
+    assert dois.held(doi)["state"] == "findable"

@@ -13,7 +13,7 @@ from tests.support.api import Account, Api
 
 
 def sent(dois: Dois, doi: str) -> list[tuple[str, str | None]]:
-    return [(verb, event) for verb, name, event in dois.datacite.calls if name == doi]
+    return dois.calls(doi)
 
 
 def test_release_registers_the_doi_findable(api: Api, alice: Account, dois: Dois):
@@ -23,7 +23,7 @@ def test_release_registers_the_doi_findable(api: Api, alice: Account, dois: Dois
     assert api.patch(record["id"], alice, {"freigabe": True}).status_code == 200
     assert api.get(f"/api/files/{record['id']}", alice).get_json()["doi_state"] == "findable"
     dois.work()
-    assert dois.datacite.dois[doi]["state"] == "findable"
+    assert dois.held(doi)["state"] == "findable"
     assert sent(dois, doi) == [("create", None), ("update", "publish")]
     row = dois.row(doi)
     assert row is not None and row.state == "findable" and row.registered_at is not None
@@ -34,30 +34,30 @@ def test_the_embargo_is_datacites_available_date(api: Api, alice: Account, dois:
     record = api.create(alice, freigabe="true", sperrfrist=later.isoformat())
     doi = dois.reserved(record["id"], alice)
     dois.work()
-    held = dois.datacite.dois[doi]
+    held = dois.held(doi)
     assert held["state"] == "findable"
-    assert {"date": later.isoformat(), "dateType": "Available"} in held["attributes"]["dates"]
+    assert {"date": later.isoformat(), "dateType": "Available"} in held["dates"]
 
 
 def test_an_update_is_sent_only_when_the_payload_changed(api: Api, alice: Account, dois: Dois):
     record = api.create(alice, titel="Bericht", freigabe="true")
     doi = dois.reserved(record["id"], alice)
     dois.work()
-    before = list(dois.datacite.calls)
+    before = dois.calls()
     # Not in DataCite's metadata: nothing sent.
     assert api.patch(record["id"], alice, {"reihenfolge": 7}).status_code == 200
     dois.work()
-    assert dois.datacite.calls == before
+    assert dois.calls() == before
     assert dois.row(doi).due_at is None  # type: ignore[union-attr]
     # The title is: one update.
     assert api.patch(record["id"], alice, {"titel": "Neuer Titel"}).status_code == 200
     dois.work()
     assert sent(dois, doi)[len(before) :] == [("update", "publish")]
-    assert dois.datacite.dois[doi]["attributes"]["titles"] == [{"title": "Neuer Titel"}]
+    assert dois.held(doi)["titles"] == [{"title": "Neuer Titel"}]
     # A new version is too.
     assert api.replace(alice, record["id"], "v2.txt", b"version 2\n").status_code == 200
     dois.work()
-    assert dois.datacite.dois[doi]["attributes"]["version"] == "2"
+    assert dois.held(doi)["version"] == "2"
 
 
 def test_unrelease_hides_the_doi_and_release_shows_it_again(api: Api, alice: Account, dois: Dois):
@@ -66,7 +66,7 @@ def test_unrelease_hides_the_doi_and_release_shows_it_again(api: Api, alice: Acc
     dois.work()
     assert api.patch(record["id"], alice, {"freigabe": False}).status_code == 200
     dois.work()
-    assert dois.datacite.dois[doi]["state"] == "registered"
+    assert dois.held(doi)["state"] == "registered"
     row = dois.row(doi)
     assert row is not None and row.withdrawn_at is not None
     assert row.withdrawn_reason == "unreleased" and row.wanted == "registered"
@@ -76,7 +76,7 @@ def test_unrelease_hides_the_doi_and_release_shows_it_again(api: Api, alice: Acc
     assert dois.release(record["id"], alice).status_code == 409
     assert api.patch(record["id"], alice, {"freigabe": True}).status_code == 200
     dois.work()
-    assert dois.datacite.dois[doi]["state"] == "findable"
+    assert dois.held(doi)["state"] == "findable"
     row = dois.row(doi)
     assert row is not None and row.withdrawn_at is None and row.withdrawn_reason is None
 
@@ -87,7 +87,7 @@ def test_delete_hides_the_doi_and_keeps_the_tombstone(api: Api, alice: Account, 
     dois.work()
     assert api.delete(record["id"], alice).status_code == 204
     dois.work()
-    assert dois.datacite.dois[doi]["state"] == "registered"
+    assert dois.held(doi)["state"] == "registered"
     row = dois.row(doi)
     assert row is not None and row.withdrawn_reason == "deleted"
     assert row.withdrawn_at is not None and row.tombstone_title == "Jahresbericht"
@@ -118,10 +118,10 @@ class TestRegisterAtSperrfrist:
         record = api.create(alice, freigabe="true", sperrfrist=later.isoformat())
         doi = dois.reserved(record["id"], alice)
         dois.work()
-        assert dois.datacite.dois[doi]["state"] == "draft"
+        assert dois.held(doi)["state"] == "draft"
         # The calendar moves on (the embargo ended yesterday): `flask doi work` notices.
         api.set_columns(record["id"], sperrfrist=date.today() - timedelta(days=1))
         output = dois.work()
         assert "Embargo over: 1" in output
-        assert dois.datacite.dois[doi]["state"] == "findable"
+        assert dois.held(doi)["state"] == "findable"
         assert "Embargo over: 0" in dois.work()

@@ -6,13 +6,12 @@ from typing import Any
 
 import pytest
 
-from tests.doi.conftest import DATACITE
 from tests.support.api import Account, Api
 
 
 @pytest.fixture
 def stack_config(stack_config: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in stack_config.items() if k not in DATACITE or k == "PUBLIC_BASE_URL"}
+    return {k: v for k, v in stack_config.items() if not k.startswith("DATACITE_")}
 
 
 def test_no_doi_fields_and_no_endpoint_without_datacite(api: Api, alice: Account):

@@ -21,10 +21,10 @@ def test_reserve_answers_a_random_doi_and_the_draft_reaches_datacite(
     assert prefix == PREFIX
     assert re.fullmatch(r"[0-9a-z*~$=]{4}-[0-9a-z*~$=]{4}", suffix) and suffix_valid(suffix)
     # Nothing was sent inside the request: the outbox sends it.
-    assert dois.datacite.calls == []
+    assert dois.datacite.requests == []
     dois.work()
-    assert dois.datacite.dois[body["doi"]]["state"] == "draft"
-    assert dois.datacite.dois[body["doi"]]["attributes"]["url"].endswith(f"/records/{record['id']}")
+    assert dois.held(body["doi"])["state"] == "draft"
+    assert dois.held(body["doi"])["url"].endswith(f"/records/{record['id']}")
     row = dois.row(body["doi"])
     assert row is not None and row.state == "draft" and row.due_at is None
     got = api.get(f"/api/files/{record['id']}", alice).get_json()
@@ -80,7 +80,7 @@ def test_release_of_a_reservation_datacite_never_saw_sends_nothing(
     doi = dois.reserved(record["id"], alice)
     assert dois.release(record["id"], alice).status_code == 204
     dois.work()
-    assert dois.datacite.calls == [] and dois.row(doi) is None
+    assert dois.datacite.requests == [] and dois.row(doi) is None
 
 
 def test_release_once_registered_is_409(api: Api, alice: Account, dois: Dois):
@@ -90,7 +90,7 @@ def test_release_once_registered_is_409(api: Api, alice: Account, dois: Dois):
     response = dois.release(record["id"], alice)
     assert response.status_code == 409
     assert doi in response.get_json()["message"]
-    assert dois.datacite.dois[doi]["state"] == "findable"
+    assert dois.held(doi)["state"] == "findable"
 
 
 def test_release_without_a_doi_is_404(api: Api, alice: Account, dois: Dois):
