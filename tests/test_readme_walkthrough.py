@@ -24,6 +24,7 @@ import pytest
 
 from tests.conftest import create_account
 from tests.support import samples, server
+from tests.support.datacite import FakeDataCite
 from tests.support.readme import stop_group, venv_without_install
 from tests.support.server import ROOT, clean_env, free_port
 
@@ -285,20 +286,22 @@ def test_the_release_approval_block_runs_with_a_second_account_approving(
     ]
 
 
-def test_the_doi_block_runs_while_datacite_is_unreachable(tmp_path: Path, sqlite_template: Path):
+def test_the_doi_block_runs_against_a_fake_datacite(
+    tmp_path: Path, sqlite_template: Path, datacite_server: FakeDataCite
+):
     """The block of "DOIs through DataCite" against `flask serve` with the four DATACITE_*
-    settings naming an address where nothing answers: no request waits for DataCite (the
-    outbox keeps what is owed, `flask doi status` shows it)."""
+    settings naming the fake DataCite (tests/support/datacite.py); the server's outbox thread
+    creates the draft and deletes it again, and nothing stays owed."""
     shutil.copyfile(sqlite_template, tmp_path / "db.sqlite3")
     url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
     env = clean_env(
         DATABASE_URL=url,
         STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
         PUBLIC_BASE_URL="https://files.example.org",
-        DATACITE_URL=f"http://127.0.0.1:{free_port()}",
-        DATACITE_REPOSITORY="TEST.REPO",
-        DATACITE_PASSWORD="secret",
-        DATACITE_PREFIX="10.5072",
+        DATACITE_URL=datacite_server.url,
+        DATACITE_REPOSITORY=datacite_server.repository,
+        DATACITE_PASSWORD=datacite_server.password,
+        DATACITE_PREFIX=datacite_server.prefix,
     )
     create_account(url, tmp_path / "unused", "autorin@example.org", "first long passphrase")
     folder = tmp_path / "dois"
@@ -313,16 +316,19 @@ def test_the_doi_block_runs_while_datacite_is_unreachable(tmp_path: Path, sqlite
             text=True,
             timeout=120,
         )
+        # The released reservation leaves nothing owed once the server's outbox thread ran.
+        deadline = time.monotonic() + 60
+        while True:
+            status = server.flask("doi", "status", env=env)
+            done = status.stdout.endswith("0 DOI(s) pending, 0 failing.\n")
+            if done or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
     assert result.stderr == ""
     assert result.stdout.splitlines() == ["draft", "None"]
-    # The released reservation leaves nothing owed once the server's outbox thread ran.
-    deadline = time.monotonic() + 60
-    while True:
-        status = server.flask("doi", "status", env=env)
-        if status.stdout.endswith("0 DOI(s) pending, 0 failing.\n") or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
     assert status.returncode == 0 and status.stdout.splitlines() == [
         "0 DOI(s) pending, 0 failing."
     ], status.stdout + status.stderr
+    assert datacite_server.dois == {}
+    assert [r.status for r in datacite_server.requests if r.status >= 300] == []
