@@ -69,7 +69,7 @@ class DoiRegistered(DomainError):
 
 
 class DoisOff(DomainError):
-    """DOIs are not configured (404 for the endpoints)."""
+    """DOIs are not configured, or the record has none to release (404)."""
 
     status = 404
 

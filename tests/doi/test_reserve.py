@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from app.doi.services import suffix_valid
+from app.doi.services import new_suffix, suffix_valid
 from tests.doi.conftest import PREFIX, Dois
 from tests.support.api import Account, Api
 
@@ -128,3 +128,13 @@ def test_reserve_and_release_are_in_the_audit_trail(
         ("doi.reserve", alice.email, {"doi": doi}),
         ("doi.release", alice.email, {"doi": doi}),
     ]
+
+
+def test_the_check_character_catches_a_mistyped_suffix():
+    suffix = new_suffix()
+    assert suffix_valid(suffix)
+    first = suffix[0]
+    typo = ("1" if first != "1" else "2") + suffix[1:]
+    assert not suffix_valid(typo)
+    swapped = suffix[1] + suffix[0] + suffix[2:]
+    assert suffix[0] == suffix[1] or not suffix_valid(swapped)
