@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
+from app import create_app
 from app.doi import worker
 from app.extensions import db
 from app.models import Doi, utcnow
@@ -145,27 +146,34 @@ class TestInTheBackground:
         assert row is not None and row.state == "draft" and row.due_at is None
 
 
-def test_two_workers_never_send_one_change_twice(api: Api, alice: Account, dois: Dois):
+def test_two_replicas_never_send_one_change_twice(
+    api: Api, alice: Account, dois: Dois, stack_config: dict[str, Any]
+):
+    """Two app instances on one database (two replicas) work the outbox at once."""
     records = [api.create(alice, freigabe="true") for _ in range(6)]
     reserved = [dois.reserved(r["id"], alice) for r in records]
     dois.datacite.slow(0.05)  # calls overlap
-    start = threading.Barrier(2)
+    replicas = [api.app, create_app(stack_config)]
+    start = threading.Barrier(len(replicas))
 
-    def run() -> None:
-        with api.app.app_context():
+    def run(app: Flask) -> None:
+        with app.app_context():
             start.wait()
             try:
                 worker.work_due()
             finally:
                 db.session.remove()
 
-    threads = [threading.Thread(target=run) for _ in range(2)]
+    threads = [threading.Thread(target=run, args=(app,)) for app in replicas]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
+    with replicas[1].app_context():
+        db.engine.dispose()
     creates = [r.attributes["doi"] for r in dois.datacite.sent("POST")]
     publishes = [r.path for r in dois.datacite.sent("PUT") if r.attributes.get("event")]
     assert sorted(creates) == sorted(reserved)
     assert sorted(publishes) == sorted(f"/dois/{doi}" for doi in reserved)
     assert all(dois.held(d)["state"] == "findable" for d in reserved)
+    assert all(dois.row(d).due_at is None for d in reserved)  # type: ignore[union-attr]
