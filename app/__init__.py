@@ -88,6 +88,7 @@ def _init_extensions(app: Flask) -> None:
     )
     from app.auth.guard import caller_of
     from app.database import ping_idle_connections, prepare_marked_statements, sqlite_pragmas
+    from app.doi import worker as doi_worker
     from app.extensions import db, limiter, migrate
     from app.pages import i18n
 
@@ -100,6 +101,7 @@ def _init_extensions(app: Flask) -> None:
     stats.init_app(app)
     pages.init_app()
     releases.init_app(app)
+    doi_worker.init_app(app)
     i18n.init_app(app)
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):
@@ -190,6 +192,7 @@ def _register_cli(app: Flask) -> None:
         users_group,
     )
     from app.cli import serve_command
+    from app.doi.cli import doi_group
     from app.ops import register_cli
     from app.pages.cli import pages_cli
     from app.releases.cli import (
@@ -212,6 +215,7 @@ def _register_cli(app: Flask) -> None:
     app.cli.add_command(pages_cli)
     app.cli.add_command(releases_group)
     app.cli.add_command(mail_group)
+    app.cli.add_command(doi_group)
     users_group.add_command(grant_approver_command)
     users_group.add_command(revoke_approver_command)
     register_cli(app)

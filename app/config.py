@@ -145,6 +145,11 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "SMTP_PASSWORD": get("SMTP_PASSWORD"),
         "SMTP_SECURITY": (get("SMTP_SECURITY", "none") or "").lower(),
         "MAIL_FROM": get("MAIL_FROM", "file-repository@localhost"),
+        "DATACITE_URL": get("DATACITE_URL"),
+        "DATACITE_REPOSITORY": get("DATACITE_REPOSITORY"),
+        "DATACITE_PASSWORD": get("DATACITE_PASSWORD"),
+        "DATACITE_PREFIX": get("DATACITE_PREFIX"),
+        "DATACITE_REGISTER_AT": (get("DATACITE_REGISTER_AT", "release") or "").lower(),
     }
 
 
@@ -187,7 +192,17 @@ DEFAULTS: dict[str, Any] = {
     "MAIL_MAX_ATTEMPTS": 8,
     "MAIL_RETRY_SECONDS": 30.0,
     "SMTP_TIMEOUT_SECONDS": 10.0,
+    # The DOI outbox (app/doi/worker.py): worked by a thread after each commit that made a DOI
+    # due (off in tests, which work it by hand), the n-th retry after DOI_RETRY_SECONDS *
+    # 2**(n-1) seconds (at most DOI_RETRY_MAX_SECONDS), this timeout per DataCite call.
+    "DOI_BACKGROUND": True,
+    "DOI_RETRY_SECONDS": 30.0,
+    "DOI_RETRY_MAX_SECONDS": 3600.0,
+    "DATACITE_TIMEOUT_SECONDS": 10.0,
 }
+
+#: The DataCite settings: DOIs are on with all of them, off with none.
+DATACITE_SETTINGS = ("DATACITE_URL", "DATACITE_REPOSITORY", "DATACITE_PASSWORD", "DATACITE_PREFIX")
 
 
 def validate(config: Mapping[str, Any]) -> None:
@@ -300,9 +315,34 @@ def validate(config: Mapping[str, Any]) -> None:
     smtp_port = config.get("SMTP_PORT", 25)
     if not isinstance(smtp_port, int) or not 0 < smtp_port < 65536:
         raise ConfigError(f"SMTP_PORT must be between 1 and 65535, got {smtp_port!r}")
+    _validate_datacite(config)
     proxies = config.get("PROXY_COUNT")
     if not isinstance(proxies, int) or proxies < 0:
         raise ConfigError(f"PROXY_COUNT must be 0 or a positive number, got {proxies!r}")
     port = config.get("PORT")
     if not isinstance(port, int) or not 0 < port < 65536:
         raise ConfigError(f"PORT must be between 1 and 65535, got {port!r}")
+
+
+def _validate_datacite(config: Mapping[str, Any]) -> None:
+    given = [name for name in DATACITE_SETTINGS if config.get(name)]
+    if given and len(given) < len(DATACITE_SETTINGS):
+        missing = [name for name in DATACITE_SETTINGS if name not in given]
+        raise ConfigError(
+            f"DOIs need all of {', '.join(DATACITE_SETTINGS)} or none: {', '.join(missing)} missing"
+        )
+    url = config.get("DATACITE_URL")
+    if url and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", str(url)):
+        raise ConfigError(f"DATACITE_URL must be an http(s) URL, got {url!r}")
+    prefix = config.get("DATACITE_PREFIX")
+    if prefix and not re.fullmatch(r"10\.\d{4,9}", str(prefix)):
+        raise ConfigError(f"DATACITE_PREFIX must be a DOI prefix such as '10.5072', got {prefix!r}")
+    if given and not config.get("PUBLIC_BASE_URL"):
+        raise ConfigError(
+            "DOIs (DATACITE_*) need PUBLIC_BASE_URL: the address a DOI resolves to is fixed"
+        )
+    register_at = config.get("DATACITE_REGISTER_AT", "release")
+    if register_at not in ("release", "sperrfrist"):
+        raise ConfigError(
+            f"DATACITE_REGISTER_AT must be 'release' or 'sperrfrist', got {register_at!r}"
+        )

@@ -28,6 +28,7 @@ from app import create_app
 from app.auth.services import create_user
 from app.extensions import db
 from tests.support.api import Account, Api
+from tests.support.datacite import datacite_server  # noqa: F401  (a fixture for every folder)
 from tests.support.openapi_client import OpenAPIValidatingClient
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ def base_config(**overrides: Any) -> dict[str, Any]:
         "STATS_BACKGROUND_FLUSH": False,
         # The mail outbox is sent by the tests that read it (tests/releases), never by a thread.
         "MAIL_BACKGROUND": False,
+        # The DOI outbox is worked by the tests that read it (tests/doi), never by a thread.
+        "DOI_BACKGROUND": False,
     }
     config.update(overrides)
     return config

@@ -45,6 +45,35 @@ ROOT = Path(__file__).resolve().parent.parent
         ({"STATS_FLUSH_SECONDS": 0}, "STATS_FLUSH_SECONDS"),
         ({"STATS_REDIS_URL": "localhost:6379"}, "STATS_REDIS_URL"),
         ({"STORAGE_BACKEND": "s3", "S3_BUCKET": "b", "S3_PART_SIZE": 1024}, "S3_PART_SIZE"),
+        ({"DATACITE_URL": "https://api.test.datacite.org"}, "DATACITE_PREFIX"),
+        (
+            {
+                "DATACITE_URL": "https://api.test.datacite.org",
+                "DATACITE_REPOSITORY": "X.Y",
+                "DATACITE_PASSWORD": "secret",
+            },
+            "DATACITE_PREFIX",
+        ),
+        (
+            {
+                "DATACITE_URL": "https://api.test.datacite.org",
+                "DATACITE_REPOSITORY": "X.Y",
+                "DATACITE_PASSWORD": "secret",
+                "DATACITE_PREFIX": "doi:10.5072",
+            },
+            "DATACITE_PREFIX",
+        ),
+        ({"DATACITE_REGISTER_AT": "tomorrow"}, "DATACITE_REGISTER_AT"),
+        (
+            {
+                "DATACITE_URL": "https://api.test.datacite.org",
+                "DATACITE_REPOSITORY": "X.Y",
+                "DATACITE_PASSWORD": "secret",
+                "DATACITE_PREFIX": "10.5072",
+                "PUBLIC_BASE_URL": None,
+            },
+            "PUBLIC_BASE_URL",
+        ),
     ],
 )
 def test_wrong_settings_are_named(tmp_path: Path, overrides: dict, setting: str):
@@ -66,6 +95,7 @@ def test_wrong_settings_are_named(tmp_path: Path, overrides: dict, setting: str)
         ({"TOKEN_TTL_MINUTES": "soon"}, "TOKEN_TTL_MINUTES"),
         ({"TOKEN_CACHE_SECONDS": "a minute"}, "TOKEN_CACHE_SECONDS"),
         ({"RATELIMIT_STORAGE_URI": "carrier-pigeon://coop"}, "RATELIMIT_STORAGE_URI"),
+        ({"DATACITE_PASSWORD": "secret"}, "DATACITE_URL"),
     ],
 )
 def test_flask_cli_stops_with_one_line(tmp_path: Path, env: dict, setting: str):

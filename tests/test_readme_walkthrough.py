@@ -16,6 +16,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 import zipfile
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pytest
 
 from tests.conftest import create_account
 from tests.support import samples, server
+from tests.support.datacite import FakeDataCite
 from tests.support.readme import stop_group, venv_without_install
 from tests.support.server import ROOT, clean_env, free_port
 
@@ -30,6 +32,7 @@ README = ROOT / "README.md"
 QUICK_START = "## Quick start"
 HEADING = "## API walkthrough with curl"
 APPROVAL = "## Release approval: four eyes"
+DOIS = "## DOIs through DataCite"
 ADDRESS = "<address of this repository>"
 #: What the quick start exports, and the walkthrough logs in with.
 ADMIN = "export ADMIN_EMAIL=admin@example.org ADMIN_PASSWORD='a long passphrase'"
@@ -56,6 +59,10 @@ def quick_start() -> str:
 
 def approval_walkthrough() -> str:
     return sh_block(APPROVAL)
+
+
+def doi_walkthrough() -> str:
+    return sh_block(DOIS)
 
 
 def test_the_readme_starts_with_the_quick_start():
@@ -94,7 +101,7 @@ def test_no_other_block_calls_the_api():
     text = README.read_text()
     blocks = re.findall(r"^```sh\n(.*?)^```$", text, re.S | re.M)
     calling = [block for block in blocks if "$BASE" in block or "/api/" in block]
-    assert calling == [quick_start(), walkthrough(), approval_walkthrough()]
+    assert calling == [quick_start(), walkthrough(), approval_walkthrough(), doi_walkthrough()]
 
 
 def snapshot_repository(target: Path) -> Path:
@@ -277,3 +284,51 @@ def test_the_release_approval_block_runs_with_a_second_account_approving(
         "2",
         "declined",
     ]
+
+
+def test_the_doi_block_runs_against_a_fake_datacite(
+    tmp_path: Path, sqlite_template: Path, datacite_server: FakeDataCite
+):
+    """The block of "DOIs through DataCite" against `flask serve` with the four DATACITE_*
+    settings naming the fake DataCite (tests/support/datacite.py); the server's outbox thread
+    creates the draft and deletes it again, and nothing stays owed."""
+    shutil.copyfile(sqlite_template, tmp_path / "db.sqlite3")
+    url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    env = clean_env(
+        DATABASE_URL=url,
+        STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
+        PUBLIC_BASE_URL="https://files.example.org",
+        DATACITE_URL=datacite_server.url,
+        DATACITE_REPOSITORY=datacite_server.repository,
+        DATACITE_PASSWORD=datacite_server.password,
+        DATACITE_PREFIX=datacite_server.prefix,
+    )
+    create_account(url, tmp_path / "unused", "autorin@example.org", "first long passphrase")
+    folder = tmp_path / "dois"
+    folder.mkdir()
+    (folder / "bericht.pdf").write_bytes(samples.pdf_bytes())
+    with server.running_server(env, tmp_path / "server.log") as port:
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", doi_walkthrough()],
+            cwd=folder,
+            env={**env, "BASE": f"http://127.0.0.1:{port}"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        # The released reservation leaves nothing owed once the server's outbox thread ran.
+        deadline = time.monotonic() + 60
+        while True:
+            status = server.flask("doi", "status", env=env)
+            done = status.stdout.endswith("0 DOI(s) pending, 0 failing.\n")
+            if done or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    assert result.stderr == ""
+    assert result.stdout.splitlines() == ["draft", "None"]
+    assert status.returncode == 0 and status.stdout.splitlines() == [
+        "0 DOI(s) pending, 0 failing."
+    ], status.stdout + status.stderr
+    assert datacite_server.dois == {}
+    assert [r.status for r in datacite_server.requests if r.status >= 300] == []

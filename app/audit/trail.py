@@ -36,6 +36,7 @@ from app.models import (
     ApiToken,
     AuditChainHead,
     AuditEntry,
+    Doi,
     FileRecord,
     ReleaseRequest,
     ShareLink,
@@ -271,6 +272,13 @@ def _release_changed(obj: ReleaseRequest) -> Change | None:
     return RELEASE_DECIDED.get(new, f"release.{new}"), changes
 
 
+def _doi_changed(obj: Doi) -> Change | None:
+    was_changed, _old, new = _history(obj, "wanted")
+    if was_changed and new == "deleted":
+        return "doi.release", {"doi": obj.doi}
+    return None
+
+
 @dataclass(frozen=True)
 class Audited:
     """What the trail records of one model's rows."""
@@ -307,6 +315,12 @@ AUDITED: dict[type, Audited] = {
         deleted=lambda token: ("token.revoke", {"token_id": token.id, "name": token.name}),
         about=_token_about,
         owner=lambda token: token.user_id,
+    ),
+    Doi: Audited(
+        created=("doi.reserve", ("doi",)),
+        changed=_doi_changed,
+        deleted=None,
+        about=lambda doi, _changes: (doi.record_id, None),
     ),
     ReleaseRequest: Audited(
         created=("release.submit", RELEASE_SUBMITTED),

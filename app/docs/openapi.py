@@ -69,6 +69,35 @@ SINCE_PATTERN = (
 FLAG_STRING_PATTERN = r"^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
 
+_DOI_STATE = {
+    "type": ["string", "null"],
+    "enum": ["draft", "registered", "findable", None],
+    "description": "With DOIs configured only: what DataCite holds (or will in a moment: "
+    "the outbox sends it after the commit): draft before the record is public, findable "
+    "while it is, registered (hidden) once it left public view; null without a DOI.",
+}
+#: Fields of record answers with DOIs configured (`DATACITE_*`); absent otherwise.
+DOI_FIELDS = {
+    "doi": {
+        "type": ["string", "null"],
+        "description": "With DOIs configured only: the record's DOI (lower case, "
+        "`prefix/xxxx-xxxx`), null without one.",
+        "examples": ["10.5072/3kq7-m2x0"],
+    },
+    "doi_state": _DOI_STATE,
+}
+RESERVED_DOI = {
+    "type": "object",
+    "description": "A DOI reserved for a record.",
+    "required": ["doi", "doi_state"],
+    "additionalProperties": False,
+    "properties": {
+        "doi": {**DOI_FIELDS["doi"], "type": "string"},
+        "doi_state": {**_DOI_STATE, "type": "string", "enum": ["draft", "findable"]},
+    },
+}
+
+
 def openapi_document(app: Flask) -> dict[str, Any]:
     """The document for this application (built on first use, then shared)."""
     limits = tuple((name, app.config.get(setting)) for name, setting in LIMITS.items())
@@ -569,6 +598,9 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
             continue
         components.schema(name, {"description": description, **strict}, schema=schema)
         components.schemas[name]["properties"]["mime_type"]["enum"] = sorted(ALLOWED_MIME_TYPES)
+    for name in ("FileRecord", "CreatedFileRecord"):
+        components.schemas[name]["properties"].update(DOI_FIELDS)
+    components.schema("ReservedDoi", RESERVED_DOI)
     for name, schema in (
         ("FileRecord", record_schema),
         ("PublicFileRecord", public_record_schema),
@@ -605,6 +637,7 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
         },
         schema=FileRecordSchema(only=("id", *metadata, "iab_themen", "updated_at")),
     )
+    components.schemas["FileUpdateResult"]["properties"].update(DOI_FIELDS)
     components.schemas["FileUpdateResult"]["properties"]["release_request"] = {
         "anyOf": [ref("ReleaseRequestSummary"), {"type": "null"}],
         "description": "With RELEASE_APPROVAL=on only: the record's pending release request "

@@ -22,6 +22,8 @@ from app.docs.openapi import (
     private_cache,
     ref,
 )
+from app.doi import lookup as doi_lookup
+from app.doi import services as doi_services
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
 from app.files import access, approval, versions, writes
@@ -153,7 +155,7 @@ def create_files():
         raise
     staged = [(record_ids[file.index], file) for file in upload.files]
     records = writes.create_records(owner_id, staged, metadata, _storage())
-    answer = {"files": created_record_schema.dump(records, many=True)}
+    answer = {"files": with_dois(created_record_schema.dump(records, many=True))}
     if approval.enabled():
         answer["release_requests"] = approval.pending_summaries([r.id for r in records])
     return answer, 201
@@ -170,7 +172,9 @@ def list_files():
     filter off and unknown parameters are ignored.
     """
     params = load(list_query_schema, request.args.to_dict())
-    return list_response(Listing.of(current_user(), params), params, record_rows)
+    answer = list_response(Listing.of(current_user(), params), params, record_rows)
+    with_dois(answer["data"])
+    return answer
 
 
 @bp.get("/<uuid:record_id>", parameters=[ID_PARAMETER])
@@ -183,7 +187,7 @@ def read_file(record_id: uuid.UUID):
     The ETag header names the record as it is now; send it back in If-Match with a change.
     """
     record = access.read_record(current_user(), record_id)
-    return _with_etag(record_rows.dump(record), record)
+    return _with_etag(with_dois([record_rows.dump(record)])[0], record)
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[ID_PARAMETER])
@@ -248,7 +252,7 @@ def update_file(record_id: uuid.UUID):
     changes = load(update_schema, body)
     record = writes.update_metadata(current_user(), record_id, changes, if_match(), _storage())
     sent = dict.fromkeys(INPUT_ALIASES.get(name, name) for name in body)
-    answer = dump_update_result(record, [name for name in sent if name in changes])
+    answer = with_dois([dump_update_result(record, [name for name in sent if name in changes])])[0]
     if approval.enabled():
         answer["release_request"] = approval.summary(approval.pending_request(record.id))
     return _with_etag(answer, record)
@@ -321,7 +325,7 @@ def replace_file_content(record_id: uuid.UUID):
         change_note=form.get("change_note"),
         if_match=expected,
     )
-    answer = record_schema.dump(record)
+    answer = with_dois([record_schema.dump(record)])[0]
     if approval.enabled():
         answer["release_request"] = approval.summary(approval.pending_request(record.id))
     return _with_etag(answer, record)
@@ -383,4 +387,63 @@ def download_version(record_id: uuid.UUID, number: int):
 def delete_file(record_id: uuid.UUID):
     """Delete record and content"""
     writes.delete_record(current_user(), record_id, _storage())
+    return "", 204
+
+
+def with_dois(answers: list[dict]) -> list[dict]:
+    """Add `doi` and `doi_state` to record answers (by their `id`) when DOIs are configured;
+    without DOIs the answers keep their fields."""
+    if not doi_lookup.configured():
+        return answers
+    found = doi_lookup.dois_of(uuid.UUID(answer["id"]) for answer in answers)
+    for answer in answers:
+        doi = found.get(uuid.UUID(answer["id"]))
+        shown = doi_lookup.shown(doi)
+        answer["doi"] = shown
+        answer["doi_state"] = doi.wanted if shown is not None and doi is not None else None
+    return answers
+
+
+@bp.post("/<uuid:record_id>/doi", parameters=[ID_PARAMETER])
+@limiter.limit(_write_rate, key_func=user_rate_key)
+@bp.doc(operationId="reserveFileDoi")
+@bp.alt_response(
+    201,
+    schema=ref("ReservedDoi"),
+    description="The DOI reserved; DataCite gets its draft from the outbox.",
+    headers=RATE_LIMIT_HEADERS,
+)
+@bp.errors("NotFound", "Conflict", "TooManyRequests")
+def reserve_doi(record_id: uuid.UUID):
+    """Reserve a DOI
+
+    Owner or administrator (others 404, as for the record); only with DOIs configured
+    (`DATACITE_*`, else 404). The DOI is the prefix and a random, meaningless suffix; it is
+    registered as findable once the record is public, hidden when it leaves public view. A
+    record has one DOI: a second reservation is 409 naming it.
+    """
+    caller = current_user()
+    if not doi_services.enabled():
+        raise doi_services.DoisOff("DOIs are not configured on this service.")
+    record = access.find_record(caller, record_id)
+    doi = doi_services.reserve(record, caller.id)
+    return {"doi": doi.doi, "doi_state": doi.wanted}, 201
+
+
+@bp.delete("/<uuid:record_id>/doi", parameters=[ID_PARAMETER])
+@limiter.limit(_write_rate, key_func=user_rate_key)
+@bp.doc(operationId="releaseFileDoi")
+@bp.alt_response(204, description="Released; no body.", headers=RATE_LIMIT_HEADERS)
+@bp.errors("NotFound", "Conflict", "TooManyRequests")
+def release_doi(record_id: uuid.UUID):
+    """Release a reserved DOI
+
+    Owner or administrator. Only a DOI never registered (its draft at DataCite is deleted
+    by the outbox); once registered it stays (409).
+    """
+    caller = current_user()
+    if not doi_services.enabled():
+        raise doi_services.DoisOff("DOIs are not configured on this service.")
+    record = access.find_record(caller, record_id)
+    doi_services.release(record)
     return "", 204

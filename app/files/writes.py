@@ -17,6 +17,7 @@ from sqlalchemy import delete as sa_delete
 from sqlalchemy import select
 
 from app.auth.services import Caller
+from app.doi import services as doi_services
 from app.extensions import db
 from app.files import approval, versions
 from app.files.access import find_record
@@ -72,6 +73,7 @@ def create_records(
             # The release rule first: what it leaves is what the public may see.
             approval.before_commit(record, owner_id, new=True)
             versions.note_public(record)
+            doi_services.follow(record)
         db.session.commit()
     except BaseException:
         db.session.rollback()
@@ -104,6 +106,7 @@ def update_metadata(
         db.session.rollback()
         raise
     versions.note_public(record)
+    doi_services.follow(record)
     discarded = approval.take_discarded()
     db.session.commit()
     if storage is not None:
@@ -147,6 +150,7 @@ def replace_content(
             owed = _next_version(record, _content_columns(staged), now, caller.id, change_note)
             approval.before_commit(record, caller.id)
             versions.note_public(record)
+            doi_services.follow(record)
             db.session.commit()
     except BaseException:
         approval.take_discarded()
@@ -227,6 +231,7 @@ def delete_record(caller: Caller, record_id: uuid.UUID, storage: Storage) -> Non
     storage.exists(keys[0])
     approval.before_delete(record, caller.id)
     dropped = approval.take_discarded()  # pending bytes, owed by the request's cancellation
+    doi_services.follow(record, deleted=True)
     db.session.execute(sa_delete(FileVersion).where(FileVersion.record_id == record_id))
     db.session.delete(record)
     db.session.add_all(PendingObjectDeletion(key=key) for key in keys)

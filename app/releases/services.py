@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.auth.services import Caller
 from app.database import lock_database_on_sqlite
+from app.doi import services as doi_services
 from app.exceptions import DomainError, RecordNotFound
 from app.extensions import db
 from app.files import approval, versions, writes
@@ -189,6 +190,7 @@ def approve(
     record.freigegeben_von = user.name
     record.updated_at = utcnow()
     versions.note_public(record)  # a write like every other: is its content public now?
+    doi_services.follow(record)
     request.state = "approved"
     request.decided_by = user.id
     request.decided_at = utcnow()

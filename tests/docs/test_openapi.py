@@ -62,6 +62,9 @@ EXPECTED_STATUSES = {
     ("post", "/api/files/{id}/content"): {200, 400, 401, 404, 409, 412, 413, 422, 429, 500, 503},
     # Release approval (issue 38).
     ("post", "/api/files/{id}/release-requests"): {201, 400, 401, 404, 409, 413, 422, 500, 503},
+    # DOIs (issue 40).
+    ("post", "/api/files/{id}/doi"): {201, 401, 404, 409, 429, 500, 503},
+    ("delete", "/api/files/{id}/doi"): {204, 401, 404, 409, 429, 500, 503},
     ("get", "/api/release-requests"): {200, 401, 422, 500, 503},
     ("get", "/api/release-requests/{request_id}"): {200, 401, 404, 500, 503},
     ("get", "/api/release-requests/{request_id}/content"): {
@@ -361,9 +364,12 @@ def test_records_match_the_response_schemas(document: dict[str, Any]):
         "PublicFileRecord": PUBLIC_FIELDS,
     }
     assert list(FileRecordSchema().fields) == RECORD_FIELDS
+    # With DOIs configured (issue 40) an owner's record answers carry two fields more.
+    with_doi = {"FileRecord", "CreatedFileRecord"}
     for name, names in records.items():
         schema = schema_of(document, name)
-        assert list(schema["properties"]) == names, name
+        shown = [*names, "doi", "doi_state"] if name in with_doi else names
+        assert list(schema["properties"]) == shown, name
         assert schema["required"] == names and schema["additionalProperties"] is False
     record = schema_of(document, "FileRecord")["properties"]
     assert record["id"]["format"] == "uuid" and record["id"]["type"] == "string"

@@ -1,0 +1,256 @@
+"""Reserving a DOI for a record, releasing the reservation, and keeping what DataCite is to
+hold (`Doi.wanted`) in step with the record.
+
+Every write of a record (create, PATCH, replacement, tus completion, `flask import`, delete,
+the release approval) calls `follow` once its changes are set and before it commits, so the
+DOI's wanted state and its `due_at` are written in the record's own transaction; after the
+commit the outbox worker (app/doi/worker.py) brings DataCite there. Nothing here calls
+DataCite.
+
+What DataCite is to hold:
+- `findable` while the record is public: released, and with `DATACITE_REGISTER_AT=sperrfrist`
+  also past its embargo (with `release` the embargo is DataCite's `Available` date);
+- `draft` before it was ever public;
+- `registered` (hidden) once it leaves public view (unreleased or deleted): the row keeps when
+  and why (`withdrawn_*`) and, for a deleted record, its title and citation for the tombstone;
+- `deleted` for a reservation released before registration: the worker deletes the draft at
+  DataCite and the row goes.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import secrets
+import uuid
+from datetime import date, datetime
+from zoneinfo import ZoneInfo
+
+from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from app.doi import lookup
+from app.exceptions import DomainError
+from app.extensions import db
+from app.models import Doi, FileRecord, RecordCitation, utcnow
+
+DRAFT = "draft"
+REGISTERED = "registered"
+FINDABLE = "findable"
+DELETED = "deleted"
+#: Session.info key: this transaction made a DOI due (the worker is poked after the commit).
+DUE = "doi_due"
+
+#: Crockford's base 32 (no I, L, O, U), and the five more symbols of its check character.
+ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+CHECK_SYMBOLS = ALPHABET + "*~$=u"
+#: Random characters of a suffix (35 bits), then the check character: "xxxx-xxxx".
+SUFFIX_RANDOM = 7
+#: Tries before giving up on a free suffix (a collision is one in billions).
+SUFFIX_TRIES = 5
+
+#: The stored citation's HTML (app/pages/citation.py): its formatting tags, and the
+#: placeholder of its address.
+_TAGS = re.compile(r"</?(?:i|b|u|sup|sub|span)(?:\s[^>]*)?>")
+_ADDRESS = "\ue0f0"
+
+
+class DoiExists(DomainError):
+    """The record has a DOI already (409)."""
+
+    status = 409
+
+
+class DoiRegistered(DomainError):
+    """The DOI is registered at DataCite: it can no longer be released (409)."""
+
+    status = 409
+
+
+class DoisOff(DomainError):
+    """DOIs are not configured, or the record has none to release (404)."""
+
+    status = 404
+
+
+def enabled() -> bool:
+    return lookup.configured()
+
+
+def check_char(value: int) -> str:
+    """Crockford's check character of `value` (value modulo 37)."""
+    return CHECK_SYMBOLS[value % 37]
+
+
+def new_suffix() -> str:
+    """A random, meaningless suffix "xxxx-xxxx": seven base-32 characters and a check
+    character, as DataCite's own generator makes them."""
+    value = secrets.randbits(5 * SUFFIX_RANDOM)
+    chars = "".join(ALPHABET[(value >> (5 * i)) & 31] for i in reversed(range(SUFFIX_RANDOM)))
+    text = chars + check_char(value)
+    return f"{text[:4]}-{text[4:]}"
+
+
+def suffix_valid(suffix: str) -> bool:
+    """Whether `suffix` is one `new_suffix` could have made (its check character fits)."""
+    match = re.fullmatch(
+        rf"([{ALPHABET}]{{4}})-([{ALPHABET}]{{3}})([{re.escape(CHECK_SYMBOLS)}])", suffix
+    )
+    if match is None:
+        return False
+    value = 0
+    for char in match.group(1) + match.group(2):
+        value = value * 32 + ALPHABET.index(char)
+    return check_char(value) == match.group(3)
+
+
+def today() -> date:
+    return datetime.now(ZoneInfo(current_app.config["APP_TIMEZONE"])).date()
+
+
+def public(record: FileRecord, on: date | None = None) -> bool:
+    """Whether the record's DOI is to be findable now (see the module's docstring)."""
+    if not record.freigabe:
+        return False
+    if current_app.config.get("DATACITE_REGISTER_AT") == "sperrfrist":
+        return record.sperrfrist is None or record.sperrfrist <= (on or today())
+    return True
+
+
+def ever_public(doi: Doi) -> bool:
+    """Whether the DOI was (to be) registered: then it can only be hidden, never deleted."""
+    return doi.registered_at is not None or doi.wanted in (FINDABLE, REGISTERED)
+
+
+def landing_url(record_id: uuid.UUID) -> str:
+    """The record's page, where the DOI resolves to (`PUBLIC_BASE_URL` is required with DOIs)."""
+    base = (current_app.config.get("PUBLIC_BASE_URL") or "").rstrip("/")
+    return f"{base}/records/{record_id}"
+
+
+def _due(doi: Doi) -> None:
+    doi.due_at = utcnow()
+    db.session.info[DUE] = True
+
+
+def _citation(record: FileRecord) -> str | None:
+    stored = db.session.get(RecordCitation, record.id)
+    if stored is None:
+        return None
+    language = "en" if current_app.config.get("BABEL_DEFAULT_LOCALE") == "en" else "de"
+    text = getattr(stored, language)
+    plain = html.unescape(_TAGS.sub("", text))
+    return plain.replace(_ADDRESS, landing_url(record.id)).strip()
+
+
+def follow(record: FileRecord, *, deleted: bool = False) -> None:
+    """Decide what DataCite is to hold for the record's DOI after this write, and make it
+    due, in the caller's transaction (before its commit). Without DOIs, or without a DOI for
+    the record, nothing happens."""
+    if not enabled():
+        return
+    with db.session.no_autoflush:
+        doi = db.session.scalars(select(Doi).where(Doi.record_id == record.id)).first()
+    if doi is None or doi.wanted == DELETED:
+        return
+    if deleted:
+        if not ever_public(doi):
+            doi.wanted = DELETED
+        else:
+            doi.wanted = REGISTERED
+            doi.withdrawn_at = doi.withdrawn_at or utcnow()
+            doi.withdrawn_reason = lookup.DELETED
+            doi.tombstone_title = (record.titel or record.original_name)[:255]
+            doi.tombstone_citation = _citation(record)
+        _due(doi)
+        return
+    if public(record):
+        doi.wanted = FINDABLE
+        doi.withdrawn_at = doi.withdrawn_reason = None
+    elif ever_public(doi):
+        if doi.wanted != REGISTERED or doi.withdrawn_at is None:
+            doi.withdrawn_at = utcnow()
+            doi.withdrawn_reason = lookup.UNRELEASED
+        doi.wanted = REGISTERED
+    else:
+        doi.wanted = DRAFT
+    # Due after every write: the worker sends only what changed (the payload's digest).
+    _due(doi)
+
+
+def reserve(record: FileRecord, caller_id: int | None) -> Doi:
+    """Reserve a DOI for `record` (already checked: its owner or an administrator asks) and
+    commit; DataCite gets the draft from the outbox. 409 if it has one."""
+    if not enabled():
+        raise DoisOff("DOIs are not configured on this service.")
+    prefix = current_app.config["DATACITE_PREFIX"].lower()
+    for _ in range(SUFFIX_TRIES):
+        _refuse_second(record.id)
+        doi = Doi(
+            doi=f"{prefix}/{new_suffix()}",
+            record_id=record.id,
+            created_by=caller_id,
+            wanted=DRAFT,
+            attempts=0,
+        )
+        try:
+            with db.session.begin_nested():
+                db.session.add(doi)
+                db.session.flush()
+        except IntegrityError:
+            continue  # the suffix was taken, or another request reserved one: look again
+        follow(record)
+        db.session.commit()
+        return doi
+    _refuse_second(record.id)
+    raise RuntimeError("no free DOI suffix found")  # pragma: no cover - 35 random bits
+
+
+def _refuse_second(record_id: uuid.UUID) -> None:
+    existing = db.session.scalars(select(Doi).where(Doi.record_id == record_id)).first()
+    if existing is not None and existing.wanted != DELETED:
+        raise DoiExists(f"The record has the DOI {existing.doi} already.")
+    if existing is not None:
+        raise DoiExists(
+            f"The record's DOI {existing.doi} is being released at DataCite; reserve again "
+            "once that is done."
+        )
+
+
+def release(record: FileRecord) -> None:
+    """Give up the record's reserved DOI (never registered) and commit: the worker deletes
+    the draft at DataCite, then the row. 404 without one, 409 once registered."""
+    if not enabled():
+        raise DoisOff("DOIs are not configured on this service.")
+    doi = db.session.scalars(select(Doi).where(Doi.record_id == record.id)).first()
+    if doi is None or doi.wanted == DELETED:
+        raise DoisOff("The record has no DOI.")
+    if ever_public(doi):
+        raise DoiRegistered(
+            f"The DOI {doi.doi} is registered at DataCite and stays; it cannot be released."
+        )
+    doi.wanted = DELETED
+    _due(doi)
+    db.session.commit()
+
+
+def mark_embargoes_ended() -> int:
+    """With `DATACITE_REGISTER_AT=sperrfrist`: make due the DOIs of released records whose
+    embargo is over but whose DOI is not findable yet (the calendar, not a write, changed
+    them); returns how many."""
+    if not enabled() or current_app.config.get("DATACITE_REGISTER_AT") != "sperrfrist":
+        return 0
+    rows = db.session.execute(
+        select(Doi, FileRecord)
+        .join(FileRecord, FileRecord.id == Doi.record_id)
+        .where(
+            FileRecord.freigabe.is_(True),
+            FileRecord.sperrfrist <= today(),
+            Doi.wanted.in_((DRAFT, REGISTERED)),
+        )
+    ).all()
+    for _doi, record in rows:
+        follow(record)
+    db.session.commit()
+    return len(rows)
