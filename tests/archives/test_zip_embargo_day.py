@@ -47,9 +47,7 @@ def edges(api: Api, alice: Account) -> dict[str, str]:
 DOWNLOADABLE_NOW = {"open", "ended_yesterday", "ends_today"}
 
 
-def test_the_public_zip_packs_released_records_whose_embargo_ended_today_or_before(
-    api: Api, edges
-):
+def test_the_public_zip_packs_released_records_whose_embargo_ended_today_or_before(api: Api, edges):
     packed = _packed(api.client.get("/api/public/files.zip", query_string={"path": "edge"}))
     assert packed == {edges[name] for name in DOWNLOADABLE_NOW}
 
