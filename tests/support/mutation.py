@@ -168,6 +168,7 @@ TEST_FILES = {
     "test_reading.py",
     "test_entry.py",
     "test_delivered.py",
+    "test_sums.py",
     "test_link_secrecy.py",
     # the public feed's embargo day (`downloadable` for the public), a link holder's pages
     "test_feeds.py",
@@ -341,6 +342,8 @@ LISTS = {"test_list.py", "test_list_folders.py", "test_public.py"}
 LINKS = {"test_links.py", "test_link_properties.py"}
 AUDIT = {"test_chain.py", "test_trail.py"}
 STATS = {"test_counting.py", "test_views.py"}
+#: sums over several days, doors, machines and records (`Counts.add`, `human`, `record_totals`)
+SUMS = {"test_sums.py"}
 RELEASES = {"test_requests.py", "test_four_eyes_machine.py"}
 COVERING = {
     "app.files.access.x_may_see_": SQLITE_ACCESS | LINKS,
@@ -386,8 +389,8 @@ COVERING = {
     # issue 36: what a ZIP's members count, and the record's public figures
     "app.stats.collector.x_deferred_counter_": {"test_delivered.py"},
     "app.stats.collector.x__visitor_of_request_": STATS | {"test_delivered.py"},
-    "app.stats.queries.x_record_totals_": {"test_reading.py", "test_delivered.py"},
-    "app.stats.queries.": STATS | {"test_reading.py"},
+    "app.stats.queries.x_record_totals_": SUMS | {"test_reading.py", "test_delivered.py"},
+    "app.stats.queries.": STATS | SUMS | {"test_reading.py"},
     "app.stats.": STATS,
     # issue 38: the release-approval rule and what cancels a request
     "app.releases.services.": RELEASES,
