@@ -176,6 +176,7 @@ TEST_FILES = {
     # the release-approval rule (not test_race.py: it starts servers)
     "test_requests.py",
     "test_four_eyes_machine.py",
+    "test_rule_mutants.py",
 }
 
 ACCEPTED = Path("docs/mutation.md")
@@ -344,7 +345,7 @@ AUDIT = {"test_chain.py", "test_trail.py"}
 STATS = {"test_counting.py", "test_views.py"}
 #: sums over several days, doors, machines and records (`Counts.add`, `human`, `record_totals`)
 SUMS = {"test_sums.py"}
-RELEASES = {"test_requests.py", "test_four_eyes_machine.py"}
+RELEASES = {"test_requests.py", "test_four_eyes_machine.py", "test_rule_mutants.py"}
 COVERING = {
     "app.files.access.x_may_see_": SQLITE_ACCESS | LINKS,
     "app.files.access.x_visible_": SQLITE_ACCESS | LINKS,
