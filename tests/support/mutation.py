@@ -169,6 +169,7 @@ TEST_FILES = {
     "test_entry.py",
     "test_delivered.py",
     "test_sums.py",
+    "test_visitors.py",
     "test_link_secrecy.py",
     # the public feed's embargo day (`downloadable` for the public), a link holder's pages
     "test_feeds.py",
@@ -342,7 +343,7 @@ SQLITE_ACCESS = {"test_records.py", "test_download.py", "test_list.py", "test_pu
 LISTS = {"test_list.py", "test_list_folders.py", "test_public.py"}
 LINKS = {"test_links.py", "test_link_properties.py"}
 AUDIT = {"test_chain.py", "test_trail.py"}
-STATS = {"test_counting.py", "test_views.py"}
+STATS = {"test_counting.py", "test_views.py", "test_visitors.py"}
 #: sums over several days, doors, machines and records (`Counts.add`, `human`, `record_totals`)
 SUMS = {"test_sums.py"}
 RELEASES = {"test_requests.py", "test_four_eyes_machine.py", "test_rule_mutants.py"}
@@ -388,7 +389,7 @@ COVERING = {
     "app.audit.trail.": AUDIT | {"test_entry.py"},
     "app.audit.": AUDIT,
     # issue 36: what a ZIP's members count, and the record's public figures
-    "app.stats.collector.x_deferred_counter_": {"test_delivered.py"},
+    "app.stats.collector.x_deferred_counter_": {"test_delivered.py", "test_visitors.py"},
     "app.stats.collector.x__visitor_of_request_": STATS | {"test_delivered.py"},
     "app.stats.queries.x_record_totals_": SUMS | {"test_reading.py", "test_delivered.py"},
     "app.stats.queries.": STATS | SUMS | {"test_reading.py"},
