@@ -82,3 +82,54 @@ def _editor_rows(app: Flask, record_id: str) -> int:
         count = db.session.execute(statement).scalar_one()
         db.session.remove()
         return count
+
+
+OVERRIDE = " As an administrator you may override this only with a reason (override_reason)."
+
+
+def test_who_may_not_approve_is_told_why_word_for_word(
+    api: Api, alice: Account, bob: Account, admin: Account, releases: Releases
+):
+    record, request_id = pending_upload(api, alice)
+    not_approver = releases.approve(request_id, bob)
+    assert (not_approver.status_code, not_approver.get_json()["message"]) == (
+        403,
+        "Only approvers may approve release requests (an operator grants the role with "
+        "`flask users grant-approver`).",
+    )
+    assert api.patch(record["id"], admin, {"beschreibung": "korrigiert"}).status_code == 200
+    edited = releases.approve(releases.submit(record["id"], alice).get_json()["id"], admin)
+    assert (edited.status_code, edited.get_json()["message"]) == (
+        403,
+        "You changed this record's content or public fields since its last approval: "
+        "another approver must approve it." + OVERRIDE,
+    )
+    other, other_request = pending_upload(api, alice)
+    assert releases.act(other_request, "cancel", alice).status_code == 200
+    submitted = releases.submit(other["id"], admin)
+    assert submitted.status_code == 201, submitted.get_json()
+    own = releases.approve(submitted.get_json()["id"], admin)
+    assert (own.status_code, own.get_json()["message"]) == (
+        403,
+        "You submitted this request: another approver must approve it." + OVERRIDE,
+    )
+
+
+def test_an_approval_of_changed_content_is_refused_and_cancels_the_request(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    record, request_id = pending_upload(api, alice)
+    api.set_columns(record["id"], checksum_sha256="0" * 64)
+    refused = releases.approve(request_id, carol)
+    assert (refused.status_code, refused.get_json()["message"]) == (
+        409,
+        "The record's content or public fields changed since the request was submitted; "
+        "the request is cancelled and must be submitted again.",
+    )
+    answer = api.get(f"/api/release-requests/{request_id}", alice).get_json()
+    assert (answer["state"], answer["decided_by"], answer["reason"]) == (
+        "cancelled",
+        carol.email,
+        "changed since submission",
+    )
+    assert api.row(record["id"]).freigabe is False
