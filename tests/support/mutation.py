@@ -136,7 +136,10 @@ SCOPE = [
     "app.files.approval.x__apply_rule__*",
     "app.files.approval.x_earlier__*",
     "app.files.approval.x_public_hash__*",
-    "app.files.approval.x_refuse_replacing_released__*",
+    "app.files.approval.x_bound_matches__*",
+    "app.files.approval.x__hold_fields__*",
+    "app.files.approval.x__supersede__*",
+    "app.files.approval.x_hold_content__*",
     "app.files.approval.x_before_delete__*",
 ]
 
@@ -178,6 +181,7 @@ TEST_FILES = {
     "test_requests.py",
     "test_four_eyes_machine.py",
     "test_rule_mutants.py",
+    "test_held_changes.py",
 }
 
 ACCEPTED = Path("docs/mutation.md")
@@ -346,7 +350,12 @@ AUDIT = {"test_chain.py", "test_trail.py"}
 STATS = {"test_counting.py", "test_views.py", "test_visitors.py"}
 #: sums over several days, doors, machines and records (`Counts.add`, `human`, `record_totals`)
 SUMS = {"test_sums.py"}
-RELEASES = {"test_requests.py", "test_four_eyes_machine.py", "test_rule_mutants.py"}
+RELEASES = {
+    "test_requests.py",
+    "test_rule_mutants.py",
+    "test_held_changes.py",
+    "test_four_eyes_machine.py",
+}
 COVERING = {
     "app.files.access.x_may_see_": SQLITE_ACCESS | LINKS,
     "app.files.access.x_visible_": SQLITE_ACCESS | LINKS,
