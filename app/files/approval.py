@@ -140,7 +140,14 @@ def wanted_content(request: ReleaseRequest) -> PendingContent | None:
 
 def bound_matches(record: FileRecord, request: ReleaseRequest) -> bool:
     """Whether `record` with `request`'s held change is exactly what the request is bound
-    to (its content's SHA-256, its public fields' hash)."""
+    to (its content's SHA-256, its public fields' hash), and, of a held change, whether the
+    record is still what the change starts from (else approving would undo a change made
+    meanwhile, with the setting off)."""
+    if request.base_sha256 is not None and (
+        record.checksum_sha256 != request.base_sha256
+        or public_hash(record) != request.base_hash
+    ):
+        return False
     content = wanted_content(request)
     fields = json.loads(request.pending_fields) if request.pending_fields else None
     sha = record.checksum_sha256 if content is None else content.checksum_sha256
@@ -183,6 +190,8 @@ def open_request(
         override=False,
     )
     if kind in HELD:
+        request.base_sha256 = record.checksum_sha256
+        request.base_hash = public_hash(record)
         request.pending_fields = json.dumps(
             {name: _plain(value) for name, value in (fields or {}).items()},
             sort_keys=True,
