@@ -122,3 +122,26 @@ def test_a_refused_override_is_not_recorded_as_one(
         (request_id, "cancelled", "no")
     ]
     assert rows[0]["reason"] == "changed since submission"
+
+
+def test_a_field_set_back_to_its_approved_value_no_longer_waits(
+    app: Flask, api: Api, alice: Account, carol: Account, releases: Releases
+):
+    record = released(api, alice, carol, releases, beschreibung="B1")
+    first = api.patch(record["id"], alice, {"titel": "T2", "beschreibung": "B2"})
+    first = first.get_json()["release_request"]
+    # The title back: only the description waits, on a request superseding the first.
+    back = api.patch(record["id"], alice, {"titel": "Bericht"})
+    assert back.status_code == 200
+    second = back.get_json()["release_request"]
+    assert second["id"] != first["id"]
+    assert second["pending"] == {"fields": {"beschreibung": "B2"}, "content": None}
+    assert releases.state(first["id"]) == "cancelled"
+    # The description back too: nothing waits, and the request says why it ended.
+    gone = api.patch(record["id"], alice, {"beschreibung": "B1"})
+    assert gone.status_code == 200 and gone.get_json()["release_request"] is None
+    shown = api.get(f"/api/release-requests/{second['id']}", carol).get_json()
+    assert (shown["state"], shown["reason"]) == ("cancelled", "withdrawn by a change back")
+    assert shown["changes"] == {"beschreibung": ["B2", "B1"]}
+    assert public_view(api, record["id"])[0]["titel"] == "Bericht"
+    assert api.row(record["id"]).version == 1
