@@ -76,6 +76,32 @@ class ReleasedRecordChange(DomainError):
     status = 409
 
 
+class WaitingChangeConflict(DomainError):
+    """A held change would supersede a change someone else waits with (409): the ETag does not
+    move with a held change, so If-Match alone cannot tell that one waits."""
+
+    status = 409
+
+    def __init__(self, request: ReleaseRequest) -> None:
+        super().__init__(
+            f"Release request {request.id} holds another user's change of this record, "
+            "waiting for approval; it is not superseded silently. Wait for its decision, or "
+            f"cancel it first (POST /api/release-requests/{request.id}/cancel: its submitter, the "
+            "record's owner or an administrator), then send your change again."
+        )
+
+
+def _refuse_superseding_others(pending: ReleaseRequest | None, caller_id: int | None) -> None:
+    """Only its submitter (or an operator command) supersedes a waiting change."""
+    if (
+        pending is not None
+        and caller_id is not None
+        and pending.submitted_by is not None
+        and pending.submitted_by != caller_id
+    ):
+        raise WaitingChangeConflict(pending)
+
+
 @dataclass(frozen=True)
 class PendingContent:
     """New bytes waiting for approval beside a released record's, as downloads read a record."""
@@ -354,6 +380,8 @@ def _hold_fields(
         # The same wish again (a client saving what it sent before): the request stays.
         _keep_updated_at(record)
         return
+    if pending is not None and fields != wanted_fields(pending):
+        _refuse_superseding_others(pending, caller_id)
     withdrawn = bool(back) and not fields and content is None and not applied
     _supersede(
         record,
@@ -431,6 +459,7 @@ def hold_content(record: FileRecord, caller_id: int | None, content: PendingCont
         current = record.checksum_sha256 if waiting is None else waiting.checksum_sha256
         if content.checksum_sha256 == current:
             return False
+        _refuse_superseding_others(pending, caller_id)
         back = content.checksum_sha256 == record.checksum_sha256
         old = current
         _supersede(

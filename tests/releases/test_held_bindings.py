@@ -145,3 +145,31 @@ def test_a_field_set_back_to_its_approved_value_no_longer_waits(
     assert shown["changes"] == {"beschreibung": ["B2", "B1"]}
     assert public_view(api, record["id"])[0]["titel"] == "Bericht"
     assert api.row(record["id"]).version == 1
+
+
+def test_a_held_change_does_not_silently_supersede_another_users_waiting_change(
+    app: Flask, api: Api, alice: Account, carol: Account, admin: Account, releases: Releases
+):
+    record = released(api, alice, carol, releases)
+    etag = api.get(f"/api/files/{record['id']}", alice).headers["ETag"]
+    asked = api.client.patch(
+        f"/api/files/{record['id']}", json={"titel": "T2"}, headers={**alice.auth, "If-Match": etag}
+    )
+    asked = asked.get_json()["release_request"]
+    waiting = api.objects()
+    # The administrator edits with the same tag: the ETag did not move, the request did.
+    refused = api.client.patch(
+        f"/api/files/{record['id']}", json={"titel": "T3"}, headers={**admin.auth, "If-Match": etag}
+    )
+    assert refused.status_code == 409
+    assert asked["id"] in refused.get_json()["message"]
+    replaced = api.replace(admin, record["id"], "v3.pdf", V3, headers={"If-Match": etag})
+    assert replaced.status_code == 409
+    assert api.objects() == waiting
+    shown = api.get(f"/api/release-requests/{asked['id']}", carol).get_json()
+    assert (shown["state"], shown["pending"]["fields"]) == ("pending", {"titel": "T2"})
+    # Cancelled explicitly first, the change waits on a request of its own.
+    assert releases.act(asked["id"], "cancel", admin).status_code == 200
+    mine = api.patch(record["id"], admin, {"titel": "T3"}).get_json()["release_request"]
+    assert mine["pending"]["fields"] == {"titel": "T3"}
+    assert public_view(api, record["id"])[0]["titel"] == "Bericht"
