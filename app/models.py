@@ -481,6 +481,11 @@ class ReleaseRequest(db.Model):
     pending_mime_type: Mapped[str | None] = mapped_column(String(255))
     pending_original_name: Mapped[str | None] = mapped_column(String(255))
     pending_change_note: Mapped[str | None] = mapped_column(Text)
+    #: Of a held change: the released record's SHA-256 and public fields' hash it starts
+    #: from; the approval is refused if the record no longer holds them (a change made with
+    #: the setting off). Null on requests held before migration 0027.
+    base_sha256: Mapped[str | None] = mapped_column(String(64))
+    base_hash: Mapped[str | None] = mapped_column(String(64))
 
 
 class ReleaseEditor(db.Model):

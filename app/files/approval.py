@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -73,6 +74,32 @@ class ReleasedRecordChange(DomainError):
     """A change of a released record that only an approval makes (`freigegeben_von`, 409)."""
 
     status = 409
+
+
+class WaitingChangeConflict(DomainError):
+    """A held change would supersede a change someone else waits with (409): the ETag does not
+    move with a held change, so If-Match alone cannot tell that one waits."""
+
+    status = 409
+
+    def __init__(self, request: ReleaseRequest) -> None:
+        super().__init__(
+            f"Release request {request.id} holds another user's change of this record, "
+            "waiting for approval; it is not superseded silently. Wait for its decision, or "
+            f"cancel it first (POST /api/release-requests/{request.id}/cancel: its submitter, the "
+            "record's owner or an administrator), then send your change again."
+        )
+
+
+def _refuse_superseding_others(pending: ReleaseRequest | None, caller_id: int | None) -> None:
+    """Only its submitter (or an operator command) supersedes a waiting change."""
+    if (
+        pending is not None
+        and caller_id is not None
+        and pending.submitted_by is not None
+        and pending.submitted_by != caller_id
+    ):
+        raise WaitingChangeConflict(pending)
 
 
 @dataclass(frozen=True)
@@ -140,7 +167,13 @@ def wanted_content(request: ReleaseRequest) -> PendingContent | None:
 
 def bound_matches(record: FileRecord, request: ReleaseRequest) -> bool:
     """Whether `record` with `request`'s held change is exactly what the request is bound
-    to (its content's SHA-256, its public fields' hash)."""
+    to (its content's SHA-256, its public fields' hash), and, of a held change, whether the
+    record is still what the change starts from (else approving would undo a change made
+    meanwhile, with the setting off)."""
+    if request.base_sha256 is not None and (
+        record.checksum_sha256 != request.base_sha256 or public_hash(record) != request.base_hash
+    ):
+        return False
     content = wanted_content(request)
     fields = json.loads(request.pending_fields) if request.pending_fields else None
     sha = record.checksum_sha256 if content is None else content.checksum_sha256
@@ -183,6 +216,8 @@ def open_request(
         override=False,
     )
     if kind in HELD:
+        request.base_sha256 = record.checksum_sha256
+        request.base_hash = public_hash(record)
         request.pending_fields = json.dumps(
             {name: _plain(value) for name, value in (fields or {}).items()},
             sort_keys=True,
@@ -261,17 +296,26 @@ def earlier(new: date | None, old: date | None) -> bool:
     return new is None or new < old
 
 
-def before_commit(record: FileRecord, caller_id: int | None, *, new: bool = False) -> None:
+def before_commit(
+    record: FileRecord,
+    caller_id: int | None,
+    *,
+    new: bool = False,
+    touched: Collection[str] = (),
+) -> None:
     """Apply the release rule to `record`'s pending changes (see the module's docstring);
-    `caller_id` is who makes them (None: an operator command)."""
+    `caller_id` is who makes them (None: an operator command), `touched` the fields the
+    write set (a field set to the value it has is no change, but withdraws its waiting one)."""
     if not enabled():
         return
     # No query may flush the changes before their history is read.
     with db.session.no_autoflush:
-        _apply_rule(record, caller_id, new)
+        _apply_rule(record, caller_id, new, touched)
 
 
-def _apply_rule(record: FileRecord, caller_id: int | None, new: bool) -> None:
+def _apply_rule(
+    record: FileRecord, caller_id: int | None, new: bool, touched: Collection[str]
+) -> None:
     if new:
         if record.freigabe is not False:
             record.freigabe = False
@@ -291,7 +335,7 @@ def _apply_rule(record: FileRecord, caller_id: int | None, new: bool) -> None:
                 "The record is released and RELEASE_APPROVAL is on: only an approval sets "
                 "freigegeben_von."
             )
-        _hold_fields(record, caller_id, changes, pending)
+        _hold_fields(record, caller_id, changes, pending, touched)
         return
     if changes:
         note_editor(record.id, caller_id)
@@ -309,13 +353,19 @@ def _hold_fields(
     caller_id: int | None,
     changes: dict[str, list[Any]],
     pending: ReleaseRequest | None,
+    touched: Collection[str],
 ) -> None:
     """A PATCH of a released record: its public fields keep their approved values and the new
     ones wait on a request (with what already waited), but a later `sperrfrist`, which
-    applies at once."""
-    if not changes:
-        return
+    applies at once. A field set back to its approved value no longer waits."""
     fields = wanted_fields(pending) if pending is not None else {}
+    back = {
+        name: [_plain(fields.pop(name)), _plain(getattr(record, name))]
+        for name in touched
+        if name in fields and name not in changes
+    }
+    if not changes and not back:
+        return
     content = wanted_content(pending) if pending is not None else None
     applied = False
     for name in changes:
@@ -330,7 +380,18 @@ def _hold_fields(
         # The same wish again (a client saving what it sent before): the request stays.
         _keep_updated_at(record)
         return
-    _supersede(record, caller_id, pending, fields, content, changes)
+    if pending is not None and fields != wanted_fields(pending):
+        _refuse_superseding_others(pending, caller_id)
+    withdrawn = bool(back) and not fields and content is None and not applied
+    _supersede(
+        record,
+        caller_id,
+        pending,
+        fields,
+        content,
+        {**back, **changes},
+        reason="withdrawn by a change back" if withdrawn else None,
+    )
     if not applied:
         _keep_updated_at(record)
 
@@ -357,13 +418,16 @@ def _supersede(
     fields: dict[str, Any],
     content: PendingContent | None,
     changes: dict[str, list[Any]],
+    *,
+    reason: str | None = None,
 ) -> None:
     """Replace the record's pending request by one holding `fields` and `content` (none if
     both are empty); bytes the new one does not hold are dropped."""
     note_editor(record.id, caller_id)
     keep = None if content is None else content.stored_path
     if pending is not None:
-        reason = "superseded by a new change" if fields or content else "changed"
+        if reason is None:
+            reason = "superseded by a new change" if fields or content else "changed"
         cancel(pending, caller_id, reason, changes, keep=keep)
     if not fields and content is None:
         return
@@ -395,6 +459,7 @@ def hold_content(record: FileRecord, caller_id: int | None, content: PendingCont
         current = record.checksum_sha256 if waiting is None else waiting.checksum_sha256
         if content.checksum_sha256 == current:
             return False
+        _refuse_superseding_others(pending, caller_id)
         back = content.checksum_sha256 == record.checksum_sha256
         old = current
         _supersede(

@@ -246,7 +246,9 @@ def update_file(record_id: uuid.UUID):
     `RELEASE_APPROVAL=on`, `freigabe: true` keeps the record unreleased and opens a release
     request (the answer's `release_request`); on a released record a change of what the
     public sees (a public field, a `sperrfrist` moved earlier) waits for approval in
-    `release_request.pending` while the record and the public keep the approved values.
+    `release_request.pending` while the record and the public keep the approved values; a
+    field sent back to its approved value no longer waits. Only its submitter supersedes a
+    change waiting for approval (409 for anyone else, until it is decided or cancelled).
     """
     body = json_body()
     changes = load(update_schema, body)
@@ -293,6 +295,7 @@ def replace_file_content(record_id: uuid.UUID):
     release request is cancelled, and a released record's new content waits for approval
     (`release_request.pending.content`) while the record, its `version` and the public keep
     the approved content; an approver downloads it at /api/release-requests/{id}/content.
+    Only its submitter supersedes a change waiting for approval (409 for anyone else).
     """
     caller = current_user()
     expected = if_match()

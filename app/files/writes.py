@@ -100,7 +100,7 @@ def update_metadata(
     record.updated_at = utcnow()
     try:
         # The release rule first: what it leaves is what the public may see.
-        approval.before_commit(record, caller.id)
+        approval.before_commit(record, caller.id, touched=changes.keys())
     except BaseException:
         approval.take_discarded()
         db.session.rollback()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import click
 from flask.cli import with_appcontext
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 
 from app import audit
 from app.auth.services import (
@@ -22,7 +22,15 @@ from app.auth.services import (
 )
 from app.exceptions import DomainError
 from app.extensions import db
-from app.models import ApiToken, FileRecord, ResumableUpload, ShareLink, User
+from app.models import (
+    ApiToken,
+    FileRecord,
+    ReleaseEditor,
+    ReleaseRequest,
+    ResumableUpload,
+    ShareLink,
+    User,
+)
 
 
 class OwnsFiles(DomainError):
@@ -105,10 +113,25 @@ def remove_account(email: str, hand_files_to: str | None = None) -> Removal:
         )
         or 0
     )
+    _forget_in_release_requests(user.id)
     db.session.flush()
     db.session.delete(user)
     db.session.commit()
     return removal
+
+
+def _forget_in_release_requests(user_id: int) -> None:
+    """Release requests keep no id of a removed account (SQLite reuses ids: a later account
+    would pass for its submitter), and it no longer counts as an editor; who submitted and
+    decided stays in the audit trail."""
+    for column in (ReleaseRequest.submitted_by, ReleaseRequest.decided_by):
+        db.session.execute(
+            update(ReleaseRequest)
+            .where(column == user_id)
+            .values({column.key: None})
+            .execution_options(synchronize_session=False)
+        )
+    db.session.execute(delete(ReleaseEditor).where(ReleaseEditor.user_id == user_id))
 
 
 @click.command("remove")

@@ -33,14 +33,16 @@ from app.storage import (
 from app.tus.services import abort_expired, live_keys, remove_orphaned_pieces
 
 BATCH = 500
+#: In place of a version number: the new bytes of a change waiting for approval.
+WAITING = "waiting"
 
 
 @dataclass
 class ReconcileReport:
     orphaned: list[StoredObject] = field(default_factory=list)
     young_orphans: int = 0
-    #: (record id, version number or None for the current content, key)
-    missing: list[tuple[uuid.UUID, int | None, str]] = field(default_factory=list)
+    #: (record id, version number, None for the current content or WAITING, key)
+    missing: list[tuple[uuid.UUID, int | str | None, str]] = field(default_factory=list)
     pending_done: int = 0
     pending_failed: int = 0
     abandoned_removed: int = 0
@@ -117,9 +119,10 @@ def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
 
 def _stored_contents(
     record_ids: list[uuid.UUID] | None,
-) -> Iterator[tuple[uuid.UUID, int | None, str, int, str]]:
+) -> Iterator[tuple[uuid.UUID, int | str | None, str, int, str]]:
     """Every stored content the database names: each record's current one (number None),
-    then the kept versions (versions.py), as (record id, number, key, size, SHA-256)."""
+    the kept versions (versions.py), then the new bytes of changes waiting for approval
+    (number WAITING), as (record id, number, key, size, SHA-256)."""
     current = select(
         FileRecord.id, FileRecord.stored_path, FileRecord.size, FileRecord.checksum_sha256
     ).order_by(FileRecord.id)
@@ -134,23 +137,41 @@ def _stored_contents(
         .where(FileVersion.stored_path.is_not(None))
         .order_by(FileVersion.record_id, FileVersion.number)
     )
+    waiting = (
+        select(
+            ReleaseRequest.record_id,
+            ReleaseRequest.pending_stored_path,
+            ReleaseRequest.pending_size,
+            ReleaseRequest.content_sha256,
+        )
+        .where(ReleaseRequest.state == "pending", ReleaseRequest.pending_stored_path.is_not(None))
+        .order_by(ReleaseRequest.record_id)
+    )
     if record_ids:
         current = current.where(FileRecord.id.in_(record_ids))
         kept = kept.where(FileVersion.record_id.in_(record_ids))
+        waiting = waiting.where(ReleaseRequest.record_id.in_(record_ids))
     for record_id, key, size, checksum in db.session.execute(current).yield_per(BATCH):
         yield record_id, None, key, size, checksum
     for record_id, number, key, size, checksum in db.session.execute(kept).yield_per(BATCH):
         yield record_id, number, key, size, checksum
+    for record_id, key, size, checksum in db.session.execute(waiting).yield_per(BATCH):
+        yield record_id, WAITING, key, size or 0, checksum
 
 
-def _label(record_id: uuid.UUID, number: int | None) -> str:
-    return f"{record_id}" if number is None else f"{record_id} version {number}"
+def _label(record_id: uuid.UUID, number: int | str | None) -> str:
+    if number is None:
+        return f"{record_id}"
+    if number == WAITING:
+        return f"{record_id} change waiting for approval"
+    return f"{record_id} version {number}"
 
 
 @dataclass
 class VerifyResult:
     checked: int = 0
     checked_versions: int = 0
+    checked_waiting: int = 0
     bytes: int = 0
     problems: list[str] = field(default_factory=list)
 
@@ -164,6 +185,8 @@ def verify(storage: Storage, record_ids: list[uuid.UUID] | None = None) -> Verif
     for record_id, number, key, size, checksum in list(_stored_contents(record_ids)):
         if number is None:
             result.checked += 1
+        elif number == WAITING:
+            result.checked_waiting += 1
         else:
             result.checked_versions += 1
         unknown.pop(record_id, None)
@@ -262,7 +285,8 @@ def verify_command(records: tuple[uuid.UUID, ...]) -> None:
         click.echo(problem)
     click.echo(
         f"checked {result.checked} records and {result.checked_versions} kept versions "
-        f"({result.bytes} bytes): "
+        + (f"and {result.checked_waiting} waiting changes " if result.checked_waiting else "")
+        + f"({result.bytes} bytes): "
         f"{len(result.problems)} problem(s)"
     )
     if result.problems:

@@ -153,8 +153,9 @@ def approve(request_id: uuid.UUID):
     `freigegeben_von` the approver's name; the `sperrfrist` still decides when the content is
     public. Of a `change` or `sperrfrist` request, its `pending` content (a new version) and
     fields are swapped in, in the same transaction. 409 when the request is not pending, the
-    record changed since submission (the request is then cancelled), or RELEASE_APPROVAL is
-    off.
+    record changed since submission or since the change was held (the request is then
+    cancelled), its waiting content is missing from storage (nothing changes), or
+    RELEASE_APPROVAL is off.
     """
     caller = current_user()
     data = load(approve_schema, json_body())

@@ -137,6 +137,17 @@ def _commit_dropping(storage: Storage) -> None:
         writes.delete_orphaned_object(storage, key)
 
 
+def _check_waiting_bytes(request: ReleaseRequest, storage: Storage) -> None:
+    """The new bytes a held change puts in place are still stored (StorageUnavailable, 503,
+    if storage cannot tell): an approval never ends the approved bytes for missing ones."""
+    key = request.pending_stored_path
+    if key is not None and not storage.exists(key):
+        raise RequestConflict(
+            "The new content waiting for this approval is missing from storage; nothing was "
+            "changed. Decline or cancel the request, and replace the content again."
+        )
+
+
 def approve(
     caller: Caller, request_id: uuid.UUID, override_reason: str | None, storage: Storage
 ) -> ReleaseRequest:
@@ -170,8 +181,6 @@ def approve(
                 f"{objection} As an administrator you may override this only with a reason "
                 "(override_reason)."
             )
-        request.override = True
-        request.reason = override_reason
     if not approval.bound_matches(record, request):
         approval.cancel(request, user.id, "changed since submission")
         _commit_dropping(storage)
@@ -185,6 +194,12 @@ def approve(
             approval.cancel(request, user.id, "unreleased")
             _commit_dropping(storage)
             raise RequestConflict("The record is no longer released; the request is cancelled.")
+        _check_waiting_bytes(request, storage)
+    if objection is not None:
+        # Only an approval that happens records the override and its reason.
+        request.override = True
+        request.reason = override_reason
+    if request.kind in approval.HELD:
         owed = writes.apply_approved_change(record, request)
     record.freigabe = True
     record.freigegeben_von = user.name
