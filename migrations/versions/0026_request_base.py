@@ -1,7 +1,7 @@
 """A held change binds the state it starts from (issue 38 review): the released record's
 SHA-256 and public fields' hash when the change was held.
 
-Revision ID: 0027
+Revision ID: 0026
 Revises: 0025
 Create Date: 2026-11-28
 
@@ -12,7 +12,7 @@ approval checks what it checked before (the waiting change itself).
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0027"
+revision = "0026"
 down_revision = "0025"
 branch_labels = None
 depends_on = None
