@@ -103,6 +103,8 @@ class FourEyes(RuleBasedStateMachine):
             return
         before = snapshot(self.api, self.record_id)
         response = self.api.patch(self.record_id, self.people[who], body)
+        if self._refused_for_another(who, before, response):
+            return
         assert response.status_code == 200, response.get_json()
         self._changed(who, before, response)
 
@@ -110,8 +112,22 @@ class FourEyes(RuleBasedStateMachine):
     def replace(self, who: str, n: int) -> None:
         before = snapshot(self.api, self.record_id)
         response = self.api.replace(self.people[who], self.record_id, "bericht.pdf", CONTENTS[n])
+        if self._refused_for_another(who, before, response):
+            return
         assert response.status_code == 200, response.get_json()
         self._changed(who, before, response)
+
+    def _refused_for_another(self, who: str, before: tuple, response: Any) -> bool:
+        """A change of a released record is refused (409) while another person's change of it
+        waits for approval, and changes nothing."""
+        if response.status_code != 409:
+            return False
+        pending = self._pending()
+        assert pending is not None, response.get_json()
+        assert self.submitters.get(pending) != who, response.get_json()
+        assert "another user's change" in response.get_json()["message"]
+        assert snapshot(self.api, self.record_id) == before
+        return True
 
     @rule(who=st.sampled_from(EDITORS))
     def submit(self, who: str) -> None:
