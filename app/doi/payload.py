@@ -24,7 +24,8 @@ from sqlalchemy import func, select
 from app.extensions import db
 from app.models import FileRecord, FileVersion
 
-#: Types whose content is data (DataCite's `Dataset`), as app/pages/records.py lists them.
+#: Types whose content is data: DataCite's `Dataset`, and schema.org's `Dataset` on the
+#: landing page (app/pages/records.py uses this list).
 DATASET_TYPES = frozenset(
     {
         "text/csv",

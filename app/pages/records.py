@@ -18,23 +18,10 @@ from babel.numbers import get_decimal_symbol
 from markupsafe import Markup
 
 from app.doi.lookup import url as doi_url
+from app.doi.payload import DATASET_TYPES  # schema.org `Dataset`, as DataCite's `Dataset`
 from app.files.access import RecordLike, embargo_active
 from app.pages.i18n import page_language
 
-#: Types whose content is data: schema.org `Dataset` with a `DataDownload` distribution.
-DATASET_TYPES = frozenset(
-    {
-        "text/csv",
-        "application/json",
-        "application/ld+json",
-        "application/rdf+xml",
-        "text/turtle",
-        "application/zip",
-        "application/vnd.ms-excel",
-        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-        "application/vnd.oasis.opendocument.spreadsheet",
-    }
-)
 #: The page's language as OpenGraph names it (the metadata's own language stays German).
 OG_LOCALES = {"de": "de_DE", "en": "en_GB"}
 MEDIA_OBJECTS = {"audio": "AudioObject", "video": "VideoObject", "image": "ImageObject"}

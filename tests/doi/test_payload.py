@@ -20,7 +20,6 @@ from sqlalchemy import select
 from app.doi import payload
 from app.extensions import db
 from app.models import FileRecord, FileVersion
-from app.pages import records as page_records
 
 DOI = "10.80001/abcd-1234"
 LANDING = "https://repo.example.org/records/"
@@ -146,10 +145,6 @@ def test_an_embargo_that_ended_before_creation_leaves_the_year_of_creation():
 )
 def test_the_resource_type_follows_the_content_as_the_datacite_export_does(mime_type, general):
     assert attributes(record(mime_type=mime_type))["types"]["resourceTypeGeneral"] == general
-
-
-def test_the_data_types_are_the_landing_pages():
-    assert payload.DATASET_TYPES == page_records.DATASET_TYPES
 
 
 HOSTILE = "\x00\x07<b>&amp;</b>\ud800 \ufffe\U0001f4a9 \u202eevil\u202c \x85 e\u0301"
