@@ -12,7 +12,7 @@ What DataCite is to hold:
   also past its embargo (with `release` the embargo is DataCite's `Available` date);
 - `draft` before it was ever public;
 - `registered` (hidden) once it leaves public view (unreleased or deleted): the row keeps when
-  and why (`withdrawn_*`) and, for a deleted record, its title and citation for the tombstone;
+  and why (`withdrawn_*`) and its title and citation then, for the tombstone;
 - `deleted` for a reservation released before registration: the worker deletes the draft at
   DataCite and the row goes.
 """
@@ -172,6 +172,9 @@ def follow(record: FileRecord, *, deleted: bool = False) -> None:
         if doi.wanted != REGISTERED or doi.withdrawn_at is None:
             doi.withdrawn_at = utcnow()
             doi.withdrawn_reason = lookup.UNRELEASED
+            # What was cited, as it was when it left public view (later edits don't show).
+            doi.tombstone_title = (record.titel or record.original_name)[:255]
+            doi.tombstone_citation = _citation(record)
         doi.wanted = REGISTERED
     else:
         doi.wanted = DRAFT

@@ -97,6 +97,29 @@ def test_delete_hides_the_doi_and_keeps_the_tombstone(api: Api, alice: Account, 
     assert row.due_at is None and row.last_error is None
 
 
+def test_the_tombstone_readers_reach_after_a_delete_and_an_unrelease_through_the_api(
+    api: Api, alice: Account, dois: Dois
+):
+    """End to end: the writes set what the pages show, without touching the DOI row."""
+    gone = api.create(alice, titel="Jahresbericht", autoren="Muster, Erika", freigabe="true")
+    hidden = api.create(alice, titel="Halbjahresbericht", freigabe="true")
+    gone_doi = dois.reserved(gone["id"], alice)
+    hidden_doi = dois.reserved(hidden["id"], alice)
+    assert api.delete(gone["id"], alice).status_code == 204
+    assert api.patch(hidden["id"], alice, {"freigabe": False}).status_code == 200
+    for record_id, doi, text in (
+        (gone["id"], gone_doi, "Jahresbericht"),
+        (hidden["id"], hidden_doi, "Halbjahresbericht"),
+    ):
+        page = api.client.get(f"/records/{record_id}", headers={"Accept": "text/html"})
+        assert page.status_code == 410
+        body = page.get_data(as_text=True)
+        assert f"https://doi.org/{doi}" in body and text in body
+        assert f'<https://doi.org/{doi}>; rel="cite-as"' in page.headers["Link"]
+        public = api.client.get(f"/api/public/files/{record_id}")
+        assert public.status_code == 410 and doi in public.get_json()["message"]
+
+
 def test_delete_of_a_record_with_a_draft_doi_deletes_the_draft(
     api: Api, alice: Account, dois: Dois
 ):
