@@ -14,7 +14,6 @@ DataCite last accepted (`payload_hash`).
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -27,6 +26,7 @@ import app.doi.services as services
 from app.doi.services import DELETED, DRAFT, FINDABLE, REGISTERED
 from app.extensions import db
 from app.models import Doi, FileRecord, utcnow
+from app.outbox import OutboxThread
 
 log = logging.getLogger(__name__)
 #: How long a worker holds a row it took before another may try it (it crashed meanwhile).
@@ -207,42 +207,12 @@ def pending() -> list[Doi]:
     return list(db.session.scalars(select(Doi).where(Doi.due_at.is_not(None)).order_by(Doi.due_at)))
 
 
-class Worker:
-    """One thread per process that works the outbox when poked (after a commit that made a
-    DOI due) and when a retry falls due."""
+class Worker(OutboxThread):
+    """The process's thread that works the DOI outbox after a commit made a DOI due, and when
+    a retry falls due."""
 
     def __init__(self, app: Flask) -> None:
-        self.app = app
-        self.wake = threading.Event()
-        #: Set while the thread waits between passes (holding no connection).
-        self.idle = threading.Event()
-        self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
-
-    def poke(self) -> None:
-        with self.lock:
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._run, name="doi-outbox", daemon=True)
-                self.thread.start()
-        self.idle.clear()
-        self.wake.set()
-
-    def _run(self) -> None:
-        wait: float | None = None
-        while True:
-            if not self.wake.is_set():
-                self.idle.set()
-            self.wake.wait(timeout=wait)
-            self.idle.clear()
-            self.wake.clear()
-            with self.app.app_context():
-                try:
-                    wait = work_due().next_due
-                except Exception:  # noqa: BLE001 - the thread must live on; logged
-                    log.exception("working the DOI outbox failed")
-                    wait = self.app.config["DOI_RETRY_SECONDS"]
-                finally:
-                    db.session.remove()
+        super().__init__(app, "doi-outbox", lambda: work_due().next_due, "DOI_RETRY_SECONDS")
 
 
 def _after_commit(session: Session) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import smtplib
 import ssl
-import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from email.message import EmailMessage
@@ -28,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from app.extensions import db
 from app.models import FileRecord, MailOutbox, ReleaseRequest, User, utcnow
+from app.outbox import OutboxThread
 
 log = logging.getLogger(__name__)
 _QUEUED = "mail_queued"
@@ -236,36 +236,12 @@ def send_due(limit: int = 100) -> Sent:
     return Sent(sent, failed, next_due)
 
 
-class Postman:
-    """One thread per process that sends due mail when poked (after a commit that wrote some)
-    and when a retry falls due."""
+class Postman(OutboxThread):
+    """The process's thread that sends due mail after a commit wrote some, and when a retry
+    falls due."""
 
     def __init__(self, app: Flask) -> None:
-        self.app = app
-        self.wake = threading.Event()
-        self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
-
-    def poke(self) -> None:
-        with self.lock:
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._run, name="mail-outbox", daemon=True)
-                self.thread.start()
-        self.wake.set()
-
-    def _run(self) -> None:
-        wait: float | None = None
-        while True:
-            self.wake.wait(timeout=wait)
-            self.wake.clear()
-            with self.app.app_context():
-                try:
-                    wait = send_due().next_due
-                except Exception:  # noqa: BLE001 - the thread must live on; logged
-                    log.exception("sending the mail outbox failed")
-                    wait = self.app.config["MAIL_RETRY_SECONDS"]
-                finally:
-                    db.session.remove()
+        super().__init__(app, "mail-outbox", lambda: send_due().next_due, "MAIL_RETRY_SECONDS")
 
 
 def init_app(app: Flask) -> None:
