@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from flask import Flask
+import uuid
+from datetime import UTC, date, datetime
 
+from flask import Flask
+from sqlalchemy import select
+
+from app.extensions import db
+from app.models import StatsSalt, StatsVisitor
+from app.stats.events import PUBLIC_DOOR as PUBLIC
+from app.stats.events import Download
 from tests.stats.conftest import Clock
 from tests.stats.test_counting import BROWSER, flush, public_download, stats
 from tests.support.api import Account, Api
@@ -53,3 +61,33 @@ def test_clicks_exactly_thirty_seconds_apart_are_two(
     assert public_download(api, record["id"]).status_code == 200
     flush(app)
     assert stats(api, alice, record["id"])["total"] == 2
+
+
+def test_yesterdays_late_event_after_the_roll_over_is_rolled_over_again(
+    app: Flask, api: Api, alice: Account, clock: Clock
+) -> None:
+    """A request that read the clock just before midnight hands its event on after the flush
+    that rolled the day over: the next flush counts it on its day, and rolls the day over
+    again although the batch ends with today's events, so that yesterday's salt and visitor
+    rows it made do not outlive the day."""
+    record = api.create(alice)
+    midnight = datetime(2026, 11, 27, tzinfo=UTC).timestamp()
+    clock.now = midnight + 5
+    flush(app)  # today's roll-over, with nothing pending
+    collector = app.extensions["stats"]
+    late = Download(
+        midnight - 2, uuid.UUID(record["id"]), PUBLIC, None, "192.0.2.7", BROWSER["User-Agent"]
+    )
+    collector.add(late)
+    assert public_download(api, record["id"]).status_code == 200
+    assert flush(app) == 2
+    with app.app_context():
+        salt_days = set(db.session.scalars(select(StatsSalt.day)))
+        visitor_days = set(db.session.scalars(select(StatsVisitor.day)))
+    today = date(2026, 11, 27)
+    assert (salt_days, visitor_days) == ({today}, {today})
+    answer = stats(api, alice, record["id"], **{"from": "2026-11-26", "until": "2026-11-27"})
+    assert [(p["period"], p["total"]) for p in answer["periods"]] == [
+        ("2026-11-26", 1),
+        ("2026-11-27", 1),
+    ]
