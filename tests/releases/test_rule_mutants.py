@@ -6,10 +6,10 @@ from __future__ import annotations
 import uuid
 
 from flask import Flask
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from app.extensions import db
-from app.models import ReleaseEditor
+from app.models import FileRecord, ReleaseEditor
 from tests.releases.conftest import Releases
 from tests.releases.test_requests import FUTURE, pending_upload
 from tests.support.api import Account, Api
@@ -133,3 +133,28 @@ def test_an_approval_of_changed_content_is_refused_and_cancels_the_request(
         "changed since submission",
     )
     assert api.row(record["id"]).freigabe is False
+
+
+def test_a_request_whose_record_row_is_gone_is_cancelled_by_the_approval(
+    app: Flask, api: Api, alice: Account, carol: Account, releases: Releases
+):
+    """A record removed without the app (by hand in the database, or by a version before
+    deletions cancelled requests): its request waits on nothing, and the approval says so."""
+    record, request_id = pending_upload(api, alice)
+    with app.app_context():
+        db.session.execute(delete(FileRecord).where(FileRecord.id == uuid.UUID(record["id"])))
+        db.session.commit()
+        db.session.remove()
+    refused = releases.approve(request_id, carol)
+    assert (refused.status_code, refused.get_json()["message"]) == (
+        409,
+        "The record is gone; the request is cancelled.",
+    )
+    answer = api.get(f"/api/release-requests/{request_id}", carol).get_json()
+    assert (answer["state"], answer["decided_by"], answer["reason"], answer["record"]) == (
+        "cancelled",
+        carol.email,
+        "record deleted",
+        None,
+    )
+    assert releases.listed(carol, state="pending").get_json()["data"] == []

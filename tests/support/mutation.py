@@ -409,12 +409,27 @@ COVERING = {
 }
 
 
+def _covering(mutant: str) -> set[str] | None:
+    return next((files for prefix, files in COVERING.items() if mutant.startswith(prefix)), None)
+
+
+def pytest_load_initial_conftests(early_config: Any, parser: Any, args: list[str]) -> None:
+    """For a mutant, collect only its COVERING files of the tests mutmut names (every test
+    that calls the function, in up to 30 files): collecting them all cost a worker 0.36 CPU
+    seconds, one file 0.16. If none of them is covering, the deselection below answers."""
+    files = _covering(os.environ.get("MUTANT_UNDER_TEST", ""))
+    if files is None:
+        return
+    kept = [arg for arg in args if "::" in arg and Path(arg.split("::")[0]).name in files]
+    if kept:
+        args[:] = [arg for arg in args if "::" not in arg or arg in kept]
+
+
 def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
     """For a mutant, the tests of its module (COVERING), cheapest first: its run stops at the
     first failing test (`-x`). SQLite tests before the PostgreSQL ones (a database each), then
     by the time mutmut measured."""
-    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
-    files = next((f for prefix, f in COVERING.items() if mutant.startswith(prefix)), None)
+    files = _covering(os.environ.get("MUTANT_UNDER_TEST", ""))
     if files is not None:
         kept = [item for item in items if item.path.name in files]
         config.hook.pytest_deselected(items=[item for item in items if item.path.name not in files])
