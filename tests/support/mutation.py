@@ -113,7 +113,7 @@ SCOPE = [
     # app/stats: which requests count (robots dropped, machines apart, double clicks once,
     # page views apart, only the counted statuses of GET at the known doors)
     "app.stats.aggregation.x__write__*",
-    "app.stats.aggregation.x__machine_or_robot__*",
+    "app.stats.aggregation.x__agent_kind__*",
     "app.stats.aggregation.x__visitor__*",
     "app.stats.aggregation.x__new_visitors__*",
     "app.stats.collector.x_count_download__*",
@@ -249,6 +249,29 @@ def results(names: list[str]) -> dict[str, str]:
     return {name: statuses.get(name, "not checked") for name in names}
 
 
+def print_worker_times() -> None:
+    """Where the mutants' CPU time went: by outcome, and the functions that cost most."""
+    path = Path("mutants") / WORKER_TIMES
+    if not path.exists():
+        return
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    by_outcome: dict[str, list[float]] = {}
+    by_function: dict[str, list[float]] = {}
+    for line in lines:
+        outcome = "survived" if line["exit"] == 0 else "detected"
+        by_outcome.setdefault(outcome, []).append(line["cpu"])
+        by_function.setdefault(line["mutant"].rpartition("__mutmut_")[0], []).append(line["cpu"])
+    print(
+        "CPU seconds of the mutants' workers: "
+        + "; ".join(
+            f"{outcome} {len(cpu)} mutants, {sum(cpu):.0f} s ({sum(cpu) / len(cpu):.2f} each)"
+            for outcome, cpu in sorted(by_outcome.items())
+        )
+    )
+    costly = sorted(by_function.items(), key=lambda item: -sum(item[1]))[:8]
+    print("  most: " + ", ".join(f"{name} {sum(cpu):.0f} s" for name, cpu in costly))
+
+
 def main(patterns: list[str]) -> int:
     scope = [p for p in SCOPE if any(fnmatch.fnmatch(p, q) or p.startswith(q) for q in patterns)]
     scope = scope if patterns else SCOPE
@@ -307,6 +330,7 @@ def main(patterns: list[str]) -> int:
         f"Run time: {minutes:.1f} min; CPU time of the test runs {cpu_minutes:.1f} min "
         f"on {os.cpu_count()} cores (load average now {os.getloadavg()[0]:.1f})"
     )
+    print_worker_times()
     for name in survivors:
         print(f"\n[NEW] {name} ({statuses[name]})")
         print(f"    change: `{change(name, generated[name])}`")
@@ -377,6 +401,21 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> Any:
     finally:
         if stack is not None:
             click_globals._local.stack = stack
+
+
+#: Each mutant's worker adds a line here (in mutants/): its name, pytest's exit status, and
+#: the CPU seconds it used, which the summary sums by function and outcome.
+WORKER_TIMES = "worker-times.jsonl"
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    if "__mutmut_" not in mutant:
+        return
+    used = resource.getrusage(resource.RUSAGE_SELF)  # a forked worker's own, from its fork
+    line = {"mutant": mutant, "exit": int(exitstatus), "cpu": used.ru_utime + used.ru_stime}
+    with open(WORKER_TIMES, "a") as times:
+        times.write(json.dumps(line) + "\n")
 
 
 def pytest_ignore_collect(collection_path: Path, config: object) -> bool | None:
