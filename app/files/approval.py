@@ -319,7 +319,7 @@ def _apply_rule(
     if new:
         if record.freigabe is not False:
             record.freigabe = False
-            open_request(record, caller_id if caller_id is not None else record.user_id)
+            open_request(record, caller_id)  # a create's caller is the record's owner
         return
     changes = _changed(record, (CONTENT, *PUBLIC_FIELDS))
     pending = pending_request(record.id)
