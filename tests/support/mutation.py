@@ -346,6 +346,23 @@ def main(patterns: list[str]) -> int:
 # --- pytest plugin: loaded in mutmut's runs only (`-p tests.support.mutation` in pyproject) ---
 
 
+def pytest_configure(config: Any) -> None:
+    """Hypothesis, in mutmut's runs: the same examples every run (a mutant's verdict does not
+    depend on luck), no example database in mutants/, and no shrinking: a property broken by a
+    mutant fails at its first counterexample, where shrinking it ran into mutmut's CPU limit
+    (a timeout of tens of CPU seconds instead of a kill in one). The tests' own `settings(...)`
+    take what they do not set from this profile (they are made after it is loaded)."""
+    from hypothesis import Phase, settings
+
+    settings.register_profile(
+        "mutation",
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    )
+    settings.load_profile("mutation")
+
+
 def pytest_collection_finish(session: Any) -> None:
     """mutmut's fork server collects the tests once (`--collect-only`) and forks a worker per
     mutant from there. Whatever the first app, request or counted download of a process
