@@ -134,7 +134,19 @@ class ReleaseRequestSchema(Schema):
     )
     public_hash = fields.String(
         required=True,
-        metadata={"description": "SHA-256 of the public fields' values when submitted."},
+        metadata={
+            "description": "SHA-256 of the public fields' values when submitted, for an "
+            "approver's tool to check against `record`: the lowercase hex SHA-256 of the UTF-8 "
+            "bytes of the JSON object of `original_name`, `mime_type`, `aktiv_id`, `path`, "
+            "`reprotyp`, `titel`, `beschreibung`, `autoren`, `sachschlagwoerter`, "
+            "`org_themen`, `sperrfrist` and `reihenfolge`, with its keys sorted, the "
+            'separators "," and ":" (no spaces), non-ASCII characters as they are (not '
+            "escaped), dates as YYYY-MM-DD and null for a missing value (what Python's "
+            "`json.dumps(values, sort_keys=True, separators=(',', ':'), ensure_ascii=False)` "
+            "writes). Of a `change` or `sperrfrist` request, the values as they will be after "
+            "the approval: `record`'s, with `pending.fields`, and `pending.content`'s "
+            "`original_name` and `mime_type` if it has new content."
+        },
     )
     submitted_by = fields.String(
         required=True, allow_none=True, metadata={"description": "The submitter's email."}
