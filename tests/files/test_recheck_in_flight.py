@@ -111,3 +111,35 @@ def test_a_download_nobody_withdraws_arrives_whole(app: Flask, api: Api, alice: 
     response, received, ended_by = read_in_pieces(app, path, headers, lambda: None)
     assert ended_by is None
     assert received == CONTENT
+
+
+@pytest.mark.parametrize("races", [1, downloads.MAX_REREADS])
+def test_a_download_that_followed_replaces_still_ends_once_its_right_is_withdrawn(
+    app: Flask, api: Api, alice: Account, monkeypatch: pytest.MonkeyPatch, races: int
+):
+    """The record is replaced before its object is opened, `races` times in a row: the
+    download follows it to the newest content, and is rechecked all the same."""
+    record_id = released(api, alice)
+    storage_class = type(app.extensions["storage"])
+    real_open = storage_class.open
+    replaced: list[bytes] = []
+
+    def open_after_a_replace(self, key, *args, **kwargs):
+        if len(replaced) < races:
+            content = f"Version {len(replaced) + 1}\n".encode() + CONTENT
+            replaced.append(content)
+            answer = api.replace(alice, record_id, "gross.txt", content)
+            assert answer.status_code == 200, answer.get_json()
+        return real_open(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(storage_class, "open", open_after_a_replace)
+
+    def withdraw() -> None:
+        assert api.client.delete("/api/tokens/current", headers=alice.auth).status_code == 204
+
+    path = f"/api/files/{record_id}/download"
+    response, received, ended_by = read_in_pieces(app, path, alice.auth, withdraw)
+    assert len(replaced) == races
+    assert response.content_length == len(replaced[-1])
+    assert ended_by is streaming.Withdrawn
+    assert received == replaced[-1][: streaming.READ_BYTES]
