@@ -175,6 +175,11 @@ TEST_FILES = {
     "test_sums.py",
     "test_visitors.py",
     "test_link_secrecy.py",
+    # a download in flight ends when the right to it does (the recheck, with the test client)
+    "test_recheck_in_flight.py",
+    # a link's expiry to the second, its first use; a single download's visitor
+    "test_link_mutants.py",
+    "test_count_mutants.py",
     # the public feed's embargo day (`downloadable` for the public), a link holder's pages
     "test_feeds.py",
     "test_holder.py",
@@ -277,6 +282,16 @@ def main(patterns: list[str]) -> int:
     scope = scope if patterns else SCOPE
     if not scope:
         print(f"no function of SCOPE matches {patterns}", file=sys.stderr)
+        return 2
+    # A test file renamed or moved out of tests/ would leave its functions without tests.
+    present = {path.name for path in Path("tests").rglob("test_*.py")}
+    named = TEST_FILES.union(*COVERING.values())
+    if named - present or named - TEST_FILES:
+        print(
+            f"test files of COVERING or TEST_FILES not under tests/: {sorted(named - present)};"
+            f" of COVERING not in TEST_FILES: {sorted(named - TEST_FILES)}",
+            file=sys.stderr,
+        )
         return 2
     shutil.rmtree("mutants", ignore_errors=True)  # stale copies would be tested otherwise
     start = time.monotonic()
@@ -450,9 +465,9 @@ def pytest_ignore_collect(collection_path: Path, config: object) -> bool | None:
 #: what is tested.
 SQLITE_ACCESS = {"test_records.py", "test_download.py", "test_list.py", "test_public.py"}
 LISTS = {"test_list.py", "test_list_folders.py", "test_public.py"}
-LINKS = {"test_links.py", "test_link_properties.py"}
+LINKS = {"test_links.py", "test_link_properties.py", "test_link_mutants.py"}
 AUDIT = {"test_chain.py", "test_trail.py"}
-STATS = {"test_counting.py", "test_views.py", "test_visitors.py"}
+STATS = {"test_counting.py", "test_views.py", "test_visitors.py", "test_count_mutants.py"}
 #: sums over several days, doors, machines and records (`Counts.add`, `human`, `record_totals`)
 SUMS = {"test_sums.py"}
 RELEASES = {
@@ -479,8 +494,12 @@ COVERING = {
     "app.files.access.": SQLITE_ACCESS,
     "app.files.listing.": LISTS,
     "app.files.pagination.": LISTS,
-    "app.files.downloads.x_download_response_": {"test_download.py", "test_record_cache.py"},
-    "app.files.downloads.": {"test_download.py"},
+    "app.files.downloads.x_download_response_": {
+        "test_download.py",
+        "test_recheck_in_flight.py",
+        "test_record_cache.py",
+    },
+    "app.files.downloads.": {"test_download.py", "test_recheck_in_flight.py"},
     "app.auth.services.x_resolve_token_": {
         "test_tokens.py",
         "test_token_ids.py",
