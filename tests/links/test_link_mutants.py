@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.links import routes, services
-from tests.links.test_links import record_link, shared
+from tests.links.test_links import kit, record_link, shared
 from tests.support.api import Account, Api
 
 
@@ -94,3 +94,16 @@ def test_the_first_use_stays_the_first(api: Api, alice: Account, clock: Clock) -
     assert used["downloads"] == 2
     assert used["first_used_at"] == first.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert used["last_used_at"] == clock.now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_a_kit_for_a_folder_with_an_underscore_reaches_that_folder_only(
+    api: Api, alice: Account
+) -> None:
+    """`_` in a folder's name (the one SQL LIKE wildcard a path may hold) is a character: a
+    kit for `presse/2026_12` does not reach `presse/2026-12`."""
+    inside = api.create(alice, "in.pdf", path="presse/2026_12/teil", freigabe=0)
+    api.create(alice, "daneben.pdf", path="presse/2026-12/teil", freigabe=0)
+    response = kit(api, alice, "presse/2026_12")
+    assert response.status_code == 201, response.get_json()
+    page = shared(api, response.get_json()).get_json()
+    assert ([r["id"] for r in page["data"]], page["total"]) == ([inside["id"]], 1)
