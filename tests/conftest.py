@@ -116,11 +116,14 @@ def make_postgres_database(
     """Creates throwaway databases on the local server; drops them at the end of the session.
 
     `make()` gives an empty database; `make(migrated=True)` a copy of one migrated once for
-    the session (copying takes a fraction of the seconds migrating takes).
+    the session (copying takes a fraction of the seconds migrating takes). `make mutate`
+    runs a session per mutant: it migrates one database for all of them and names it in
+    TEST_POSTGRES_TEMPLATE.
     """
     admin = sa.create_engine(postgres_admin_url, isolation_level="AUTOCOMMIT")
     created: list[str] = []
-    template: list[str] = []
+    given = os.environ.get("TEST_POSTGRES_TEMPLATE")
+    template: list[str] = [given] if given else []
 
     def make(migrated: bool = False) -> str:
         name = f"filerepo_test_{uuid.uuid4().hex[:12]}"
