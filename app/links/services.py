@@ -91,10 +91,8 @@ def create_link(
         record_id=record_id,
         path=path,
         description=description,
-        created_at=utcnow(),
         expires_at=expires_at,
-        downloads=0,
-    )
+    )  # created_at and downloads (0): the model's defaults
     db.session.add(link)
     audit.note(db.session, "link.create", audit.link_values(link), record_id=record_id)
     db.session.commit()
