@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 FLASK  := $(BIN)/flask --app wsgi
 
-.PHONY: run test install install-test browser unpackers nginx migrate lint format bench mutate screenshots clean
+.PHONY: run start stop test install install-test browser unpackers nginx migrate lint format bench mutate screenshots clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -60,18 +60,44 @@ migrate: install
 # With ADMIN_EMAIL and ADMIN_PASSWORD it provisions that administrator first; half of the two
 # stops it with one line (provision-admin). Serving prints the front and docs pages' addresses
 # and, while there is no administrator, how to make one.
+PROVISION = if [ -n "$$ADMIN_EMAIL$$ADMIN_PASSWORD" ]; then $(FLASK) provision-admin; fi
+
 run: migrate
-	@if [ -n "$$ADMIN_EMAIL$$ADMIN_PASSWORD" ]; then $(FLASK) provision-admin; fi
+	@$(PROVISION)
 	$(FLASK) serve
 
+# `make run` in the background, for the README's quick start and the chapters' examples (a
+# second start restarts): back once this checkout's own server serves, which it prints, or with
+# the log's last lines when it stopped instead (a port taken, a wrong setting), whatever else
+# answers on PORT. Its output goes to RUN_LOG, its process id to RUN_PID; `make stop` ends it.
+RUN_LOG := instance/run.log
+RUN_PID := instance/run.pid
+
+start: stop install
+	@{ $(FLASK) db upgrade && $(PROVISION) && exec $(FLASK) serve; } >$(RUN_LOG) 2>&1 & \
+		echo $$! >$(RUN_PID)
+	@until grep -q '^Serving on' $(RUN_LOG); do \
+		kill -0 $$(cat $(RUN_PID)) 2>/dev/null || { \
+			rm -f $(RUN_PID); grep '^Error' $(RUN_LOG) >&2 || tail -n 5 $(RUN_LOG) >&2; exit 1; }; \
+		sleep 0.2; done
+	@grep '^Serving on' $(RUN_LOG); echo "Its log: $(RUN_LOG); make stop ends it."
+
+# Only a process of ours: a pid file left from before a reboot may name another program.
+stop:
+	@pid=$$(cat $(RUN_PID) 2>/dev/null) || exit 0; rm -f $(RUN_PID); \
+	case "$$(ps -o args= -p $$pid 2>/dev/null)" in *" serve"*) kill $$pid; \
+		while kill -0 $$pid 2>/dev/null; do sleep 0.2; done;; esac
+
 # The suite in TEST_WORKERS processes (pytest-xdist; each starts its own SeaweedFS and
-# PostgreSQL databases); TEST_WORKERS=0 runs it in this one.
+# PostgreSQL databases); TEST_WORKERS=0 runs it in this one. TESTS names files or folders to
+# run instead of the whole suite: `make test TESTS=tests/files/test_upload.py`.
 TEST_WORKERS ?= 2
+TESTS ?=
 
 test: install-test
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest -n $(TEST_WORKERS)
+	$(BIN)/pytest -n $(TEST_WORKERS) $(TESTS)
 
 lint: install-test
 	$(BIN)/ruff check .
@@ -97,7 +123,7 @@ mutate: install-test
 	$(BIN)/pip install --quiet -e '.[test,mutate]'
 	$(BIN)/python -m tests.support.mutation $(MUTANTS)
 
-# The README's three pictures of the pages, fresh from the browser test's screenshots.
+# The three pictures of docs/pages.md, fresh from the browser test's screenshots.
 screenshots: install-test
 	REQUIRE_BROWSER=1 $(BIN)/pytest -q tests/pages/test_pages_in_browser.py
 	$(BIN)/python -m tests.support.screenshots
