@@ -137,8 +137,9 @@ def test_environment_is_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
 
 
 # One home for the settings: what the code reads is declared in app/config.py and listed, with
-# its default, in the README's settings table.
+# its default, in the settings table (docs/settings.md).
 
+SETTINGS_TABLE = ROOT / "docs" / "settings.md"
 APP_SOURCES = sorted([*(ROOT / "app").rglob("*.py"), ROOT / "wsgi.py"])
 #: Read by boto3's credential chain, not by the app; listed in the table all the same.
 READ_BY_BOTO3 = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
@@ -170,12 +171,11 @@ def environment_settings() -> set[str]:
     return environ.asked
 
 
-def readme_settings() -> dict[str, str]:
-    """Variable -> its Default cell, from the README's settings table."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
+def documented_settings() -> dict[str, str]:
+    """Variable -> its Default cell, from the settings table (docs/settings.md)."""
+    text = SETTINGS_TABLE.read_text(encoding="utf-8")
     table: dict[str, str] = {}
-    for line in section.splitlines():
+    for line in text.splitlines():
         if not line.startswith("| `"):
             continue
         names_cell, default_cell = (cell.strip() for cell in line.strip("|").split(" | ")[:2])
@@ -184,7 +184,7 @@ def readme_settings() -> dict[str, str]:
         if len(defaults) != len(names):
             defaults = [default_cell] * len(names)
         for name, default in zip(names, defaults, strict=True):
-            assert name not in table, f"{name} is in the README's settings table twice"
+            assert name not in table, f"{name} is in the settings table twice"
             table[name] = default
     return table
 
@@ -199,12 +199,12 @@ def config_keys_read_by_the_code() -> dict[str, set[str]]:
     return found
 
 
-def test_every_environment_setting_is_in_the_readme_table():
-    documented = set(readme_settings())
+def test_every_environment_setting_is_in_the_settings_table():
+    documented = set(documented_settings())
     read = environment_settings()
-    assert read - documented == set(), "settings missing from the README's settings table"
+    assert read - documented == set(), "settings missing from the settings table"
     assert documented - read - READ_BY_BOTO3 == set(), (
-        "README settings that app/config.py's settings_from_env does not read"
+        "documented settings that app/config.py's settings_from_env does not read"
     )
 
 
@@ -232,23 +232,23 @@ def _config_key_of(name: str) -> str:
     return key
 
 
-def test_the_readme_table_gives_the_config_defaults():
+def test_the_settings_table_gives_the_config_defaults():
     defaults = settings_from_env({}, "instance")
-    table = readme_settings()
+    table = documented_settings()
     for name in environment_settings():
         cell, value = table[name], defaults[_config_key_of(name)]
         literal = re.fullmatch(r"`([^`]+)`", cell)
         if cell.startswith(("–", "none")):
-            assert value is None, f"{name}: README says unset, app/config.py has {value!r}"
+            assert value is None, f"{name}: the table says unset, app/config.py has {value!r}"
         elif literal and literal.group(1) in table:
             # Falls back to another setting (OAI_ADMIN_EMAIL -> ADMIN_EMAIL).
-            assert value is None, f"{name}: README names a fallback, app/config.py has {value!r}"
+            assert value is None, f"{name}: the table names a fallback, app/config.py has {value!r}"
         elif literal and isinstance(value, int | float):
-            assert float(literal.group(1)) == value, f"{name}: README {cell}, config {value!r}"
+            assert float(literal.group(1)) == value, f"{name}: table {cell}, config {value!r}"
         elif literal:
-            assert literal.group(1) == str(value), f"{name}: README {cell}, config {value!r}"
+            assert literal.group(1) == str(value), f"{name}: table {cell}, config {value!r}"
         else:  # described in words, e.g. "SQLite file instance/files.sqlite3 of the checkout"
-            assert value is not None, f"{name}: README describes a default, app/config.py has none"
+            assert value is not None, f"{name}: the table describes a default, config has none"
 
 
 def test_s3_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch):

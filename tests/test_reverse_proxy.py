@@ -34,7 +34,7 @@ from tests.support.server import clean_env, flask, free_port, running_server, wa
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "nginx.conf"
-README = ROOT / "README.md"
+DEPLOYMENT = ROOT / "docs" / "deployment.md"
 HOST_NAME = "files.example.org"
 CLIENT_ADDRESS = "127.0.0.2"
 MiB = 1024 * 1024
@@ -45,9 +45,9 @@ EXAMPLE_S3 = "https://s3.example.org/"
 
 
 def documented_settings() -> dict[str, str]:
-    """The settings the README gives for running behind docs/nginx.conf: the lines of the
-    first `sh` block of its section "Behind a reverse proxy"."""
-    text = README.read_text()
+    """The settings docs/deployment.md gives for running behind docs/nginx.conf: the lines of
+    the first `sh` block of its section "Behind a reverse proxy"."""
+    text = DEPLOYMENT.read_text()
     section = text[text.index("## Behind a reverse proxy\n") :]
     start = section.index("```sh\n") + len("```sh\n")
     block = section[start : section.index("```", start)]
@@ -195,7 +195,7 @@ def create_user(env: dict[str, str]) -> None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Stack]:
-    """The service with the README's settings for it behind the example as documented: the
+    """The service with the documented settings for it behind the example as documented: the
     local internal location on, its folder the service's storage folder."""
     find_nginx()
     folder = tmp_path_factory.mktemp("reverse-proxy")
@@ -323,7 +323,7 @@ def test_large_bodies_pass_only_on_upload_paths(stack: Stack, token: str):
 
 
 def test_the_documented_setup_has_nginx_send_the_bytes(stack: Stack, token: str):
-    """The README's settings behind the example: the service answers the download without a
+    """The documented settings behind the example: the service answers the download without a
     body (its log says 0 bytes), nginx sends all of them."""
     data = b"sent by nginx, not by the service\n" * 40000
     with stack.pool() as pool:

@@ -1,5 +1,5 @@
-"""Running the README's shell blocks as they stand: what stands in for an installation, and
-stopping what a block left running in the background."""
+"""Running the documents' shell blocks as they stand (the README's and the chapters' in docs/):
+what stands in for an installation, and stopping what a block left running in the background."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 
 
-def venv_without_install(folder: Path) -> Path:
+def venv_without_install(folder: Path, *, for_later_checkouts: bool = True) -> Path:
     """A folder `make VENV=...` takes for an installed virtual environment: its `flask` and
-    `python` run this interpreter, and its marker says installed (after every checkout)."""
+    `python` run this interpreter, and its marker says installed: after every checkout, also
+    those made later (a day ahead, which make warns about), or, with `for_later_checkouts`
+    false, after those made before it."""
     bin_dir = folder / "bin"
     bin_dir.mkdir(parents=True)
     for name, command in (
@@ -24,8 +26,9 @@ def venv_without_install(folder: Path) -> Path:
         (bin_dir / name).chmod(0o755)
     marker = folder / ".installed"
     marker.touch()
-    later = time.time() + 86400  # newer than the pyproject.toml of a clone made after it
-    os.utime(marker, (later, later))
+    if for_later_checkouts:
+        later = time.time() + 86400  # newer than the pyproject.toml of a clone made after it
+        os.utime(marker, (later, later))
     return folder
 
 
