@@ -1,4 +1,4 @@
-"""`make screenshots`: the README's three pictures of the pages, from the browser test's
+"""`make screenshots`: the three pictures of docs/pages.md, from the browser test's
 screenshots (test-artifacts/pages/), made small: 800 pixels wide, 64 colours."""
 
 from __future__ import annotations
