@@ -4,6 +4,7 @@ port is not what the settings promise (README, "Operator commands")."""
 
 from __future__ import annotations
 
+import copy
 import errno
 import os
 import re
@@ -30,6 +31,27 @@ NO_ADMINISTRATOR = (
 )
 # SQLite's "no such table", PostgreSQL's undefined_table (42P01).
 _NO_TABLE = re.compile(r"no such table|UndefinedTable|relation \"[^\"]+\" does not exist")
+
+
+#: Commands of Flask and its extensions that are not the operator's: Flask's development server
+#: (`flask serve` is the service's) and Flask-Limiter's maintenance group.
+NOT_THE_OPERATORS = ("run", "limiter")
+
+
+def hide_from_help(names: tuple[str, ...] = NOT_THE_OPERATORS) -> None:
+    """Leave `names` out of the help of the `flask` command that is loading the app: they
+    belong to the `flask` group itself (Flask's own and plugin commands), not to `app.cli`.
+    They still run when named."""
+    context = click.get_current_context(silent=True)
+    group = context.find_root().command if context is not None else None
+    if not isinstance(group, click.Group):
+        return
+    for name in names:
+        command = group.commands.get(name)
+        if command is not None and not command.hidden:
+            hidden = copy.copy(command)  # Flask's own object stays as it is
+            hidden.hidden = True
+            group.commands[name] = hidden
 
 
 def database_address(config: Mapping[str, Any]) -> str:
