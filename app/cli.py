@@ -21,6 +21,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
+from app.database import SQLiteFileMissing
+
 #: What `flask serve` (and any command) says of a database without the service's tables.
 NOT_MIGRATED = "the database is not migrated: run `flask db upgrade` (make run does)"
 #: What `flask serve` says while no account is an administrator.
@@ -72,6 +74,8 @@ def database_error_line(error: BaseException, config: Mapping[str, Any]) -> str 
     if not isinstance(error, sa_exc.DBAPIError):
         return None
     cause = error.orig if error.orig is not None else error
+    if isinstance(cause, SQLiteFileMissing):
+        return str(cause)
     if _NO_TABLE.search(f"{type(cause).__name__} {cause}"):
         return NOT_MIGRATED
     return f"database error: cannot use {database_address(config)}: {_first_line(cause)}"
