@@ -198,7 +198,7 @@ def _register_cli(app: Flask) -> None:
         tokens_group,
         users_group,
     )
-    from app.cli import hide_from_help, serve_command
+    from app.cli import present_to_operators, serve_command
     from app.doi.cli import doi_group
     from app.ops import register_cli
     from app.pages.cli import pages_cli
@@ -226,4 +226,4 @@ def _register_cli(app: Flask) -> None:
     users_group.add_command(grant_approver_command)
     users_group.add_command(revoke_approver_command)
     register_cli(app)
-    hide_from_help()
+    present_to_operators()

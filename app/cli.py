@@ -38,16 +38,24 @@ _NO_TABLE = re.compile(r"no such table|UndefinedTable|relation \"[^\"]+\" does n
 #: Commands of Flask and its extensions that are not the operator's: Flask's development server
 #: (`flask serve` is the service's) and Flask-Limiter's maintenance group.
 NOT_THE_OPERATORS = ("run", "limiter")
+#: The end of `flask --help`: where the commands work from (wsgi is installed with the
+#: package, pyproject.toml) and where their settings come from.
+OPERATOR_HELP = (
+    "The commands work from any folder once `make run` has installed the service into the "
+    "clone's .venv: /path/to/the/clone/.venv/bin/flask --app wsgi users list. They read their "
+    "settings from the environment (DATABASE_URL, STORAGE_BACKEND, ...)."
+)
 
 
-def hide_from_help(names: tuple[str, ...] = NOT_THE_OPERATORS) -> None:
-    """Leave `names` out of the help of the `flask` command that is loading the app: they
-    belong to the `flask` group itself (Flask's own and plugin commands), not to `app.cli`.
-    They still run when named."""
+def present_to_operators(names: tuple[str, ...] = NOT_THE_OPERATORS) -> None:
+    """The help of the `flask` command that is loading the app: `names` left out (they
+    belong to the `flask` group itself, Flask's own and plugin commands, not to `app.cli`;
+    they still run when named) and OPERATOR_HELP at its end."""
     context = click.get_current_context(silent=True)
     group = context.find_root().command if context is not None else None
     if not isinstance(group, click.Group):
         return
+    group.epilog = OPERATOR_HELP
     for name in names:
         command = group.commands.get(name)
         if command is not None and not command.hidden:
