@@ -1,6 +1,7 @@
-"""`flask serve`: the production server, waitress, configured for the service's limits; and
-the one line an operator reads instead of a traceback when the database, the storage or the
-port is not what the settings promise (README, "Operator commands")."""
+"""`flask serve`: the production server, waitress, configured for the service's limits; the
+one line an operator reads instead of a traceback when the database, the storage or the port
+is not what the settings promise (README, "Operator commands"); and what `flask --help` shows
+the operator."""
 
 from __future__ import annotations
 
