@@ -10,7 +10,7 @@ FROM python:3.12.12-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md wsgi.py ./
 COPY app ./app
 # The environment gets no pip of its own: nothing in the runtime image installs packages.
 RUN python -m venv --without-pip /opt/file-repository \

@@ -1,4 +1,5 @@
-"""WSGI entry point: `flask --app wsgi ...` and `waitress-serve wsgi:app` load `app` from here."""
+"""WSGI entry point: `flask --app wsgi ...` and `waitress-serve wsgi:app` load `app` from here.
+Installed with the package (pyproject.toml), so they find it from any folder."""
 
 import sys
 

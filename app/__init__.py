@@ -87,7 +87,12 @@ def _init_extensions(app: Flask) -> None:
         stats,
     )
     from app.auth.guard import caller_of
-    from app.database import ping_idle_connections, prepare_marked_statements, sqlite_pragmas
+    from app.database import (
+        ping_idle_connections,
+        prepare_marked_statements,
+        refuse_missing_sqlite_file,
+        sqlite_pragmas,
+    )
     from app.doi import worker as doi_worker
     from app.extensions import db, limiter, migrate
     from app.pages import i18n
@@ -108,6 +113,8 @@ def _init_extensions(app: Flask) -> None:
             ping_idle_connections(db.engine, app.config["DB_PING_AFTER_IDLE_SECONDS"])
         if db.engine.dialect.name == "sqlite":
             event.listen(db.engine, "connect", sqlite_pragmas)
+            path = make_url(app.config["SQLALCHEMY_DATABASE_URI"]).database or ""
+            refuse_missing_sqlite_file(db.engine, relative=not os.path.isabs(path))
         prepare_marked_statements(db.engine)
         cache.init_app(app, db)
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
@@ -191,7 +198,7 @@ def _register_cli(app: Flask) -> None:
         tokens_group,
         users_group,
     )
-    from app.cli import serve_command
+    from app.cli import present_to_operators, serve_command
     from app.doi.cli import doi_group
     from app.ops import register_cli
     from app.pages.cli import pages_cli
@@ -219,3 +226,4 @@ def _register_cli(app: Flask) -> None:
     users_group.add_command(grant_approver_command)
     users_group.add_command(revoke_approver_command)
     register_cli(app)
+    present_to_operators()

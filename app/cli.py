@@ -1,9 +1,11 @@
-"""`flask serve`: the production server, waitress, configured for the service's limits; and
-the one line an operator reads instead of a traceback when the database, the storage or the
-port is not what the settings promise (README, "Operator commands")."""
+"""`flask serve`: the production server, waitress, configured for the service's limits; the
+one line an operator reads instead of a traceback when the database, the storage or the port
+is not what the settings promise (README, "Operator commands"); and what `flask --help` shows
+the operator."""
 
 from __future__ import annotations
 
+import copy
 import errno
 import os
 import re
@@ -20,6 +22,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
+from app.database import SQLiteFileMissing
+
 #: What `flask serve` (and any command) says of a database without the service's tables.
 NOT_MIGRATED = "the database is not migrated: run `flask db upgrade` (make run does)"
 #: What `flask serve` says while no account is an administrator.
@@ -30,6 +34,35 @@ NO_ADMINISTRATOR = (
 )
 # SQLite's "no such table", PostgreSQL's undefined_table (42P01).
 _NO_TABLE = re.compile(r"no such table|UndefinedTable|relation \"[^\"]+\" does not exist")
+
+
+#: Commands of Flask and its extensions that are not the operator's: Flask's development server
+#: (`flask serve` is the service's) and Flask-Limiter's maintenance group.
+NOT_THE_OPERATORS = ("run", "limiter")
+#: The end of `flask --help`: where the commands work from (wsgi is installed with the
+#: package, pyproject.toml) and where their settings come from.
+OPERATOR_HELP = (
+    "The commands work from any folder once `make run` has installed the service into the "
+    "clone's .venv: /path/to/the/clone/.venv/bin/flask --app wsgi users list. They read their "
+    "settings from the environment (DATABASE_URL, STORAGE_BACKEND, ...)."
+)
+
+
+def present_to_operators(names: tuple[str, ...] = NOT_THE_OPERATORS) -> None:
+    """The help of the `flask` command that is loading the app: `names` left out (they
+    belong to the `flask` group itself, Flask's own and plugin commands, not to `app.cli`;
+    they still run when named) and OPERATOR_HELP at its end."""
+    context = click.get_current_context(silent=True)
+    group = context.find_root().command if context is not None else None
+    if not isinstance(group, click.Group):
+        return
+    group.epilog = OPERATOR_HELP
+    for name in names:
+        command = group.commands.get(name)
+        if command is not None and not command.hidden:
+            hidden = copy.copy(command)  # Flask's own object stays as it is
+            hidden.hidden = True
+            group.commands[name] = hidden
 
 
 def database_address(config: Mapping[str, Any]) -> str:
@@ -50,6 +83,8 @@ def database_error_line(error: BaseException, config: Mapping[str, Any]) -> str 
     if not isinstance(error, sa_exc.DBAPIError):
         return None
     cause = error.orig if error.orig is not None else error
+    if isinstance(cause, SQLiteFileMissing):
+        return str(cause)
     if _NO_TABLE.search(f"{type(cause).__name__} {cause}"):
         return NOT_MIGRATED
     return f"database error: cannot use {database_address(config)}: {_first_line(cause)}"

@@ -211,6 +211,12 @@ def validate(config: Mapping[str, Any]) -> None:
         url = make_url(config["SQLALCHEMY_DATABASE_URI"])
     except ArgumentError:
         raise ConfigError("DATABASE_URL is not a valid SQLAlchemy database URL") from None
+    if url.get_backend_name() == "sqlite" and (url.host or url.username or url.port):
+        raise ConfigError(
+            f"DATABASE_URL {url.render_as_string(hide_password=True)} names a host, which "
+            "SQLite has not: sqlite:///name.sqlite3 is a file in the instance folder, "
+            "sqlite:////path/name.sqlite3 one at an absolute path"
+        )
     try:
         url.get_dialect().import_dbapi()
     except NoSuchModuleError:

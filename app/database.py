@@ -1,7 +1,13 @@
 """Database plumbing: the declarative base, the session class, the connection listeners
-(autocommit reads, pings of idle connections, SQLite's pragmas) and SQLite's write lock."""
+(autocommit reads, pings of idle connections, SQLite's pragmas, a SQLite file that is not
+there) and SQLite's write lock."""
 
+import os
+import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from flask import has_request_context, request
@@ -141,6 +147,49 @@ def sqlite_pragmas(connection: Any, _record: Any) -> None:
         raise RuntimeError(
             "SQLite ignored PRAGMA case_sensitive_like: paths would match in any case"
         )
+
+
+class SQLiteFileMissing(sqlite3.OperationalError):
+    """The SQLite file of DATABASE_URL, or its folder, is not there; the message names the
+    path it was looked for at. A driver error, so it is reported as the database's."""
+
+
+#: Whether a connection made now may create a missing SQLite file (`creating_the_database`).
+_MAY_CREATE = ContextVar("may_create_sqlite_file", default=False)
+
+
+@contextmanager
+def creating_the_database() -> Iterator[None]:
+    """Lets the connections made inside create the SQLite file they open: only the migrations
+    do (migrations/env.py)."""
+    token = _MAY_CREATE.set(True)
+    try:
+        yield
+    finally:
+        _MAY_CREATE.reset(token)
+
+
+def refuse_missing_sqlite_file(engine: Engine, relative: bool) -> None:
+    """A connection to a SQLite file that is not there fails, naming the path, instead of
+    creating an empty database: a wrong DATABASE_URL shows at the first command, and a
+    command that only reads leaves nothing behind. `relative`: DATABASE_URL's path was
+    relative (Flask-SQLAlchemy reads it from the instance folder)."""
+    where = " (a relative path in DATABASE_URL starts at the instance folder)" if relative else ""
+
+    @event.listens_for(engine, "do_connect")
+    def look(_dialect: Any, _record: Any, cargs: list[Any], _cparams: dict[str, Any]) -> None:
+        path = str(cargs[0]) if cargs else ":memory:"
+        if path == ":memory:" or path.startswith("file:") or os.path.exists(path):
+            return
+        if not os.path.isdir(os.path.dirname(path)):
+            raise SQLiteFileMissing(
+                f"DATABASE_URL: the folder of the SQLite database {path} does not exist{where}"
+            )
+        if not _MAY_CREATE.get():
+            raise SQLiteFileMissing(
+                f"DATABASE_URL: the SQLite database {path} does not exist{where}: "
+                "run `flask db upgrade` to create it (make run does)"
+            )
 
 
 def lock_database_on_sqlite(session: OrmSession) -> None:

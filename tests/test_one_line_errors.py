@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -79,8 +80,15 @@ def test_postgres_urls_are_read_as_postgresql_through_psycopg(tmp_path: Path):
         ),
         (
             "sqlite:////nonexistent-folder/files.sqlite3",
-            "Error: database error: cannot use sqlite:////nonexistent-folder/files.sqlite3: "
-            "unable to open database file",
+            "Error: DATABASE_URL: the folder of the SQLite database "
+            "/nonexistent-folder/files.sqlite3 does not exist",
+        ),
+        (
+            # Flask-SQLAlchemy reads a relative path from the instance folder.
+            "sqlite:///nonexistent-folder/files.sqlite3",
+            "Error: DATABASE_URL: the folder of the SQLite database "
+            f"{ROOT / 'instance' / 'nonexistent-folder' / 'files.sqlite3'} does not exist "
+            "(a relative path in DATABASE_URL starts at the instance folder)",
         ),
     ],
 )
@@ -125,8 +133,44 @@ def test_a_database_that_does_not_exist_is_one_line(tmp_path: Path, postgres_adm
     assert line.endswith('database "filerepo_no_such_database" does not exist')
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("users", "list"),
+        ("audit", "verify"),
+        ("stats", "export", "--month", "2026-11"),
+        ("serve",),
+    ],
+)
+def test_a_sqlite_database_that_does_not_exist_is_named_and_not_made(tmp_path: Path, command):
+    """A command finds a SQLite file missing, in one line naming where it looked, and leaves
+    no empty database there (a wrong DATABASE_URL stays visible); `db upgrade` makes it."""
+    path = tmp_path / "db.sqlite3"
+    result = flask(*command, env=env_for(tmp_path))
+    assert result.returncode == 1
+    assert one_line(result) == (
+        f"Error: DATABASE_URL: the SQLite database {path} does not exist: "
+        "run `flask db upgrade` to create it (make run does)"
+    )
+    assert not path.exists()
+    if command == ("users", "list"):
+        assert flask("db", "upgrade", env=env_for(tmp_path)).returncode == 0
+        assert flask(*command, env=env_for(tmp_path)).returncode == 0
+
+
+def test_a_sqlite_url_with_a_host_is_one_line(tmp_path: Path):
+    result = flask("users", "list", env=env_for(tmp_path, DATABASE_URL="sqlite://files.sqlite3"))
+    assert result.returncode == 2
+    assert one_line(result) == (
+        "configuration error: DATABASE_URL sqlite://files.sqlite3 names a host, which SQLite "
+        "has not: sqlite:///name.sqlite3 is a file in the instance folder, "
+        "sqlite:////path/name.sqlite3 one at an absolute path"
+    )
+
+
 @pytest.mark.parametrize("command", [("serve",), ("users", "list"), ("audit", "verify")])
 def test_an_unmigrated_database_says_to_migrate(tmp_path: Path, command):
+    sqlite3.connect(tmp_path / "db.sqlite3").close()  # an empty database
     result = flask(*command, env=env_for(tmp_path))
     assert result.returncode == 1
     assert one_line(result) == f"Error: {NOT_MIGRATED}"
@@ -267,6 +311,7 @@ def test_a_database_behind_the_code_says_which_migrations(tmp_path: Path):
 
     from app.cli import migration_state
 
+    sqlite3.connect(tmp_path / "db.sqlite3").close()  # an empty database
     app = create_app(
         base_config(
             SQLALCHEMY_DATABASE_URI=f"sqlite:///{tmp_path / 'db.sqlite3'}",

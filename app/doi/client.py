@@ -3,7 +3,9 @@
 Two kinds of failure, because the outbox treats them differently: `DataCiteRejected` (a 4xx:
 DataCite read the request and refused it, with its `errors[]`; sending it again unchanged will
 not help) and `DataCiteUnavailable` (5xx, 429, a timeout, a refused or broken connection:
-DataCite may be back later). urllib rather than requests, which is not among the dependencies.
+DataCite may be back later). urllib rather than requests: requests is installed only because
+the `datacite` package requires it, and this module would have to declare it in
+pyproject.toml to use it.
 """
 
 from __future__ import annotations

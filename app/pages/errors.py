@@ -41,14 +41,15 @@ def is_page(path: str) -> bool:
 def page_of_error(path: str, status: int) -> Response | None:
     """The HTML page of an error of `path` if it is a page's (the factory hands this to
     app/errors.py), else None."""
-    return error_page(status) if is_page(path) else None
+    return error_page(status, folder=path.startswith("/browse/")) if is_page(path) else None
 
 
-def error_page(status: int) -> Response:
-    """The HTML page of an error status, with that status."""
+def error_page(status: int, folder: bool = False) -> Response:
+    """The HTML page of an error status, with that status; `folder`: the address names a
+    folder (a 404 then says no such folder, not no such file)."""
     _bind_urls()
     title = TITLES.get(status, _("Fehler"))
-    response = Response(render_page("pages/error.html", status=status, title=title))
+    response = Response(render_page("pages/error.html", status=status, title=title, folder=folder))
     response.status_code = status
     return response
 

@@ -126,7 +126,7 @@ class TranslatedConstants(Extension):
     """Translates `_('constant')` when a template is compiled, into the language of the
     environment it is bound to (`translations`): the translation becomes part of the
     template's text, as if the template had been written in that language, and costs nothing
-    when a page is rendered. A call with values (`_('%(size)s Byte', size=...)`) and
+    when a page is rendered. A call with values (`_('Version %(number)s', number=...)`) and
     `ngettext` stay calls, answered by `bound_translations`. The text is what that gettext
     gives (markup, with `%%` read as `%`), marked safe as it marks it."""
 

@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 from babel.numbers import get_decimal_symbol
+from babel.units import format_unit
 from markupsafe import Markup
 
 from app.doi.lookup import url as doi_url
@@ -78,6 +79,8 @@ class RecordPage:
     mime_type: str
     size: int
     size_text: str
+    #: The exact count of bytes where `size_text` rounds it, else None.
+    exact_size_text: str | None
     sha256: str
     kind: str
     embargo_until: date | None
@@ -148,14 +151,15 @@ def kind_of(mime_type: str) -> str:
 
 def size_text(size: int) -> str:
     """A size as the reader writes it: `1,5 MB` in German, `1.5 MB` in English (powers of
-    1000, as file managers do)."""
-    value, unit = float(size), "Byte"
-    for next_unit in ("kB", "MB", "GB", "TB"):
+    1000, as file managers do); below 1000 the bytes in the language's unit (`29 Byte`,
+    `29 bytes`)."""
+    if size < 1000:
+        return _bytes_text(size, page_language())
+    value, unit = float(size) / 1000, "kB"
+    for next_unit in ("MB", "GB", "TB"):
         if value < 1000:
             break
         value, unit = value / 1000, next_unit
-    if unit == "Byte":
-        return f"{size} Byte"
     # As Babel's format_decimal(value, format="0.0") writes it (a test compares them), in a
     # tenth of its time: a folder page has fifty sizes.
     tenths = Decimal(str(value)).quantize(_TENTH, ROUND_HALF_EVEN)
@@ -163,6 +167,20 @@ def size_text(size: int) -> str:
 
 
 _TENTH = Decimal("0.1")
+
+
+def exact_size_text(size: int) -> str | None:
+    """The exact count of bytes beside a rounded size (`1.552 Byte`, `1,552 bytes`); None
+    where `size_text` is exact already."""
+    if size < 1000:
+        return None
+    return format_unit(size, "digital-byte", length="long", locale=page_language())
+
+
+@cache
+def _bytes_text(size: int, language: str) -> str:
+    """Babel's words for a count of bytes below 1000 (its plural rules), once per count."""
+    return format_unit(size, "digital-byte", length="long", locale=language)
 
 
 @cache
@@ -210,6 +228,7 @@ def record_page(
         mime_type=record.mime_type,
         size=record.size,
         size_text=size_text(record.size),
+        exact_size_text=exact_size_text(record.size),
         sha256=record.checksum_sha256,
         kind=kind_of(record.mime_type),
         embargo_until=record.sperrfrist if embargo_active(record, today) else None,

@@ -1,4 +1,6 @@
-"""`flask stats export|flush`: the operator's side of the statistics."""
+"""`flask stats export`: the operator's side of the statistics. There is no flush command: the
+events are in the memory of the process that counted them, which flushes them itself
+(app/stats/collector.py)."""
 
 from __future__ import annotations
 

@@ -93,6 +93,14 @@ def test_unknown_unreleased_and_malformed_folders_are_html_404(api: Api, alice: 
         assert response.mimetype == "text/html"
         assert b"<script>" not in response.get_data()
         assert response.headers["Content-Security-Policy"].startswith("default-src 'self'")
+        # It speaks of a folder, not of a file.
+        assert tree(response).xpath("string(//main/p)") == (
+            "Unter dieser Adresse ist kein Ordner mit veröffentlichten Dateien zu finden."
+        )
+    english = api.client.get("/browse/gibt-es-nicht?lang=en")
+    assert tree(english).xpath("string(//main/p)") == (
+        "There is no folder with published files at this address."
+    )
 
 
 def test_a_bad_cursor_is_an_html_400(api: Api, alice: Account):

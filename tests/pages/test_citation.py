@@ -1,6 +1,7 @@
 """The Cite box's own compact CSL style (app/pages/citation.csl) against the Harvard style
 citeproc-py ships, which it stands in for: valid CSL 1.0, and the same citation, markup
-included, for every shape of record in both page languages."""
+included, for every shape of record in both page languages (without authors, the title once,
+as CSL says and citeproc-py does not)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,11 @@ def test_every_record_is_cited_as_the_harvard_style_cites_it(monkeypatch):
     try:
         for (index, kind, title, doi, language), formatted in ours.items():
             expected = citation.formatted_citation(item(AUTHORS[index], kind, title, doi), language)
+            if not AUTHORS[index]:
+                # The title stands in for the authors, and CSL suppresses a substituted
+                # variable in the rest of the entry; citeproc-py prints it again.
+                cited_title = expected.split(" (2026) ")[0]
+                expected = expected.replace(f" (2026) {cited_title}.", " (2026).", 1)
             assert formatted == expected, (index, kind, title, doi, language)
     finally:
         citation._style.cache_clear()
@@ -83,6 +89,9 @@ def test_every_record_is_cited_as_the_harvard_style_cites_it(monkeypatch):
     assert "repo.example" not in cited
     assert "<i>Arbeitsmarkt 2026</i>" in ours[(2, "report", TITLES[0], None, "de")]
     assert ours[(4, "report", TITLES[0], None, "en")].startswith("Autor0, E. <i>et al.</i> (2026)")
+    assert ours[(0, "report", TITLES[0], None, "de")].startswith(
+        "<i>Arbeitsmarkt 2026</i> (2026). Forschungsdaten &lt;Repo&gt;. Verfügbar unter: "
+    )
 
 
 def test_a_new_style_changes_every_page_etag(tmp_path):

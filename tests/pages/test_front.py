@@ -51,8 +51,9 @@ def test_the_front_page_shows_what_the_public_may_download_now(
     assert document.xpath("//ul[@class='folders']/li/a/text()") == ["berichte", "presse"]
     assert document.xpath("//ul[@class='folders']/li/a/@href")[0] == f"{BASE}/browse/berichte"
     assert f"{BASE}/browse/" in document.xpath("//a/@href")
-    # The search box, answered by the search page.
-    (form,) = document.xpath("//main//form[@role='search']")
+    # The search box, answered by the search page: the header's, the one on every page.
+    (form,) = document.xpath("//form[@role='search']")
+    assert form.xpath("ancestor::header")
     assert form.get("action") == "/search" and form.xpath(".//input[@name='q']")
     assert "Neu" in api.client.get("/search", query_string={"q": "Neu"}).get_data(as_text=True)
     # The feeds, linked and announced.

@@ -107,7 +107,7 @@ def test_a_released_record_has_a_page_with_everything_a_reader_needs(api: Api, r
     details = dict(zip(document.xpath("//dt/text()"), document.xpath("//dd"), strict=True))
     assert details["Dateiname"].text_content() == "bericht.pdf"
     assert details["Typ"].text_content() == "application/pdf"
-    assert f"({report['size']} Byte)" in details["Größe"].text_content()
+    assert f"({report['size']:,} Byte)".replace(",", ".") in details["Größe"].text_content()
     assert details["SHA-256"].text_content() == api.row(report["id"]).checksum_sha256
     download = f"{BASE}/api/public/files/{report['id']}/download"
     assert document.xpath("//a[@class='download']/@href") == [download]
@@ -118,6 +118,38 @@ def test_a_released_record_has_a_page_with_everything_a_reader_needs(api: Api, r
     preview = api.client.get(frame.get("src"))
     assert preview.headers["Content-Security-Policy"].split("; ")[-1] == "sandbox"
     assert api.client.get(download).get_data() == samples.pdf_bytes()
+
+
+@pytest.mark.parametrize(
+    ("language", "small", "large"),
+    [("de", "29 Byte", "1,6 kB (1.552 Byte)"), ("en", "29 bytes", "1.6 kB (1,552 bytes)")],
+)
+def test_a_size_is_shown_once_in_the_readers_unit(
+    api: Api, alice: Account, language: str, small: str, large: str
+):
+    """The exact count of bytes follows a rounded size only; English pages say "bytes"."""
+    sizes = {}
+    for name, data in (("notiz.txt", b"A note of twenty-nine bytes.\n"), ("bericht.pdf", None)):
+        record = api.create(alice, name, data)
+        document = tree(page(api, record["id"], query_string={"lang": language}))
+        details = dict(zip(document.xpath("//dt/text()"), document.xpath("//dd"), strict=True))
+        sizes[record["size"]] = details["Größe" if language == "de" else "Size"].text_content()
+    assert sizes == {29: small, 1552: large}
+
+
+@pytest.mark.parametrize(
+    ("language", "available"), [("de", "Verfügbar unter"), ("en", "Available at")]
+)
+def test_a_record_without_authors_is_cited_by_its_title_once(
+    api: Api, alice: Account, language: str, available: str
+):
+    record = api.create(alice, "bericht.pdf", titel="Arbeitsmarkt 2026")
+    document = tree(page(api, record["id"], query_string={"lang": language}))
+    year = datetime.fromisoformat(record["created_at"]).astimezone(UTC).year
+    repository = api.app.config["REPOSITORY_NAME"]
+    assert document.xpath("string(//p[@class='citation'])") == (
+        f"Arbeitsmarkt 2026 ({year}). {repository}. {available}: {BASE}/records/{record['id']}."
+    )
 
 
 def test_the_pdf_preview_is_the_public_download_shown_inline(api: Api, alice: Account, report):

@@ -1,9 +1,11 @@
-"""Sizes on the pages are written as Babel writes a decimal in the reader's language."""
+"""Sizes on the pages are written as Babel writes a decimal, and bytes as Babel writes the unit, in
+the reader's language."""
 
 from __future__ import annotations
 
 import pytest
 from babel.numbers import format_decimal
+from babel.units import format_unit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +32,8 @@ def test_a_size_reads_as_babel_writes_it(app, language, size):
     with app.test_request_context(f"/records/x?lang={language}"):
         text = records.size_text(size)
         if size < 1000:
-            assert text == f"{size} Byte"
+            # "29 Byte", "29 bytes", "1 byte": the language's own unit and plural.
+            assert text == format_unit(size, "digital-byte", length="long", locale=language)
             return
         number, unit = text.split(" ")
         value, expected_unit = float(size), "Byte"
