@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
 import flask_smorest
 from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
+from apispec.ext.marshmallow.common import resolve_schema_instance
 from apispec.ext.marshmallow.field_converter import DEFAULT_FIELD_MAPPING
 from flask import Flask
 from flask_smorest.spec.plugins import FlaskPlugin
-from marshmallow import Schema, fields
+from marshmallow import EXCLUDE, INCLUDE, Schema, fields
 
 from app.detection.mime import ALLOWED_MIME_TYPES
 from app.http import PUBLIC_CACHE
@@ -31,10 +32,7 @@ from app.schemas import field_types as types
 from app.schemas.pages import page_envelope
 from app.schemas.records import (
     CreatedFilesSchema,
-    CreateMetadataSchema,
-    FileRecordSchema,
-    MetadataSchema,
-    ReplaceFormSchema,
+    FileUpdateResultSchema,
     UpdateSchema,
     created_record_schema,
     file_version_schema,
@@ -46,7 +44,7 @@ OPENAPI_VERSION = "3.1.0"
 BEARER = "bearerAuth"
 NO_TOKEN: list[dict[str, list[str]]] = []
 SERVER = ("ServerError", "ServiceUnavailable")
-#: The settings a view's docstring may name in braces (`{max_file_size:,}`), by that name.
+#: The settings any text of the document may name in braces (`{max_file_size:,}`), by that name.
 LIMITS = {
     "max_files": "MAX_FILES_PER_REQUEST",
     "max_file_size": "MAX_FILE_SIZE",
@@ -69,35 +67,6 @@ SINCE_PATTERN = (
 FLAG_STRING_PATTERN = r"^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
 
-_DOI_STATE = {
-    "type": ["string", "null"],
-    "enum": ["draft", "registered", "findable", None],
-    "description": "With DOIs configured only: what DataCite holds (or will in a moment: "
-    "the outbox sends it after the commit): draft before the record is public, findable "
-    "while it is, registered (hidden) once it left public view; null without a DOI.",
-}
-#: Fields of record answers with DOIs configured (`DATACITE_*`); absent otherwise.
-DOI_FIELDS = {
-    "doi": {
-        "type": ["string", "null"],
-        "description": "With DOIs configured only: the record's DOI (lower case, "
-        "`prefix/xxxx-xxxx`), null without one.",
-        "examples": ["10.5072/3kq7-m2x0"],
-    },
-    "doi_state": _DOI_STATE,
-}
-RESERVED_DOI = {
-    "type": "object",
-    "description": "A DOI reserved for a record.",
-    "required": ["doi", "doi_state"],
-    "additionalProperties": False,
-    "properties": {
-        "doi": {**DOI_FIELDS["doi"], "type": "string"},
-        "doi_state": {**_DOI_STATE, "type": "string", "enum": ["draft", "findable"]},
-    },
-}
-
-
 def openapi_document(app: Flask) -> dict[str, Any]:
     """The document for this application (built on first use, then shared)."""
     limits = tuple((name, app.config.get(setting)) for name, setting in LIMITS.items())
@@ -105,10 +74,18 @@ def openapi_document(app: Flask) -> dict[str, Any]:
     return _build(limits, blueprints)
 
 
-def _prose(text: str, limits: dict[str, Any]) -> str:
-    """A docstring's summary or description as the document shows it: its line breaks are
-    spaces, and the names of `LIMITS` in braces are this instance's limits."""
-    return _LIMIT.sub(lambda m: format(limits[m[1]], m[2] or ""), " ".join(text.split("\n")))
+def _with_limits(value: Any, limits: dict[str, Any]) -> Any:
+    """`value` with each name of `LIMITS` in braces, in any of its strings, as this instance has
+    it; a string that is only such a name is the limit itself (`"maxItems": "{max_files}"`)."""
+    if isinstance(value, dict):
+        return {key: _with_limits(item, limits) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_with_limits(item, limits) for item in value]
+    if not isinstance(value, str):
+        return value
+    if (whole := _LIMIT.fullmatch(value)) and whole[2] is None:
+        return limits[whole[1]]
+    return _LIMIT.sub(lambda m: format(limits[m[1]], m[2] or ""), value)
 
 
 _LIMIT = re.compile(r"\{(" + "|".join(LIMITS) + r")(?::([^{}]*))?\}")
@@ -124,14 +101,22 @@ class Blueprint(flask_smorest.Blueprint):
     """flask-smorest's blueprint with this service's conventions: operations carry the tag
     `tag` and the error answers `errors` (by name, written out with `error_headers` if any); a
     view's docstring is its summary, a blank line, and its description (one paragraph: its
-    line breaks are spaces, and a name of `LIMITS` in braces is this instance's limit), so
-    `doc` takes neither."""
+    line breaks are spaces), so `doc` takes neither. `extends` names the components of the
+    whole document that this blueprint's answers extend, with the schema whose fields they
+    add (the owner's record answers carry the DOI's fields)."""
 
     def __init__(
-        self, *args: Any, tag: str, errors: tuple = (), error_headers: Any = None, **kw: Any
+        self,
+        *args: Any,
+        tag: str,
+        errors: tuple = (),
+        error_headers: Any = None,
+        extends: Mapping[str, type[Schema]] | None = None,
+        **kw: Any,
     ) -> None:
         super().__init__(*args, **kw)
         self.tag, self.common_errors, self.error_headers = tag, errors, error_headers
+        self.extends = extends or {}
 
     def route(self, rule: str, *, parameters: Any = None, tags: Any = None, **options: Any):
         register = super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
@@ -210,6 +195,7 @@ SERVICE_RULES: dict[type, dict[str, Any]] = {
     types.Since: {"pattern": SINCE_PATTERN, "examples": ["2026-04-30", "2026-04-30T10:15:00Z"]},
     types.Timestamp: {"pattern": TIMESTAMP_PATTERN, "examples": ["2026-04-30T10:15:00.123456Z"]},
     types.Flag: {"anyOf": [{"type": "boolean"}, {"type": "integer", "enum": [0, 1]}, FLAG]},
+    types.Upload: {"contentMediaType": "application/octet-stream"},
 }
 
 
@@ -226,6 +212,7 @@ class _Converter(OpenAPIConverter):
         types.ReleaseFilter: ("string", None),
         types.Since: ("string", None),
         types.Flag: (None, None),
+        types.Upload: ("string", "binary"),
     }
 
     def init_attribute_functions(self) -> None:
@@ -237,6 +224,15 @@ class _Converter(OpenAPIConverter):
         if isinstance(field, types.VirtualPath):
             rules["pattern"] = PATH_PATTERN
         return {**rules, **SERVICE_RULES.get(type(field), {})}
+
+    def schema2jsonschema(self, schema: Any) -> dict[str, Any]:
+        """Unknown fields refused (`additionalProperties`) also where `Meta` has a description
+        (apispec then leaves it out)."""
+        converted = super().schema2jsonschema(schema)
+        unknown = resolve_schema_instance(schema).unknown
+        if unknown != EXCLUDE:
+            converted["additionalProperties"] = unknown == INCLUDE
+        return converted
 
     def fields2jsonschema(self, fields: Any, *, partial: Any = None) -> dict[str, Any]:
         """`required` in the order of the fields (apispec sorts it), as the document had it."""
@@ -279,9 +275,9 @@ def json_content(schema: Any) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
 
-def form_body(schema: str) -> dict[str, Any]:
-    """A required multipart/form-data body, streamed (hand-written: no schema loads it)."""
-    return {"required": True, "content": {"multipart/form-data": {"schema": ref(schema)}}}
+def form_body(schema: type[Schema]) -> dict[str, Any]:
+    """A required multipart/form-data body (streamed: the schema only documents it)."""
+    return {"required": True, "content": {"multipart/form-data": {"schema": schema}}}
 
 
 def json_body_doc(schema: Any, *, form: bool = False) -> dict[str, Any]:
@@ -569,8 +565,9 @@ response under `/api/public/` carries `Cache-Control: public, max-age=0, must-re
 """
 
 
-def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
-    """The components whose text or bounds follow the configuration, or that no view names."""
+def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any], blueprints: tuple) -> None:
+    """The components that several features share or no view names, with what the blueprints'
+    answers add to them (`Blueprint.extends`)."""
     components = spec.components
     components.security_scheme(
         BEARER,
@@ -585,30 +582,22 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
         components.response(name, response)
     components.schema("Error", schema=ErrorSchema)
     components.schema("ValidationError", schema=ValidationErrorSchema)
-    records = {
-        "FileRecord": (record_schema, "A file record."),
-        "CreatedFileRecord": (created_record_schema, "A file record as create returns it."),
-        "PublicFileRecord": (public_record_schema, "A released file record."),
-    }
-    records["FileVersion"] = (file_version_schema, "A version a content replacement ended.")
-    for name, (schema, description) in records.items():
-        strict = {"required": list(schema.fields), "additionalProperties": False}
-        if name == "FileVersion":
-            components.schema(name, {"description": description, **strict}, schema=schema)
-            continue
-        components.schema(name, {"description": description, **strict}, schema=schema)
-        components.schemas[name]["properties"]["mime_type"]["enum"] = sorted(ALLOWED_MIME_TYPES)
-    for name in ("FileRecord", "CreatedFileRecord"):
-        components.schemas[name]["properties"].update(DOI_FIELDS)
-    components.schema("ReservedDoi", RESERVED_DOI)
-    for name, schema in (
-        ("FileRecord", record_schema),
-        ("PublicFileRecord", public_record_schema),
-        ("FileVersion", file_version_schema),
+    for name, schema, description in (
+        ("FileRecord", record_schema, "A file record."),
+        ("CreatedFileRecord", created_record_schema, "A file record as create returns it."),
+        ("PublicFileRecord", public_record_schema, "A released file record."),
+        ("FileVersion", file_version_schema, "A version a content replacement ended."),
     ):
-        components.schema(f"{name}Page", _page(plugin, schema, limits["page_size"]))
+        strict = {"description": description, "required": list(schema.fields)}
+        components.schema(name, strict, schema=schema)
+        if name != "CreatedFileRecord":
+            components.schema(f"{name}Page", _page(plugin, schema, limits["page_size"]))
+    components.schema("FileUpdateResult", {"minProperties": 3}, schema=FileUpdateResultSchema)
+    for blueprint in blueprints:
+        for name, schema in blueprint.extends.items():
+            extra = plugin.converter.schema2jsonschema(schema)["properties"]
+            components.schemas[name]["properties"].update(extra)
     components.schema("CreatedFiles", schema=CreatedFilesSchema)
-    components.schemas["CreatedFiles"]["properties"]["files"]["maxItems"] = limits["max_files"]
     components.schema("PendingChange", PENDING_CHANGE)
     components.schema("ReleaseRequestSummary", RELEASE_REQUEST_SUMMARY)
     replaced = copy.deepcopy(components.schemas["FileRecord"])
@@ -626,69 +615,14 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
         "description": "With RELEASE_APPROVAL=on only: the release request opened for each "
         "record that asked for freigabe true (stored unreleased until approved).",
     }
-    metadata = [name for name, field in MetadataSchema().fields.items() if not field.load_only]
-    components.schema(
-        "FileUpdateResult",
-        {
-            "description": "The record's id, the fields that were sent, and the new updated_at.",
-            "required": ["id", "updated_at"],
-            "minProperties": 3,
-            "additionalProperties": False,
-        },
-        schema=FileRecordSchema(only=("id", *metadata, "iab_themen", "updated_at")),
-    )
-    components.schemas["FileUpdateResult"]["properties"].update(DOI_FIELDS)
     components.schemas["FileUpdateResult"]["properties"]["release_request"] = {
         "anyOf": [ref("ReleaseRequestSummary"), {"type": "null"}],
         "description": "With RELEASE_APPROVAL=on only: the record's pending release request "
         "after this change, or null.",
     }
     components.schema(
-        "FileUpdate",
-        {
-            "description": (
-                "The metadata to change; only the fields sent change and null clears a nullable "
-                "field. Strings are trimmed and an empty string becomes null; strings hold at "
-                "most 255 characters (beschreibung 5000). Unknown and read-only fields are 422."
-            ),
-            "minProperties": 1,
-            "additionalProperties": False,
-        },
-        schema=UpdateSchema(),
+        "FileUpdate", {"minProperties": 1, "additionalProperties": False}, schema=UpdateSchema
     )
-    # Multipart bodies are streamed, not loaded by a schema: their forms are written out.
-    binary = {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"}
-    size = f"1 to {limits['max_file_size']:,} bytes"
-    files = {
-        "type": "array",
-        "items": binary,
-        "minItems": 1,
-        "maxItems": limits["max_files"],
-        "description": f"1 to {limits['max_files']} files of {size} each, of the allowed types. "
-        "Parts named `files` or `files[N]` count too.",
-    }
-    components.schema(
-        "FileUploadForm",
-        {
-            "type": "object",
-            "description": "The files and the metadata that applies to every one of them. "
-            "Strings are trimmed and an empty string means null; unknown form fields are "
-            "ignored. The type of each file is detected from its bytes.",
-            "properties": {
-                "files[]": files,
-                **plugin.converter.schema2jsonschema(CreateMetadataSchema())["properties"],
-            },
-            "required": ["files[]"],
-        },
-    )
-    content = {**binary, "description": f"The new content: {size} of an allowed type."}
-    note = plugin.converter.schema2jsonschema(ReplaceFormSchema())["properties"]["change_note"]
-    form = {
-        "type": "object",
-        "properties": {"file": content, "change_note": note},
-        "required": ["file"],
-    }
-    components.schema("ContentReplaceForm", form)
 
 
 PAGE_KINDS = (
@@ -785,7 +719,7 @@ def _build(settings: tuple, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]
             "tags": _tags(),
         },
     )
-    _components(api.spec, plugin, limits)
+    _components(api.spec, plugin, limits, blueprints)
     for blueprint in blueprints:
         api.register_blueprint(blueprint)
     document = api.spec.to_dict()
@@ -794,5 +728,5 @@ def _build(settings: tuple, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]
         for operation in item.values():
             for key in ("summary", "description"):
                 if isinstance(operation, dict) and key in operation:
-                    operation[key] = _prose(operation[key], limits)
-    return document
+                    operation[key] = " ".join(operation[key].split("\n"))
+    return _with_limits(document, limits)

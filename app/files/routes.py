@@ -24,6 +24,7 @@ from app.docs.openapi import (
 )
 from app.doi import lookup as doi_lookup
 from app.doi import services as doi_services
+from app.doi.schemas import DoiFieldsSchema, ReservedDoiSchema
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
 from app.files import access, approval, versions, writes
@@ -36,8 +37,10 @@ from app.http import PRIVATE_CACHE, if_match, json_body, load
 from app.schemas.fast_dump import FastDump, record_rows
 from app.schemas.records import (
     INPUT_ALIASES,
+    ContentReplaceFormSchema,
     CreatedFilesSchema,
     CreateMetadataSchema,
+    FileUploadFormSchema,
     ListQuerySchema,
     ReplaceFormSchema,
     UpdateSchema,
@@ -51,7 +54,12 @@ from app.signals import downloaded
 from app.storage import Storage
 
 bp = Blueprint(
-    "files", __name__, url_prefix="/api/files", tag="Files", errors=("Unauthenticated", *SERVER)
+    "files",
+    __name__,
+    url_prefix="/api/files",
+    tag="Files",
+    errors=("Unauthenticated", *SERVER),
+    extends=dict.fromkeys(("FileRecord", "CreatedFileRecord", "FileUpdateResult"), DoiFieldsSchema),
 )
 
 
@@ -116,7 +124,7 @@ def _receive(
 
 @bp.post("")
 @limiter.limit(_upload_rate, key_func=user_rate_key)
-@bp.doc(operationId="createFiles", requestBody=form_body("FileUploadForm"))
+@bp.doc(operationId="createFiles", requestBody=form_body(FileUploadFormSchema))
 @bp.alt_response(
     201,
     schema=CreatedFilesSchema,
@@ -264,7 +272,7 @@ def update_file(record_id: uuid.UUID):
 @limiter.limit(_upload_rate, key_func=user_rate_key)
 @bp.doc(
     operationId="replaceFileContent",
-    requestBody=form_body("ContentReplaceForm"),
+    requestBody=form_body(ContentReplaceFormSchema),
     parameters=[IF_MATCH],
 )
 @bp.alt_response(
@@ -412,7 +420,7 @@ def with_dois(answers: list[dict]) -> list[dict]:
 @bp.doc(operationId="reserveFileDoi")
 @bp.alt_response(
     201,
-    schema=ref("ReservedDoi"),
+    schema=ReservedDoiSchema,
     description="The DOI reserved; DataCite gets its draft from the outbox.",
     headers=RATE_LIMIT_HEADERS,
 )

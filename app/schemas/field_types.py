@@ -294,6 +294,11 @@ class Cursor(fields.Field):
             ) from None
 
 
+class Upload(fields.Field):
+    """A file part of a multipart body, for the OpenAPI document only: multipart bodies are
+    streamed (app/files/uploads.py), never loaded by a schema."""
+
+
 class ReleaseFilter(fields.Field):
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
         if value in ("0", "1"):
