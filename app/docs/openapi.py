@@ -44,6 +44,8 @@ OPENAPI_VERSION = "3.1.0"
 BEARER = "bearerAuth"
 NO_TOKEN: list[dict[str, list[str]]] = []
 SERVER = ("ServerError", "ServiceUnavailable")
+#: The error answers of a view that reads a request body.
+BODY_ERRORS = ("BadRequest", "PayloadTooLarge", "ValidationFailed")
 #: The settings any text of the document may name in braces (`{max_file_size:,}`), by that name.
 LIMITS = {
     "max_files": "MAX_FILES_PER_REQUEST",
@@ -130,20 +132,21 @@ class Blueprint(flask_smorest.Blueprint):
     def alt_response(self, *args: Any, **kwargs: Any) -> Any:
         return _annotating(super().alt_response(*args, **kwargs))
 
-    def errors(self, *names: str, headers: Any = None) -> Callable[[View], View]:
-        """The error answers of `ERROR_RESPONSES` by name; with `headers` (by default the
-        blueprint's `error_headers`) written out with them."""
+    def errors(self, *answers: Any, headers: Any = None) -> Callable[[View], View]:
+        """Error answers: those of `ERROR_RESPONSES` by name, others as (status, response);
+        with `headers` (by default the blueprint's `error_headers`) written out with them."""
         headers = headers or self.error_headers
 
         def declare(view: View) -> View:
-            for name in names:
-                status, response = ERROR_RESPONSES[name]
+            for answer in answers:
+                if isinstance(answer, str) and not headers:
+                    view = self.alt_response(ERROR_RESPONSES[answer][0], response=answer)(view)
+                    continue
+                status, response = ERROR_RESPONSES[answer] if isinstance(answer, str) else answer
                 if headers:
                     response = copy.deepcopy(response)
                     response["headers"] = {**response.get("headers", {}), **headers}
-                    view = self.doc(responses={str(status): response})(view)
-                else:
-                    view = self.alt_response(status, response=name)(view)
+                view = self.doc(responses={str(status): response})(view)
             return view
 
         return declare
@@ -278,6 +281,11 @@ def json_content(schema: Any) -> dict[str, Any]:
 def form_body(schema: type[Schema]) -> dict[str, Any]:
     """A required multipart/form-data body (streamed: the schema only documents it)."""
     return {"required": True, "content": {"multipart/form-data": {"schema": schema}}}
+
+
+def in_query(schema: Schema) -> list[dict[str, Any]]:
+    """The query parameters `schema` loads, one per field."""
+    return [{"in": "query", "schema": schema}]
 
 
 def json_body_doc(schema: Any, *, form: bool = False) -> dict[str, Any]:

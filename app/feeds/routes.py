@@ -11,7 +11,15 @@ from lxml import etree
 from marshmallow import EXCLUDE, Schema
 
 from app.database import read_without_transaction
-from app.docs.openapi import CACHED, NO_TOKEN, REVALIDATION_ETAG, SERVER, Blueprint, header
+from app.docs.openapi import (
+    CACHED,
+    NO_TOKEN,
+    REVALIDATION_ETAG,
+    SERVER,
+    Blueprint,
+    header,
+    in_query,
+)
 from app.doi import lookup
 from app.feeds import services
 from app.files import access
@@ -46,7 +54,7 @@ def _feed_operation(operation_id: str, media_type: str) -> Any:
     declare = bp.doc(
         operationId=operation_id,
         security=NO_TOKEN,
-        parameters=[{"in": "query", "schema": feed_query_schema}],
+        parameters=in_query(feed_query_schema),
         responses={
             "200": {
                 "description": "The feed.",

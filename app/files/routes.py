@@ -8,6 +8,7 @@ from flask import current_app, request
 from app.auth.guard import current_user, current_user_again, user_rate_key
 from app.database import read_without_transaction
 from app.docs.openapi import (
+    BODY_ERRORS,
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
     IF_MATCH,
@@ -18,6 +19,7 @@ from app.docs.openapi import (
     Blueprint,
     download_responses,
     form_body,
+    in_query,
     json_body_doc,
     private_cache,
     ref,
@@ -131,7 +133,7 @@ def _receive(
     description="One record per uploaded file, in upload order.",
     headers=RATE_LIMIT_HEADERS,
 )
-@bp.errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
+@bp.errors(*BODY_ERRORS, "TooManyRequests")
 def create_files():
     """Upload files with metadata
 
@@ -170,7 +172,7 @@ def create_files():
 
 
 @bp.get("")
-@bp.doc(operationId="listFiles", parameters=[{"in": "query", "schema": list_query_schema}])
+@bp.doc(operationId="listFiles", parameters=in_query(list_query_schema))
 @bp.alt_response(200, schema=ref("FileRecordPage"), description="One page.")
 @bp.errors("ValidationFailed")
 def list_files():
@@ -237,15 +239,7 @@ def download_file(record_id: uuid.UUID):
     description="The id, the fields sent, and the new updated_at.",
     headers=RATE_LIMIT_HEADERS | WITH_ETAG,
 )
-@bp.errors(
-    "BadRequest",
-    "NotFound",
-    "Conflict",
-    "PreconditionFailed",
-    "PayloadTooLarge",
-    "ValidationFailed",
-    "TooManyRequests",
-)
+@bp.errors(*BODY_ERRORS, "NotFound", "Conflict", "PreconditionFailed", "TooManyRequests")
 def update_file(record_id: uuid.UUID):
     """Update metadata
 
@@ -281,15 +275,7 @@ def update_file(record_id: uuid.UUID):
     description="The full record.",
     headers=RATE_LIMIT_HEADERS | WITH_ETAG,
 )
-@bp.errors(
-    "BadRequest",
-    "NotFound",
-    "Conflict",
-    "PreconditionFailed",
-    "PayloadTooLarge",
-    "ValidationFailed",
-    "TooManyRequests",
-)
+@bp.errors(*BODY_ERRORS, "NotFound", "Conflict", "PreconditionFailed", "TooManyRequests")
 def replace_file_content(record_id: uuid.UUID):
     """Replace the content
 
@@ -343,10 +329,7 @@ def replace_file_content(record_id: uuid.UUID):
 
 
 @bp.get("/<uuid:record_id>/versions", parameters=[ID_PARAMETER])
-@bp.doc(
-    operationId="listFileVersions",
-    parameters=[{"in": "query", "schema": versions_query_schema}],
-)
+@bp.doc(operationId="listFileVersions", parameters=in_query(versions_query_schema))
 @bp.alt_response(200, schema=ref("FileVersionPage"), description="One page, newest first.")
 @bp.errors("NotFound", "ValidationFailed")
 def list_versions(record_id: uuid.UUID):

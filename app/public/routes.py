@@ -15,6 +15,7 @@ from app.docs.openapi import (
     VERSION_NUMBER,
     Blueprint,
     download_responses,
+    in_query,
     ref,
 )
 from app.doi import lookup
@@ -43,11 +44,7 @@ RECORD_ID = {**ID_PARAMETER, "description": "Unreleased, unknown and malformed i
 
 
 @bp.get("")
-@bp.doc(
-    operationId="listReleasedFiles",
-    security=NO_TOKEN,
-    parameters=[{"in": "query", "schema": list_query_schema}],
-)
+@bp.doc(operationId="listReleasedFiles", security=NO_TOKEN, parameters=in_query(list_query_schema))
 @bp.alt_response(200, schema=ref("PublicFileRecordPage"), description="One page.", headers=CACHED)
 @bp.errors("ValidationFailed")
 def list_released():
