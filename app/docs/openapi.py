@@ -101,11 +101,12 @@ _VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 class Blueprint(flask_smorest.Blueprint):
     """flask-smorest's blueprint with this service's conventions: operations carry the tag
-    `tag` and the error answers `errors` (by name, written out with `error_headers` if any); a
-    view's docstring is its summary, a blank line, and its description (one paragraph: its
-    line breaks are spaces), so `doc` takes neither. `extends` names the components of the
-    whole document that this blueprint's answers extend, with the schema whose fields they
-    add (the owner's record answers carry the DOI's fields)."""
+    `tag`, the error answers `errors` (by name, written out with `error_headers` if any) and,
+    if given, the `security` of them all (`NO_TOKEN`); a view's docstring is its summary, a
+    blank line, and its description (one paragraph: its line breaks are spaces), so `doc`
+    takes neither. `extends` names the components of the whole document that this
+    blueprint's answers extend, with the schema whose fields they add (the owner's record
+    answers carry the DOI's fields)."""
 
     def __init__(
         self,
@@ -113,16 +114,24 @@ class Blueprint(flask_smorest.Blueprint):
         tag: str,
         errors: tuple = (),
         error_headers: Any = None,
+        security: list | None = None,
         extends: Mapping[str, type[Schema]] | None = None,
         **kw: Any,
     ) -> None:
         super().__init__(*args, **kw)
         self.tag, self.common_errors, self.error_headers = tag, errors, error_headers
-        self.extends = extends or {}
+        self.security, self.extends = security, extends or {}
 
     def route(self, rule: str, *, parameters: Any = None, tags: Any = None, **options: Any):
         register = super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
-        return lambda view: register(self.errors(*self.common_errors)(view))
+
+        def declare(view: View) -> View:
+            view = self.errors(*self.common_errors)(view)
+            if self.security is not None:
+                view = self.doc(security=self.security)(view)
+            return register(view)
+
+        return declare
 
     def doc(self, **operation: Any) -> Any:  # type: ignore[override]
         if {"summary", "description"} & operation.keys():
@@ -529,6 +538,11 @@ DOWNLOAD_REQUEST_HEADERS = [
     header_parameter("If-Range", "Serve the range only if this is the current (strong) ETag."),
     header_parameter("If-None-Match", "304 when it names the current ETag."),
 ]
+
+
+def download_doc(cache: dict[str, Any]) -> dict[str, Any]:
+    """What `doc` says of a download: its request headers and answers (`download_responses`)."""
+    return {"parameters": DOWNLOAD_REQUEST_HEADERS, "responses": download_responses(cache)}
 
 
 # --- the document -----------------------------------------------------------------------

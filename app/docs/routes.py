@@ -18,7 +18,7 @@ from app.docs.assets import (
 )
 from app.docs.openapi import NO_TOKEN, REVALIDATION_ETAG, Blueprint, openapi_document, ref
 
-bp = Blueprint("docs", __name__, tag="Documentation")
+bp = Blueprint("docs", __name__, tag="Documentation", security=NO_TOKEN)
 
 
 ASSET_MAX_AGE = 24 * 60 * 60
@@ -67,7 +67,7 @@ def _document_json(app: Flask) -> bytes:
 
 
 @bp.get("/api/openapi.json")
-@bp.doc(operationId="getOpenApiDocument", security=NO_TOKEN)
+@bp.doc(operationId="getOpenApiDocument")
 @bp.alt_response(
     200, schema={"type": "object"}, description="The document (OpenAPI 3.1).", headers=ETAGGED
 )
@@ -86,7 +86,7 @@ def _asset_url(name: str) -> str:
 
 
 @bp.get("/api/docs")
-@bp.doc(operationId="getDocsPage", security=NO_TOKEN)
+@bp.doc(operationId="getDocsPage")
 @bp.alt_response(200, schema={"type": "string"}, content_type="text/html", description="The page.")
 def docs_page() -> Response:
     """Interactive documentation (Swagger UI)
@@ -120,7 +120,6 @@ def _asset_bytes(name: str) -> bytes:
 @bp.get("/api/docs/assets/<name>", parameters=[ASSET_NAME])
 @bp.doc(
     operationId="getDocsAsset",
-    security=NO_TOKEN,
     responses={
         "200": {
             "description": "The asset; cacheable for a day and revalidated by ETag.",

@@ -28,7 +28,13 @@ from app.oai.xml import title_of, xml_text
 from app.schemas.field_types import PlainString
 
 bp = Blueprint(
-    "feeds", __name__, url_prefix="/api/public", tag="Public", errors=SERVER, error_headers=CACHED
+    "feeds",
+    __name__,
+    url_prefix="/api/public",
+    tag="Public",
+    errors=SERVER,
+    error_headers=CACHED,
+    security=NO_TOKEN,
 )
 bp.before_request(read_without_transaction)
 
@@ -53,7 +59,6 @@ def _feed_operation(operation_id: str, media_type: str) -> Any:
     """The operation of a feed: the same parameters and answers, in its own media type."""
     declare = bp.doc(
         operationId=operation_id,
-        security=NO_TOKEN,
         parameters=in_query(feed_query_schema),
         responses={
             "200": {

@@ -9,7 +9,6 @@ from app.auth.guard import current_user, current_user_again, user_rate_key
 from app.database import read_without_transaction
 from app.docs.openapi import (
     BODY_ERRORS,
-    DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
     IF_MATCH,
     RATE_LIMIT_HEADERS,
@@ -17,7 +16,7 @@ from app.docs.openapi import (
     SERVER,
     VERSION_NUMBER,
     Blueprint,
-    download_responses,
+    download_doc,
     form_body,
     in_query,
     json_body_doc,
@@ -201,11 +200,7 @@ def read_file(record_id: uuid.UUID):
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[ID_PARAMETER])
-@bp.doc(
-    operationId="downloadFile",
-    parameters=DOWNLOAD_REQUEST_HEADERS,
-    responses=download_responses(private_cache(PRIVATE_CACHE)),
-)
+@bp.doc(operationId="downloadFile", **download_doc(private_cache(PRIVATE_CACHE)))
 @bp.errors("Forbidden", "NotFound")
 def download_file(record_id: uuid.UUID):
     """Download the content
@@ -347,11 +342,7 @@ def list_versions(record_id: uuid.UUID):
 @bp.get(
     "/<uuid:record_id>/versions/<int:number>/download", parameters=[ID_PARAMETER, VERSION_NUMBER]
 )
-@bp.doc(
-    operationId="downloadFileVersion",
-    parameters=DOWNLOAD_REQUEST_HEADERS,
-    responses=download_responses(private_cache(PRIVATE_CACHE)),
-)
+@bp.doc(operationId="downloadFileVersion", **download_doc(private_cache(PRIVATE_CACHE)))
 @bp.errors("Forbidden", "NotFound")
 def download_version(record_id: uuid.UUID, number: int):
     """Download a kept version

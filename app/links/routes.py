@@ -12,13 +12,12 @@ from app.archives.responses import archive_ok, archive_response
 from app.auth.guard import current_user, user_rate_key
 from app.docs.openapi import (
     BODY_ERRORS,
-    DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
     NO_TOKEN,
     RATE_LIMIT_HEADERS,
     SERVER,
     Blueprint,
-    download_responses,
+    download_doc,
     error,
     header,
     in_query,
@@ -98,6 +97,7 @@ holder_bp = Blueprint(
     tag="Share links",
     errors=("NotFound", "TooManyRequests", *SERVER, EXPIRED),
     error_headers=HOLDER_DOC_HEADERS,
+    security=NO_TOKEN,
 )
 holder_bp.after_app_request(with_holder_headers)
 
@@ -275,7 +275,6 @@ def revoke_link(link_id: uuid.UUID):
 @failures_limited
 @holder_bp.doc(
     operationId="readSharedLink",
-    security=NO_TOKEN,
     parameters=in_query(page_query),
     responses={
         "200": {
@@ -316,9 +315,7 @@ def _time(value: Any) -> str:
 @failures_limited
 @holder_bp.doc(
     operationId="downloadSharedFile",
-    security=NO_TOKEN,
-    parameters=DOWNLOAD_REQUEST_HEADERS,
-    responses=download_responses(private_cache(HOLDER_HEADERS["Cache-Control"])),
+    **download_doc(private_cache(HOLDER_HEADERS["Cache-Control"])),
 )
 def download_shared(secret: str, record_id: uuid.UUID):
     """Download a file through a share link
@@ -345,7 +342,6 @@ def download_shared(secret: str, record_id: uuid.UUID):
 @failures_limited
 @holder_bp.doc(
     operationId="downloadSharedZip",
-    security=NO_TOKEN,
     responses={"200": archive_ok(private_cache(HOLDER_HEADERS["Cache-Control"]))},
 )
 @holder_bp.errors("ValidationFailed")
