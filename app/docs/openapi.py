@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 import flask_smorest
 from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
 from apispec.ext.marshmallow.common import resolve_schema_instance
-from apispec.ext.marshmallow.field_converter import DEFAULT_FIELD_MAPPING
 from flask import Flask
 from flask_smorest.spec.plugins import FlaskPlugin
 from marshmallow import EXCLUDE, INCLUDE, Schema, fields
@@ -56,17 +55,6 @@ LIMITS = {
     "zip_max_files": "ZIP_MAX_FILES",
     "zip_max_mb": "ZIP_MAX_MB",
 }
-
-# The canonical form of a stored path (input is trimmed first; an empty string means null).
-PATH_PATTERN = r"^(?!(?:.*/)?\.\.(?:/|$))(?:[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*)?$"
-TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$"
-# Calendar validity (no 30 February) is beyond a pattern; such dates answer 422.
-SINCE_PATTERN = (
-    r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
-    r"(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,6})?)?)?"
-    r"(?:Z|[+ -](?:[01][0-9]|2[0-3]):?[0-5][0-9])?$"
-)
-FLAG_STRING_PATTERN = r"^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
 
 
 def openapi_document(app: Flask) -> dict[str, Any]:
@@ -199,43 +187,24 @@ class _Api(flask_smorest.Api):
 
 # --- marshmallow fields of this service -------------------------------------------------
 
-FLAG = {"type": "string", "pattern": FLAG_STRING_PATTERN}
-SERVICE_RULES: dict[type, dict[str, Any]] = {
-    types.Int32: {"minimum": types.INT32_MIN, "maximum": types.INT32_MAX},
-    types.PageNumber: {"minimum": 1, "maximum": 999_999_999},
-    types.ReleaseFilter: {"enum": ["0", "1"]},
-    types.Since: {"pattern": SINCE_PATTERN, "examples": ["2026-04-30", "2026-04-30T10:15:00Z"]},
-    types.Timestamp: {"pattern": TIMESTAMP_PATTERN, "examples": ["2026-04-30T10:15:00.123456Z"]},
-    types.Flag: {"anyOf": [{"type": "boolean"}, {"type": "integer", "enum": [0, 1]}, FLAG]},
-    types.Upload: {"contentMediaType": "application/octet-stream"},
-}
-
 
 class _Converter(OpenAPIConverter):
-    """Knows the rules that the service's own field types enforce."""
-
-    field_mapping = {
-        **DEFAULT_FIELD_MAPPING,
-        types.Text: ("string", None),
-        types.CalendarDate: ("string", "date"),
-        types.Timestamp: ("string", "date-time"),
-        types.Int32: ("integer", "int32"),
-        types.PageNumber: ("integer", None),
-        types.ReleaseFilter: ("string", None),
-        types.Since: ("string", None),
-        types.Flag: (None, None),
-        types.Upload: ("string", "binary"),
-    }
+    """Shows the service's own field types as each says (its `openapi`, app/schemas)."""
 
     def init_attribute_functions(self) -> None:
         super().init_attribute_functions()
-        self.attribute_functions.append(self.field2service_rules)
+        self.attribute_functions.append(self.field2own_rules)
 
-    def field2service_rules(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
+    def field2type_and_format(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
+        own = getattr(field, "openapi", None)
+        if own is None:
+            return super().field2type_and_format(field, **kwargs)
+        return {key: own[key] for key in ("type", "format") if key in own}
+
+    def field2own_rules(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
         rules = {"maxLength": field.max_length} if isinstance(field, types.Text) else {}
-        if isinstance(field, types.VirtualPath):
-            rules["pattern"] = PATH_PATTERN
-        return {**rules, **SERVICE_RULES.get(type(field), {})}
+        own = getattr(field, "openapi", {})
+        return rules | {key: value for key, value in own.items() if key not in ("type", "format")}
 
     def schema2jsonschema(self, schema: Any) -> dict[str, Any]:
         """Unknown fields refused (`additionalProperties`) also where `Meta` has a description

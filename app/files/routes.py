@@ -224,9 +224,7 @@ def download_file(record_id: uuid.UUID):
 @bp.patch("/<uuid:record_id>", parameters=[ID_PARAMETER])
 @limiter.limit(_write_rate, key_func=user_rate_key)
 @bp.doc(
-    operationId="updateFile",
-    requestBody=json_body_doc(ref("FileUpdate")),
-    parameters=[IF_MATCH],
+    operationId="updateFile", requestBody=json_body_doc(ref("FileUpdate")), parameters=[IF_MATCH]
 )
 @bp.alt_response(
     200,

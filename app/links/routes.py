@@ -152,10 +152,7 @@ def _created(link: Any, secret: str) -> tuple[dict[str, Any], int]:
 
 @bp.post("/api/files/<uuid:record_id>/links", parameters=[ID_PARAMETER])
 @creation_limited
-@bp.doc(
-    operationId="createFileLink",
-    requestBody=json_body_doc(record_input),
-)
+@bp.doc(operationId="createFileLink", requestBody=json_body_doc(record_input))
 @bp.alt_response(
     201,
     schema=CreatedLinkSchema,
@@ -207,10 +204,7 @@ def revoke_record_link(record_id: uuid.UUID, link_id: uuid.UUID):
 
 @bp.post("/api/links")
 @creation_limited
-@bp.doc(
-    operationId="createPressKit",
-    requestBody=json_body_doc(kit_input),
-)
+@bp.doc(operationId="createPressKit", requestBody=json_body_doc(kit_input))
 @bp.alt_response(
     201,
     schema=CreatedLinkSchema,
@@ -314,8 +308,7 @@ def _time(value: Any) -> str:
 )
 @failures_limited
 @holder_bp.doc(
-    operationId="downloadSharedFile",
-    **download_doc(private_cache(HOLDER_HEADERS["Cache-Control"])),
+    operationId="downloadSharedFile", **download_doc(private_cache(HOLDER_HEADERS["Cache-Control"]))
 )
 def download_shared(secret: str, record_id: uuid.UUID):
     """Download a file through a share link
