@@ -26,6 +26,7 @@ from flask_smorest.spec.plugins import FlaskPlugin
 from marshmallow import EXCLUDE, INCLUDE, Schema, fields
 
 from app.detection.mime import ALLOWED_MIME_TYPES
+from app.errors import ErrorSchema, ValidationErrorSchema
 from app.http import PUBLIC_CACHE
 from app.schemas import field_types as types
 from app.schemas.pages import page_envelope
@@ -229,23 +230,6 @@ class _Plugin(MarshmallowPlugin):
 
 
 # --- what operations share --------------------------------------------------------------
-
-
-class ErrorSchema(Schema):
-    """Every error answer (app/errors.py)."""
-
-    message = fields.String(required=True)
-
-
-class ValidationErrorSchema(ErrorSchema):
-    """A 422: `errors` names each field key with its messages."""
-
-    errors = fields.Dict(
-        keys=fields.String(),
-        values=fields.List(fields.String(), metadata={"minItems": 1}),
-        required=True,
-        metadata={"minProperties": 1},
-    )
 
 
 def ref(name: str) -> dict[str, str]:
