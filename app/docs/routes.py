@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 from functools import cache
 
-from flask import Flask, Response, current_app, request, url_for
-from markupsafe import escape
+from flask import Flask, Response, current_app, render_template, request, url_for
 from werkzeug.exceptions import NotFound
 
 from app.docs.assets import (
@@ -18,7 +17,9 @@ from app.docs.assets import (
 )
 from app.docs.openapi import NO_TOKEN, REVALIDATION_ETAG, Blueprint, openapi_document, ref
 
-bp = Blueprint("docs", __name__, tag="Documentation", security=NO_TOKEN)
+bp = Blueprint(
+    "docs", __name__, tag="Documentation", security=NO_TOKEN, template_folder="templates"
+)
 
 
 ASSET_MAX_AGE = 24 * 60 * 60
@@ -35,26 +36,6 @@ CONTENT_SECURITY_POLICY = (
     "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; "
     "form-action 'none'; frame-ancestors 'none'"
 )
-
-
-PAGE = """\
-<!DOCTYPE html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <meta name="viewport" content="width=device-width, initial-scale=1">
-  <title>File repository API</title>
-  <link rel="stylesheet" href="{css}">
-  <link rel="icon" type="image/png" sizes="32x32" href="{icon32}">
-  <link rel="icon" type="image/png" sizes="16x16" href="{icon16}">
-</head>
-<body>
-  <div id="swagger-ui" data-spec-url="{spec}"></div>
-  <script src="{bundle}"></script>
-  <script src="{initializer}"></script>
-</body>
-</html>
-"""
 
 
 def _document_json(app: Flask) -> bytes:
@@ -93,13 +74,14 @@ def docs_page() -> Response:
 
     Works offline: every asset is served by the service itself.
     """
-    html = PAGE.format(
-        css=escape(_asset_url("swagger-ui.css")),
-        icon32=escape(_asset_url("favicon-32x32.png")),
-        icon16=escape(_asset_url("favicon-16x16.png")),
-        spec=escape(url_for("docs.openapi_json")),
-        bundle=escape(_asset_url("swagger-ui-bundle.js")),
-        initializer=escape(_asset_url(INITIALIZER)),
+    html = render_template(
+        "docs/page.html",
+        css=_asset_url("swagger-ui.css"),
+        icon32=_asset_url("favicon-32x32.png"),
+        icon16=_asset_url("favicon-16x16.png"),
+        spec=url_for("docs.openapi_json"),
+        bundle=_asset_url("swagger-ui-bundle.js"),
+        initializer=_asset_url(INITIALIZER),
     )
     response = Response(html, mimetype="text/html")
     response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
