@@ -136,7 +136,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.files.routes import bp as files_bp
     from app.health import bp as health_bp
     from app.links.routes import bp as links_bp
-    from app.links.routes import holder_bp as shared_bp
+    from app.links.routes import shared_bp
     from app.oai.routes import bp as oai_bp
     from app.pages.routes import bp as pages_bp
     from app.public.routes import bp as public_bp

@@ -3,10 +3,13 @@
 A view's blueprint is this module's `Blueprint` (flask-smorest's): the view's docstring is its
 summary and description, and it states the rest of its operation with `doc`, its answers with
 `alt_response` and `errors`; nothing else needs to know about a new endpoint (a schema it names
-becomes a component by its class name). This module holds what the whole document shares: its
-description, the error responses, headers and the components that carry configured limits.
-What keeps the document true is the validating test client and Schemathesis (tests/docs). The
-document is built once per set of limits and blueprints, and shared (treat it as read-only).
+becomes a component by its class name; what all of a blueprint's views share, it says once).
+This module holds what the whole document shares: its description, the error responses,
+headers and the components several features name; the shapes are marshmallow schemas beside
+the features (a field type's `openapi` says how its values show), and any text may name a
+configured limit in braces. What keeps the document true is the validating test client and
+Schemathesis (tests/docs). The document is built once per set of limits and blueprints, and
+shared (treat it as read-only).
 """
 
 from __future__ import annotations
@@ -540,7 +543,7 @@ response under `/api/public/` carries `Cache-Control: public, max-age=0, must-re
 """
 
 
-def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any], blueprints: tuple) -> None:
+def _components(spec: Any, plugin: _Plugin, blueprints: tuple[Blueprint, ...]) -> None:
     """The components that several features share or no view names, with what the blueprints'
     answers add to them (`Blueprint.extends`)."""
     components = spec.components
@@ -565,8 +568,8 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any], blueprints: 
     ):
         strict = {"description": description, "required": list(schema.fields)}
         components.schema(name, strict, schema=schema)
-        if name != "CreatedFileRecord":
-            components.schema(f"{name}Page", _page(plugin, schema, limits["page_size"]))
+        if schema is not created_record_schema:  # the others are listed, a page at a time
+            components.schema(f"{name}Page", _page(plugin, schema))
     components.schema("FileUpdateResult", {"minProperties": 3}, schema=FileUpdateResultSchema)
     for blueprint in blueprints:
         for name, schema in blueprint.extends.items():
@@ -613,12 +616,12 @@ PAGE_KINDS = (
 )
 
 
-def _page(plugin: _Plugin, record: Schema, page_size: int) -> dict[str, Any]:
-    """A list answer: a numbered page or a keyset page, of at most `page_size` records."""
+def _page(plugin: _Plugin, record: Schema) -> dict[str, Any]:
+    """A list answer: a numbered page or a keyset page, of at most `PAGE_SIZE` records."""
     kinds = []
     for (title, description), schema in zip(PAGE_KINDS, page_envelope(record), strict=True):
         converted = plugin.converter.schema2jsonschema(schema)
-        converted["properties"]["data"]["maxItems"] = page_size
+        converted["properties"]["data"]["maxItems"] = "{page_size}"
         kinds.append({"title": title, "description": description, **converted})
     return {"oneOf": kinds}
 
@@ -694,7 +697,7 @@ def _build(settings: tuple, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]
             "tags": _tags(),
         },
     )
-    _components(api.spec, plugin, limits, blueprints)
+    _components(api.spec, plugin, blueprints)
     for blueprint in blueprints:
         api.register_blueprint(blueprint)
     document = api.spec.to_dict()

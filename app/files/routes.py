@@ -60,6 +60,7 @@ bp = Blueprint(
     url_prefix="/api/files",
     tag="Files",
     errors=("Unauthenticated", *SERVER),
+    # With DOIs configured, `with_dois` adds the DOI's fields to these answers.
     extends=dict.fromkeys(("FileRecord", "CreatedFileRecord", "FileUpdateResult"), DoiFieldsSchema),
 )
 

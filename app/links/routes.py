@@ -53,7 +53,7 @@ from app.schemas.fast_dump import public_record_rows
 from app.schemas.field_types import format_timestamp
 from app.stats import count_download
 
-#: The owner's side: a token's.
+#: The owner's side: every operation needs a token.
 bp = Blueprint("links", __name__, tag="Share links", errors=("Unauthenticated", *SERVER))
 
 record_input = RecordLinkInputSchema()
@@ -91,7 +91,7 @@ EXPIRED = (
 )
 #: The holder's side: no token, only the link's secret; every answer carries the holder's
 #: headers, failures are rate limited.
-holder_bp = Blueprint(
+shared_bp = Blueprint(
     "shared",
     __name__,
     tag="Share links",
@@ -99,7 +99,7 @@ holder_bp = Blueprint(
     error_headers=HOLDER_DOC_HEADERS,
     security=NO_TOKEN,
 )
-holder_bp.after_app_request(with_holder_headers)
+shared_bp.after_app_request(with_holder_headers)
 
 
 def _link_rate() -> str:
@@ -265,9 +265,9 @@ def revoke_link(link_id: uuid.UUID):
 # --- the holder's side --------------------------------------------------------------------
 
 
-@holder_bp.get(f"{SHARED_PREFIX}<secret>", parameters=[SECRET])
+@shared_bp.get(f"{SHARED_PREFIX}<secret>", parameters=[SECRET])
 @failures_limited
-@holder_bp.doc(
+@shared_bp.doc(
     operationId="readSharedLink",
     parameters=in_query(page_query),
     responses={
@@ -278,7 +278,7 @@ def revoke_link(link_id: uuid.UUID):
         },
     },
 )
-@holder_bp.errors("ValidationFailed")
+@shared_bp.errors("ValidationFailed")
 def read_shared(secret: str):
     """What a share link opens
 
@@ -303,11 +303,11 @@ def _time(value: Any) -> str:
     return format_timestamp(value)
 
 
-@holder_bp.get(
+@shared_bp.get(
     f"{SHARED_PREFIX}<secret>/files/<uuid:record_id>/download", parameters=[SECRET, ID_PARAMETER]
 )
 @failures_limited
-@holder_bp.doc(
+@shared_bp.doc(
     operationId="downloadSharedFile", **download_doc(private_cache(HOLDER_HEADERS["Cache-Control"]))
 )
 def download_shared(secret: str, record_id: uuid.UUID):
@@ -331,13 +331,13 @@ def download_shared(secret: str, record_id: uuid.UUID):
     return response
 
 
-@holder_bp.get(f"{SHARED_PREFIX}<secret>/files.zip", parameters=[SECRET])
+@shared_bp.get(f"{SHARED_PREFIX}<secret>/files.zip", parameters=[SECRET])
 @failures_limited
-@holder_bp.doc(
+@shared_bp.doc(
     operationId="downloadSharedZip",
     responses={"200": archive_ok(private_cache(HOLDER_HEADERS["Cache-Control"]))},
 )
-@holder_bp.errors("ValidationFailed")
+@shared_bp.errors("ValidationFailed")
 def download_shared_zip(secret: str):
     """Download a share link's files as one ZIP
 

@@ -2,7 +2,9 @@
 its records.
 
 Field names stay as the API spells them. Messages follow Laravel's wording, because existing
-clients of the original service show them to people.
+clients of the original service show them to people. In what the OpenAPI document shows
+(`metadata`, `Meta.description`), a limit's name in braces is this instance's limit
+(`{max_files}`, app/docs/openapi.py `LIMITS`).
 """
 
 from __future__ import annotations
@@ -222,16 +224,7 @@ class FileUpdateResultSchema(FileRecordSchema):
     """A PATCH answer (`dump_update_result`), as the OpenAPI document shows it."""
 
     class Meta:
-        fields = (
-            "id",
-            *(
-                name
-                for name, field in MetadataSchema._declared_fields.items()
-                if not field.load_only
-            ),
-            "iab_themen",
-            "updated_at",
-        )
+        exclude = ("original_name", "mime_type", "size", "created_at", "version")
         description = "The record's id, the fields that were sent, and the new updated_at."
 
     id = fields.String(required=True, metadata={**about("id"), "format": "uuid"})
