@@ -143,6 +143,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.files.routes import bp as files_bp
     from app.health import bp as health_bp
     from app.links.routes import bp as links_bp
+    from app.links.routes import shared_bp
     from app.oai.routes import bp as oai_bp
     from app.pages.routes import bp as pages_bp
     from app.public.routes import bp as public_bp
@@ -161,6 +162,7 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(feeds_bp)
     app.register_blueprint(audit_bp)
     app.register_blueprint(links_bp)
+    app.register_blueprint(shared_bp)
     app.register_blueprint(stats_bp)
     app.register_blueprint(releases_bp)
     app.register_blueprint(pages_bp)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from flask import Flask, Response, current_app, jsonify, request
+from marshmallow import Schema, fields
 from sqlalchemy.exc import DBAPIError, OperationalError
 from werkzeug.exceptions import HTTPException
 
@@ -28,6 +29,23 @@ class Handed:
     page: Callable[[str, int], Response | None]
     #: The paths that carry a share link's secret, which a log line must not show.
     secrets: SecretPaths
+
+
+class ErrorSchema(Schema):
+    """Every error answer, as the OpenAPI document shows it."""
+
+    message = fields.String(required=True)
+
+
+class ValidationErrorSchema(ErrorSchema):
+    """A 422: `errors` names each field key with its messages."""
+
+    errors = fields.Dict(
+        keys=fields.String(),
+        values=fields.List(fields.String(), metadata={"minItems": 1}),
+        required=True,
+        metadata={"minProperties": 1},
+    )
 
 
 def _handed() -> Handed:

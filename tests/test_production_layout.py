@@ -211,6 +211,11 @@ def test_the_wheel_serves_with_the_image_cmd_and_writes_only_its_volumes(layout:
         assert status == 200 and b"<dt>File name</dt>" in body, body[:300]
         status, body = request(port, "GET", "/static/pages/pages.css")
         assert status == 200 and b"font-family" in body
+        # So are the documentation page's template and script.
+        status, body = request(port, "GET", "/api/docs")
+        assert status == 200 and b"data-spec-url" in body, body[:300]
+        status, body = request(port, "GET", "/api/docs/assets/docs.js")
+        assert status == 200 and b"SwaggerUIBundle" in body
     finally:
         process.terminate()
         process.wait(timeout=15)

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 from app.archives.responses import archive_ok, archive_query_schema, archive_response
 from app.auth.guard import current_user, current_user_again
-from app.docs.openapi import CACHED, NO_TOKEN, SERVER, Blueprint, private_cache
+from app.docs.openapi import CACHED, NO_TOKEN, SERVER, Blueprint, in_query, private_cache
 from app.http import PRIVATE_CACHE, PUBLIC_CACHE
 
 # Not in autocommit like the other reads: the records are read through a server-side cursor,
 # which PostgreSQL only keeps inside a transaction.
 bp = Blueprint("archives", __name__, tag="Files")
 
-PARAMETERS = [{"in": "query", "schema": archive_query_schema}]
+PARAMETERS = in_query(archive_query_schema)
 
 
 @bp.get("/api/files.zip")

@@ -12,7 +12,7 @@ from app.audit import services
 from app.audit.schemas import AuditPageSchema, AuditQuerySchema, HistoryQuerySchema, HistorySchema
 from app.auth.guard import current_user
 from app.database import read_without_transaction
-from app.docs.openapi import ID_PARAMETER, SERVER, Blueprint
+from app.docs.openapi import ID_PARAMETER, SERVER, Blueprint, in_query
 from app.exceptions import AdministratorsOnly
 from app.extensions import db
 from app.files import access
@@ -27,7 +27,7 @@ history_query = HistoryQuerySchema()
 
 
 @bp.get("/api/audit")
-@bp.doc(operationId="listAuditEntries", parameters=[{"in": "query", "schema": query_schema}])
+@bp.doc(operationId="listAuditEntries", parameters=in_query(query_schema))
 @bp.alt_response(200, schema=AuditPageSchema, description="One page, newest first.")
 @bp.errors("AdministratorsOnly", "ValidationFailed")
 def list_entries():
@@ -59,7 +59,7 @@ def _page(entries: list[Any], next_seq: int | None, per_page: int) -> dict[str, 
 
 
 @bp.get("/api/files/<uuid:record_id>/history", parameters=[ID_PARAMETER])
-@bp.doc(operationId="getFileHistory", parameters=[{"in": "query", "schema": history_query}])
+@bp.doc(operationId="getFileHistory", parameters=in_query(history_query))
 @bp.alt_response(200, schema=HistorySchema, description="One page of the record's entries.")
 @bp.errors("NotFound", "ValidationFailed")
 def record_history(record_id: uuid.UUID):

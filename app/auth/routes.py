@@ -5,7 +5,14 @@ from flask import current_app, request
 from app.auth.guard import current_user
 from app.auth.schemas import TokenRequestSchema, TokenSchema
 from app.auth.services import authenticate, issue_token, revoke_token
-from app.docs.openapi import NO_TOKEN, RATE_LIMIT_HEADERS, SERVER, Blueprint, json_body_doc
+from app.docs.openapi import (
+    BODY_ERRORS,
+    NO_TOKEN,
+    RATE_LIMIT_HEADERS,
+    SERVER,
+    Blueprint,
+    json_body_doc,
+)
 from app.extensions import limiter
 from app.http import json_body, load
 
@@ -31,7 +38,7 @@ def _login_rate_key() -> str:
     requestBody=json_body_doc(TokenRequestSchema, form=True),
 )
 @bp.alt_response(201, schema=TokenSchema, description="The new token.", headers=RATE_LIMIT_HEADERS)
-@bp.errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
+@bp.errors(*BODY_ERRORS, "TooManyRequests")
 def create_token():
     """Create a personal access token
 

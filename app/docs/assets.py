@@ -23,25 +23,6 @@ ASSET_TYPES = {
     INITIALIZER: "text/javascript",
 }
 
-# Starts Swagger UI on the page's element; the document's address comes from the page, so this
-# file is static and the page needs no inline script (the Content-Security-Policy forbids it).
-INITIALIZER_JS = """\
-"use strict";
-window.addEventListener("DOMContentLoaded", function () {
-  var root = document.getElementById("swagger-ui");
-  window.ui = SwaggerUIBundle({
-    url: root.dataset.specUrl,
-    domNode: root,
-    presets: [SwaggerUIBundle.presets.apis],
-    plugins: [SwaggerUIBundle.plugins.DownloadUrl],
-    layout: "BaseLayout",
-    deepLinking: true,
-    docExpansion: "list",
-    defaultModelsExpandDepth: 0,
-    displayOperationId: false,
-    displayRequestDuration: true,
-    // No validator badge: it would send the document to an outside service.
-    validatorUrl: null
-  });
-});
-"""
+# Starts Swagger UI on the page's element; the document's address comes from the page, so the
+# page needs no inline script (the Content-Security-Policy forbids it).
+INITIALIZER_JS = (Path(__file__).parent / "static" / INITIALIZER).read_text(encoding="utf-8")

@@ -3,38 +3,39 @@
 A view's blueprint is this module's `Blueprint` (flask-smorest's): the view's docstring is its
 summary and description, and it states the rest of its operation with `doc`, its answers with
 `alt_response` and `errors`; nothing else needs to know about a new endpoint (a schema it names
-becomes a component by its class name). This module holds what the whole document shares: its
-description, the error responses, headers and the components that carry configured limits.
-What keeps the document true is the validating test client and Schemathesis (tests/docs). The
-document is built once per set of limits and blueprints, and shared (treat it as read-only).
+becomes a component by its class name; what all of a blueprint's views share, it says once).
+This module holds what the whole document shares: its description, the error responses,
+headers and the components several features name; the shapes are marshmallow schemas beside
+the features (a field type's `openapi` says how its values show), and any text may name a
+configured limit in braces. What keeps the document true is the validating test client and
+Schemathesis (tests/docs). The document is built once per set of limits and blueprints, and
+shared (treat it as read-only).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TypeVar
 
 import flask_smorest
 from apispec.ext.marshmallow import MarshmallowPlugin, OpenAPIConverter
-from apispec.ext.marshmallow.field_converter import DEFAULT_FIELD_MAPPING
+from apispec.ext.marshmallow.common import resolve_schema_instance
 from flask import Flask
 from flask_smorest.spec.plugins import FlaskPlugin
-from marshmallow import Schema, fields
+from marshmallow import EXCLUDE, INCLUDE, Schema, fields
 
 from app.detection.mime import ALLOWED_MIME_TYPES
+from app.errors import ErrorSchema, ValidationErrorSchema
 from app.http import PUBLIC_CACHE
 from app.schemas import field_types as types
 from app.schemas.pages import page_envelope
 from app.schemas.records import (
     CreatedFilesSchema,
-    CreateMetadataSchema,
-    FileRecordSchema,
-    MetadataSchema,
-    ReplaceFormSchema,
+    FileUpdateResultSchema,
     UpdateSchema,
     created_record_schema,
     file_version_schema,
@@ -46,7 +47,9 @@ OPENAPI_VERSION = "3.1.0"
 BEARER = "bearerAuth"
 NO_TOKEN: list[dict[str, list[str]]] = []
 SERVER = ("ServerError", "ServiceUnavailable")
-#: The settings a view's docstring may name in braces (`{max_file_size:,}`), by that name.
+#: The error answers of a view that reads a request body.
+BODY_ERRORS = ("BadRequest", "PayloadTooLarge", "ValidationFailed")
+#: The settings any text of the document may name in braces (`{max_file_size:,}`), by that name.
 LIMITS = {
     "max_files": "MAX_FILES_PER_REQUEST",
     "max_file_size": "MAX_FILE_SIZE",
@@ -57,46 +60,6 @@ LIMITS = {
     "zip_max_mb": "ZIP_MAX_MB",
 }
 
-# The canonical form of a stored path (input is trimmed first; an empty string means null).
-PATH_PATTERN = r"^(?!(?:.*/)?\.\.(?:/|$))(?:[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*)?$"
-TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$"
-# Calendar validity (no 30 February) is beyond a pattern; such dates answer 422.
-SINCE_PATTERN = (
-    r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
-    r"(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,6})?)?)?"
-    r"(?:Z|[+ -](?:[01][0-9]|2[0-3]):?[0-5][0-9])?$"
-)
-FLAG_STRING_PATTERN = r"^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"
-
-
-_DOI_STATE = {
-    "type": ["string", "null"],
-    "enum": ["draft", "registered", "findable", None],
-    "description": "With DOIs configured only: what DataCite holds (or will in a moment: "
-    "the outbox sends it after the commit): draft before the record is public, findable "
-    "while it is, registered (hidden) once it left public view; null without a DOI.",
-}
-#: Fields of record answers with DOIs configured (`DATACITE_*`); absent otherwise.
-DOI_FIELDS = {
-    "doi": {
-        "type": ["string", "null"],
-        "description": "With DOIs configured only: the record's DOI (lower case, "
-        "`prefix/xxxx-xxxx`), null without one.",
-        "examples": ["10.5072/3kq7-m2x0"],
-    },
-    "doi_state": _DOI_STATE,
-}
-RESERVED_DOI = {
-    "type": "object",
-    "description": "A DOI reserved for a record.",
-    "required": ["doi", "doi_state"],
-    "additionalProperties": False,
-    "properties": {
-        "doi": {**DOI_FIELDS["doi"], "type": "string"},
-        "doi_state": {**_DOI_STATE, "type": "string", "enum": ["draft", "findable"]},
-    },
-}
-
 
 def openapi_document(app: Flask) -> dict[str, Any]:
     """The document for this application (built on first use, then shared)."""
@@ -105,10 +68,18 @@ def openapi_document(app: Flask) -> dict[str, Any]:
     return _build(limits, blueprints)
 
 
-def _prose(text: str, limits: dict[str, Any]) -> str:
-    """A docstring's summary or description as the document shows it: its line breaks are
-    spaces, and the names of `LIMITS` in braces are this instance's limits."""
-    return _LIMIT.sub(lambda m: format(limits[m[1]], m[2] or ""), " ".join(text.split("\n")))
+def _with_limits(value: Any, limits: dict[str, Any]) -> Any:
+    """`value` with each name of `LIMITS` in braces, in any of its strings, as this instance has
+    it; a string that is only such a name is the limit itself (`"maxItems": "{max_files}"`)."""
+    if isinstance(value, dict):
+        return {key: _with_limits(item, limits) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_with_limits(item, limits) for item in value]
+    if not isinstance(value, str):
+        return value
+    if (whole := _LIMIT.fullmatch(value)) and whole[2] is None:
+        return limits[whole[1]]
+    return _LIMIT.sub(lambda m: format(limits[m[1]], m[2] or ""), value)
 
 
 _LIMIT = re.compile(r"\{(" + "|".join(LIMITS) + r")(?::([^{}]*))?\}")
@@ -122,20 +93,37 @@ _VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 class Blueprint(flask_smorest.Blueprint):
     """flask-smorest's blueprint with this service's conventions: operations carry the tag
-    `tag` and the error answers `errors` (by name, written out with `error_headers` if any); a
-    view's docstring is its summary, a blank line, and its description (one paragraph: its
-    line breaks are spaces, and a name of `LIMITS` in braces is this instance's limit), so
-    `doc` takes neither."""
+    `tag`, the error answers `errors` (by name, written out with `error_headers` if any) and,
+    if given, the `security` of them all (`NO_TOKEN`); a view's docstring is its summary, a
+    blank line, and its description (one paragraph: its line breaks are spaces), so `doc`
+    takes neither. `extends` names the components of the whole document that this
+    blueprint's answers extend, with the schema whose fields they add (the owner's record
+    answers carry the DOI's fields)."""
 
     def __init__(
-        self, *args: Any, tag: str, errors: tuple = (), error_headers: Any = None, **kw: Any
+        self,
+        *args: Any,
+        tag: str,
+        errors: tuple = (),
+        error_headers: Any = None,
+        security: list | None = None,
+        extends: Mapping[str, type[Schema]] | None = None,
+        **kw: Any,
     ) -> None:
         super().__init__(*args, **kw)
         self.tag, self.common_errors, self.error_headers = tag, errors, error_headers
+        self.security, self.extends = security, extends or {}
 
     def route(self, rule: str, *, parameters: Any = None, tags: Any = None, **options: Any):
         register = super().route(rule, parameters=parameters, tags=tags or [self.tag], **options)
-        return lambda view: register(self.errors(*self.common_errors)(view))
+
+        def declare(view: View) -> View:
+            view = self.errors(*self.common_errors)(view)
+            if self.security is not None:
+                view = self.doc(security=self.security)(view)
+            return register(view)
+
+        return declare
 
     def doc(self, **operation: Any) -> Any:  # type: ignore[override]
         if {"summary", "description"} & operation.keys():
@@ -145,20 +133,21 @@ class Blueprint(flask_smorest.Blueprint):
     def alt_response(self, *args: Any, **kwargs: Any) -> Any:
         return _annotating(super().alt_response(*args, **kwargs))
 
-    def errors(self, *names: str, headers: Any = None) -> Callable[[View], View]:
-        """The error answers of `ERROR_RESPONSES` by name; with `headers` (by default the
-        blueprint's `error_headers`) written out with them."""
+    def errors(self, *answers: Any, headers: Any = None) -> Callable[[View], View]:
+        """Error answers: those of `ERROR_RESPONSES` by name, others as (status, response);
+        with `headers` (by default the blueprint's `error_headers`) written out with them."""
         headers = headers or self.error_headers
 
         def declare(view: View) -> View:
-            for name in names:
-                status, response = ERROR_RESPONSES[name]
+            for answer in answers:
+                if isinstance(answer, str) and not headers:
+                    view = self.alt_response(ERROR_RESPONSES[answer][0], response=answer)(view)
+                    continue
+                status, response = ERROR_RESPONSES[answer] if isinstance(answer, str) else answer
                 if headers:
                     response = copy.deepcopy(response)
                     response["headers"] = {**response.get("headers", {}), **headers}
-                    view = self.doc(responses={str(status): response})(view)
-                else:
-                    view = self.alt_response(status, response=name)(view)
+                view = self.doc(responses={str(status): response})(view)
             return view
 
         return declare
@@ -202,41 +191,33 @@ class _Api(flask_smorest.Api):
 
 # --- marshmallow fields of this service -------------------------------------------------
 
-FLAG = {"type": "string", "pattern": FLAG_STRING_PATTERN}
-SERVICE_RULES: dict[type, dict[str, Any]] = {
-    types.Int32: {"minimum": types.INT32_MIN, "maximum": types.INT32_MAX},
-    types.PageNumber: {"minimum": 1, "maximum": 999_999_999},
-    types.ReleaseFilter: {"enum": ["0", "1"]},
-    types.Since: {"pattern": SINCE_PATTERN, "examples": ["2026-04-30", "2026-04-30T10:15:00Z"]},
-    types.Timestamp: {"pattern": TIMESTAMP_PATTERN, "examples": ["2026-04-30T10:15:00.123456Z"]},
-    types.Flag: {"anyOf": [{"type": "boolean"}, {"type": "integer", "enum": [0, 1]}, FLAG]},
-}
-
 
 class _Converter(OpenAPIConverter):
-    """Knows the rules that the service's own field types enforce."""
-
-    field_mapping = {
-        **DEFAULT_FIELD_MAPPING,
-        types.Text: ("string", None),
-        types.CalendarDate: ("string", "date"),
-        types.Timestamp: ("string", "date-time"),
-        types.Int32: ("integer", "int32"),
-        types.PageNumber: ("integer", None),
-        types.ReleaseFilter: ("string", None),
-        types.Since: ("string", None),
-        types.Flag: (None, None),
-    }
+    """Shows the service's own field types as each says (its `openapi`, app/schemas)."""
 
     def init_attribute_functions(self) -> None:
         super().init_attribute_functions()
-        self.attribute_functions.append(self.field2service_rules)
+        self.attribute_functions.append(self.field2own_rules)
 
-    def field2service_rules(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
+    def field2type_and_format(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
+        own = getattr(field, "openapi", None)
+        if own is None:
+            return super().field2type_and_format(field, **kwargs)
+        return {key: own[key] for key in ("type", "format") if key in own}
+
+    def field2own_rules(self, field: fields.Field, **kwargs: Any) -> dict[str, Any]:
         rules = {"maxLength": field.max_length} if isinstance(field, types.Text) else {}
-        if isinstance(field, types.VirtualPath):
-            rules["pattern"] = PATH_PATTERN
-        return {**rules, **SERVICE_RULES.get(type(field), {})}
+        own = getattr(field, "openapi", {})
+        return rules | {key: value for key, value in own.items() if key not in ("type", "format")}
+
+    def schema2jsonschema(self, schema: Any) -> dict[str, Any]:
+        """Unknown fields refused (`additionalProperties`) also where `Meta` has a description
+        (apispec then leaves it out)."""
+        converted = super().schema2jsonschema(schema)
+        unknown = resolve_schema_instance(schema).unknown
+        if unknown != EXCLUDE:
+            converted["additionalProperties"] = unknown == INCLUDE
+        return converted
 
     def fields2jsonschema(self, fields: Any, *, partial: Any = None) -> dict[str, Any]:
         """`required` in the order of the fields (apispec sorts it), as the document had it."""
@@ -254,23 +235,6 @@ class _Plugin(MarshmallowPlugin):
 # --- what operations share --------------------------------------------------------------
 
 
-class ErrorSchema(Schema):
-    """Every error answer (app/errors.py)."""
-
-    message = fields.String(required=True)
-
-
-class ValidationErrorSchema(ErrorSchema):
-    """A 422: `errors` names each field key with its messages."""
-
-    errors = fields.Dict(
-        keys=fields.String(),
-        values=fields.List(fields.String(), metadata={"minItems": 1}),
-        required=True,
-        metadata={"minProperties": 1},
-    )
-
-
 def ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/components/schemas/{name}"}
 
@@ -279,9 +243,14 @@ def json_content(schema: Any) -> dict[str, Any]:
     return {"application/json": {"schema": schema}}
 
 
-def form_body(schema: str) -> dict[str, Any]:
-    """A required multipart/form-data body, streamed (hand-written: no schema loads it)."""
-    return {"required": True, "content": {"multipart/form-data": {"schema": ref(schema)}}}
+def form_body(schema: type[Schema]) -> dict[str, Any]:
+    """A required multipart/form-data body (streamed: the schema only documents it)."""
+    return {"required": True, "content": {"multipart/form-data": {"schema": schema}}}
+
+
+def in_query(schema: Schema) -> list[dict[str, Any]]:
+    """The query parameters `schema` loads, one per field."""
+    return [{"in": "query", "schema": schema}]
 
 
 def json_body_doc(schema: Any, *, form: bool = False) -> dict[str, Any]:
@@ -527,6 +496,11 @@ DOWNLOAD_REQUEST_HEADERS = [
 ]
 
 
+def download_doc(cache: dict[str, Any]) -> dict[str, Any]:
+    """What `doc` says of a download: its request headers and answers (`download_responses`)."""
+    return {"parameters": DOWNLOAD_REQUEST_HEADERS, "responses": download_responses(cache)}
+
+
 # --- the document -----------------------------------------------------------------------
 
 
@@ -569,8 +543,9 @@ response under `/api/public/` carries `Cache-Control: public, max-age=0, must-re
 """
 
 
-def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
-    """The components whose text or bounds follow the configuration, or that no view names."""
+def _components(spec: Any, plugin: _Plugin, blueprints: tuple[Blueprint, ...]) -> None:
+    """The components that several features share or no view names, with what the blueprints'
+    answers add to them (`Blueprint.extends`)."""
     components = spec.components
     components.security_scheme(
         BEARER,
@@ -585,30 +560,22 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
         components.response(name, response)
     components.schema("Error", schema=ErrorSchema)
     components.schema("ValidationError", schema=ValidationErrorSchema)
-    records = {
-        "FileRecord": (record_schema, "A file record."),
-        "CreatedFileRecord": (created_record_schema, "A file record as create returns it."),
-        "PublicFileRecord": (public_record_schema, "A released file record."),
-    }
-    records["FileVersion"] = (file_version_schema, "A version a content replacement ended.")
-    for name, (schema, description) in records.items():
-        strict = {"required": list(schema.fields), "additionalProperties": False}
-        if name == "FileVersion":
-            components.schema(name, {"description": description, **strict}, schema=schema)
-            continue
-        components.schema(name, {"description": description, **strict}, schema=schema)
-        components.schemas[name]["properties"]["mime_type"]["enum"] = sorted(ALLOWED_MIME_TYPES)
-    for name in ("FileRecord", "CreatedFileRecord"):
-        components.schemas[name]["properties"].update(DOI_FIELDS)
-    components.schema("ReservedDoi", RESERVED_DOI)
-    for name, schema in (
-        ("FileRecord", record_schema),
-        ("PublicFileRecord", public_record_schema),
-        ("FileVersion", file_version_schema),
+    for name, schema, description in (
+        ("FileRecord", record_schema, "A file record."),
+        ("CreatedFileRecord", created_record_schema, "A file record as create returns it."),
+        ("PublicFileRecord", public_record_schema, "A released file record."),
+        ("FileVersion", file_version_schema, "A version a content replacement ended."),
     ):
-        components.schema(f"{name}Page", _page(plugin, schema, limits["page_size"]))
+        strict = {"description": description, "required": list(schema.fields)}
+        components.schema(name, strict, schema=schema)
+        if schema is not created_record_schema:  # the others are listed, a page at a time
+            components.schema(f"{name}Page", _page(plugin, schema))
+    components.schema("FileUpdateResult", {"minProperties": 3}, schema=FileUpdateResultSchema)
+    for blueprint in blueprints:
+        for name, schema in blueprint.extends.items():
+            extra = plugin.converter.schema2jsonschema(schema)["properties"]
+            components.schemas[name]["properties"].update(extra)
     components.schema("CreatedFiles", schema=CreatedFilesSchema)
-    components.schemas["CreatedFiles"]["properties"]["files"]["maxItems"] = limits["max_files"]
     components.schema("PendingChange", PENDING_CHANGE)
     components.schema("ReleaseRequestSummary", RELEASE_REQUEST_SUMMARY)
     replaced = copy.deepcopy(components.schemas["FileRecord"])
@@ -626,69 +593,14 @@ def _components(spec: Any, plugin: _Plugin, limits: dict[str, Any]) -> None:
         "description": "With RELEASE_APPROVAL=on only: the release request opened for each "
         "record that asked for freigabe true (stored unreleased until approved).",
     }
-    metadata = [name for name, field in MetadataSchema().fields.items() if not field.load_only]
-    components.schema(
-        "FileUpdateResult",
-        {
-            "description": "The record's id, the fields that were sent, and the new updated_at.",
-            "required": ["id", "updated_at"],
-            "minProperties": 3,
-            "additionalProperties": False,
-        },
-        schema=FileRecordSchema(only=("id", *metadata, "iab_themen", "updated_at")),
-    )
-    components.schemas["FileUpdateResult"]["properties"].update(DOI_FIELDS)
     components.schemas["FileUpdateResult"]["properties"]["release_request"] = {
         "anyOf": [ref("ReleaseRequestSummary"), {"type": "null"}],
         "description": "With RELEASE_APPROVAL=on only: the record's pending release request "
         "after this change, or null.",
     }
     components.schema(
-        "FileUpdate",
-        {
-            "description": (
-                "The metadata to change; only the fields sent change and null clears a nullable "
-                "field. Strings are trimmed and an empty string becomes null; strings hold at "
-                "most 255 characters (beschreibung 5000). Unknown and read-only fields are 422."
-            ),
-            "minProperties": 1,
-            "additionalProperties": False,
-        },
-        schema=UpdateSchema(),
+        "FileUpdate", {"minProperties": 1, "additionalProperties": False}, schema=UpdateSchema
     )
-    # Multipart bodies are streamed, not loaded by a schema: their forms are written out.
-    binary = {"type": "string", "format": "binary", "contentMediaType": "application/octet-stream"}
-    size = f"1 to {limits['max_file_size']:,} bytes"
-    files = {
-        "type": "array",
-        "items": binary,
-        "minItems": 1,
-        "maxItems": limits["max_files"],
-        "description": f"1 to {limits['max_files']} files of {size} each, of the allowed types. "
-        "Parts named `files` or `files[N]` count too.",
-    }
-    components.schema(
-        "FileUploadForm",
-        {
-            "type": "object",
-            "description": "The files and the metadata that applies to every one of them. "
-            "Strings are trimmed and an empty string means null; unknown form fields are "
-            "ignored. The type of each file is detected from its bytes.",
-            "properties": {
-                "files[]": files,
-                **plugin.converter.schema2jsonschema(CreateMetadataSchema())["properties"],
-            },
-            "required": ["files[]"],
-        },
-    )
-    content = {**binary, "description": f"The new content: {size} of an allowed type."}
-    note = plugin.converter.schema2jsonschema(ReplaceFormSchema())["properties"]["change_note"]
-    form = {
-        "type": "object",
-        "properties": {"file": content, "change_note": note},
-        "required": ["file"],
-    }
-    components.schema("ContentReplaceForm", form)
 
 
 PAGE_KINDS = (
@@ -704,12 +616,12 @@ PAGE_KINDS = (
 )
 
 
-def _page(plugin: _Plugin, record: Schema, page_size: int) -> dict[str, Any]:
-    """A list answer: a numbered page or a keyset page, of at most `page_size` records."""
+def _page(plugin: _Plugin, record: Schema) -> dict[str, Any]:
+    """A list answer: a numbered page or a keyset page, of at most `PAGE_SIZE` records."""
     kinds = []
     for (title, description), schema in zip(PAGE_KINDS, page_envelope(record), strict=True):
         converted = plugin.converter.schema2jsonschema(schema)
-        converted["properties"]["data"]["maxItems"] = page_size
+        converted["properties"]["data"]["maxItems"] = "{page_size}"
         kinds.append({"title": title, "description": description, **converted})
     return {"oneOf": kinds}
 
@@ -785,7 +697,7 @@ def _build(settings: tuple, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]
             "tags": _tags(),
         },
     )
-    _components(api.spec, plugin, limits)
+    _components(api.spec, plugin, blueprints)
     for blueprint in blueprints:
         api.register_blueprint(blueprint)
     document = api.spec.to_dict()
@@ -794,5 +706,5 @@ def _build(settings: tuple, blueprints: tuple[Blueprint, ...]) -> dict[str, Any]
         for operation in item.values():
             for key in ("summary", "description"):
                 if isinstance(operation, dict) and key in operation:
-                    operation[key] = _prose(operation[key], limits)
-    return document
+                    operation[key] = " ".join(operation[key].split("\n"))
+    return _with_limits(document, limits)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 from functools import cache
 
-from flask import Flask, Response, current_app, request, url_for
-from markupsafe import escape
+from flask import Flask, Response, current_app, render_template, request, url_for
 from werkzeug.exceptions import NotFound
 
 from app.docs.assets import (
@@ -18,7 +17,9 @@ from app.docs.assets import (
 )
 from app.docs.openapi import NO_TOKEN, REVALIDATION_ETAG, Blueprint, openapi_document, ref
 
-bp = Blueprint("docs", __name__, tag="Documentation")
+bp = Blueprint(
+    "docs", __name__, tag="Documentation", security=NO_TOKEN, template_folder="templates"
+)
 
 
 ASSET_MAX_AGE = 24 * 60 * 60
@@ -37,26 +38,6 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
-PAGE = """\
-<!DOCTYPE html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <meta name="viewport" content="width=device-width, initial-scale=1">
-  <title>File repository API</title>
-  <link rel="stylesheet" href="{css}">
-  <link rel="icon" type="image/png" sizes="32x32" href="{icon32}">
-  <link rel="icon" type="image/png" sizes="16x16" href="{icon16}">
-</head>
-<body>
-  <div id="swagger-ui" data-spec-url="{spec}"></div>
-  <script src="{bundle}"></script>
-  <script src="{initializer}"></script>
-</body>
-</html>
-"""
-
-
 def _document_json(app: Flask) -> bytes:
     """The serialised document, made once per application."""
     cached = app.extensions.get("openapi_json")
@@ -67,7 +48,7 @@ def _document_json(app: Flask) -> bytes:
 
 
 @bp.get("/api/openapi.json")
-@bp.doc(operationId="getOpenApiDocument", security=NO_TOKEN)
+@bp.doc(operationId="getOpenApiDocument")
 @bp.alt_response(
     200, schema={"type": "object"}, description="The document (OpenAPI 3.1).", headers=ETAGGED
 )
@@ -86,20 +67,21 @@ def _asset_url(name: str) -> str:
 
 
 @bp.get("/api/docs")
-@bp.doc(operationId="getDocsPage", security=NO_TOKEN)
+@bp.doc(operationId="getDocsPage")
 @bp.alt_response(200, schema={"type": "string"}, content_type="text/html", description="The page.")
 def docs_page() -> Response:
     """Interactive documentation (Swagger UI)
 
     Works offline: every asset is served by the service itself.
     """
-    html = PAGE.format(
-        css=escape(_asset_url("swagger-ui.css")),
-        icon32=escape(_asset_url("favicon-32x32.png")),
-        icon16=escape(_asset_url("favicon-16x16.png")),
-        spec=escape(url_for("docs.openapi_json")),
-        bundle=escape(_asset_url("swagger-ui-bundle.js")),
-        initializer=escape(_asset_url(INITIALIZER)),
+    html = render_template(
+        "docs/page.html",
+        css=_asset_url("swagger-ui.css"),
+        icon32=_asset_url("favicon-32x32.png"),
+        icon16=_asset_url("favicon-16x16.png"),
+        spec=url_for("docs.openapi_json"),
+        bundle=_asset_url("swagger-ui-bundle.js"),
+        initializer=_asset_url(INITIALIZER),
     )
     response = Response(html, mimetype="text/html")
     response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
@@ -120,7 +102,6 @@ def _asset_bytes(name: str) -> bytes:
 @bp.get("/api/docs/assets/<name>", parameters=[ASSET_NAME])
 @bp.doc(
     operationId="getDocsAsset",
-    security=NO_TOKEN,
     responses={
         "200": {
             "description": "The asset; cacheable for a day and revalidated by ETag.",

@@ -11,7 +11,15 @@ from lxml import etree
 from marshmallow import EXCLUDE, Schema
 
 from app.database import read_without_transaction
-from app.docs.openapi import CACHED, NO_TOKEN, REVALIDATION_ETAG, SERVER, Blueprint, header
+from app.docs.openapi import (
+    CACHED,
+    NO_TOKEN,
+    REVALIDATION_ETAG,
+    SERVER,
+    Blueprint,
+    header,
+    in_query,
+)
 from app.doi import lookup
 from app.feeds import services
 from app.files import access
@@ -20,7 +28,13 @@ from app.oai.xml import title_of, xml_text
 from app.schemas.field_types import PlainString
 
 bp = Blueprint(
-    "feeds", __name__, url_prefix="/api/public", tag="Public", errors=SERVER, error_headers=CACHED
+    "feeds",
+    __name__,
+    url_prefix="/api/public",
+    tag="Public",
+    errors=SERVER,
+    error_headers=CACHED,
+    security=NO_TOKEN,
 )
 bp.before_request(read_without_transaction)
 
@@ -45,8 +59,7 @@ def _feed_operation(operation_id: str, media_type: str) -> Any:
     """The operation of a feed: the same parameters and answers, in its own media type."""
     declare = bp.doc(
         operationId=operation_id,
-        security=NO_TOKEN,
-        parameters=[{"in": "query", "schema": feed_query_schema}],
+        parameters=in_query(feed_query_schema),
         responses={
             "200": {
                 "description": "The feed.",

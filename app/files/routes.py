@@ -8,7 +8,7 @@ from flask import current_app, request
 from app.auth.guard import current_user, current_user_again, user_rate_key
 from app.database import read_without_transaction
 from app.docs.openapi import (
-    DOWNLOAD_REQUEST_HEADERS,
+    BODY_ERRORS,
     ID_PARAMETER,
     IF_MATCH,
     RATE_LIMIT_HEADERS,
@@ -16,14 +16,16 @@ from app.docs.openapi import (
     SERVER,
     VERSION_NUMBER,
     Blueprint,
-    download_responses,
+    download_doc,
     form_body,
+    in_query,
     json_body_doc,
     private_cache,
     ref,
 )
 from app.doi import lookup as doi_lookup
 from app.doi import services as doi_services
+from app.doi.schemas import DoiFieldsSchema, ReservedDoiSchema
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
 from app.files import access, approval, versions, writes
@@ -36,8 +38,10 @@ from app.http import PRIVATE_CACHE, if_match, json_body, load
 from app.schemas.fast_dump import FastDump, record_rows
 from app.schemas.records import (
     INPUT_ALIASES,
+    ContentReplaceFormSchema,
     CreatedFilesSchema,
     CreateMetadataSchema,
+    FileUploadFormSchema,
     ListQuerySchema,
     ReplaceFormSchema,
     UpdateSchema,
@@ -51,7 +55,13 @@ from app.signals import downloaded
 from app.storage import Storage
 
 bp = Blueprint(
-    "files", __name__, url_prefix="/api/files", tag="Files", errors=("Unauthenticated", *SERVER)
+    "files",
+    __name__,
+    url_prefix="/api/files",
+    tag="Files",
+    errors=("Unauthenticated", *SERVER),
+    # With DOIs configured, `with_dois` adds the DOI's fields to these answers.
+    extends=dict.fromkeys(("FileRecord", "CreatedFileRecord", "FileUpdateResult"), DoiFieldsSchema),
 )
 
 
@@ -116,14 +126,14 @@ def _receive(
 
 @bp.post("")
 @limiter.limit(_upload_rate, key_func=user_rate_key)
-@bp.doc(operationId="createFiles", requestBody=form_body("FileUploadForm"))
+@bp.doc(operationId="createFiles", requestBody=form_body(FileUploadFormSchema))
 @bp.alt_response(
     201,
     schema=CreatedFilesSchema,
     description="One record per uploaded file, in upload order.",
     headers=RATE_LIMIT_HEADERS,
 )
-@bp.errors("BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
+@bp.errors(*BODY_ERRORS, "TooManyRequests")
 def create_files():
     """Upload files with metadata
 
@@ -162,7 +172,7 @@ def create_files():
 
 
 @bp.get("")
-@bp.doc(operationId="listFiles", parameters=[{"in": "query", "schema": list_query_schema}])
+@bp.doc(operationId="listFiles", parameters=in_query(list_query_schema))
 @bp.alt_response(200, schema=ref("FileRecordPage"), description="One page.")
 @bp.errors("ValidationFailed")
 def list_files():
@@ -191,11 +201,7 @@ def read_file(record_id: uuid.UUID):
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[ID_PARAMETER])
-@bp.doc(
-    operationId="downloadFile",
-    parameters=DOWNLOAD_REQUEST_HEADERS,
-    responses=download_responses(private_cache(PRIVATE_CACHE)),
-)
+@bp.doc(operationId="downloadFile", **download_doc(private_cache(PRIVATE_CACHE)))
 @bp.errors("Forbidden", "NotFound")
 def download_file(record_id: uuid.UUID):
     """Download the content
@@ -219,9 +225,7 @@ def download_file(record_id: uuid.UUID):
 @bp.patch("/<uuid:record_id>", parameters=[ID_PARAMETER])
 @limiter.limit(_write_rate, key_func=user_rate_key)
 @bp.doc(
-    operationId="updateFile",
-    requestBody=json_body_doc(ref("FileUpdate")),
-    parameters=[IF_MATCH],
+    operationId="updateFile", requestBody=json_body_doc(ref("FileUpdate")), parameters=[IF_MATCH]
 )
 @bp.alt_response(
     200,
@@ -229,15 +233,7 @@ def download_file(record_id: uuid.UUID):
     description="The id, the fields sent, and the new updated_at.",
     headers=RATE_LIMIT_HEADERS | WITH_ETAG,
 )
-@bp.errors(
-    "BadRequest",
-    "NotFound",
-    "Conflict",
-    "PreconditionFailed",
-    "PayloadTooLarge",
-    "ValidationFailed",
-    "TooManyRequests",
-)
+@bp.errors(*BODY_ERRORS, "NotFound", "Conflict", "PreconditionFailed", "TooManyRequests")
 def update_file(record_id: uuid.UUID):
     """Update metadata
 
@@ -264,7 +260,7 @@ def update_file(record_id: uuid.UUID):
 @limiter.limit(_upload_rate, key_func=user_rate_key)
 @bp.doc(
     operationId="replaceFileContent",
-    requestBody=form_body("ContentReplaceForm"),
+    requestBody=form_body(ContentReplaceFormSchema),
     parameters=[IF_MATCH],
 )
 @bp.alt_response(
@@ -273,15 +269,7 @@ def update_file(record_id: uuid.UUID):
     description="The full record.",
     headers=RATE_LIMIT_HEADERS | WITH_ETAG,
 )
-@bp.errors(
-    "BadRequest",
-    "NotFound",
-    "Conflict",
-    "PreconditionFailed",
-    "PayloadTooLarge",
-    "ValidationFailed",
-    "TooManyRequests",
-)
+@bp.errors(*BODY_ERRORS, "NotFound", "Conflict", "PreconditionFailed", "TooManyRequests")
 def replace_file_content(record_id: uuid.UUID):
     """Replace the content
 
@@ -335,10 +323,7 @@ def replace_file_content(record_id: uuid.UUID):
 
 
 @bp.get("/<uuid:record_id>/versions", parameters=[ID_PARAMETER])
-@bp.doc(
-    operationId="listFileVersions",
-    parameters=[{"in": "query", "schema": versions_query_schema}],
-)
+@bp.doc(operationId="listFileVersions", parameters=in_query(versions_query_schema))
 @bp.alt_response(200, schema=ref("FileVersionPage"), description="One page, newest first.")
 @bp.errors("NotFound", "ValidationFailed")
 def list_versions(record_id: uuid.UUID):
@@ -356,11 +341,7 @@ def list_versions(record_id: uuid.UUID):
 @bp.get(
     "/<uuid:record_id>/versions/<int:number>/download", parameters=[ID_PARAMETER, VERSION_NUMBER]
 )
-@bp.doc(
-    operationId="downloadFileVersion",
-    parameters=DOWNLOAD_REQUEST_HEADERS,
-    responses=download_responses(private_cache(PRIVATE_CACHE)),
-)
+@bp.doc(operationId="downloadFileVersion", **download_doc(private_cache(PRIVATE_CACHE)))
 @bp.errors("Forbidden", "NotFound")
 def download_version(record_id: uuid.UUID, number: int):
     """Download a kept version
@@ -412,7 +393,7 @@ def with_dois(answers: list[dict]) -> list[dict]:
 @bp.doc(operationId="reserveFileDoi")
 @bp.alt_response(
     201,
-    schema=ref("ReservedDoi"),
+    schema=ReservedDoiSchema,
     description="The DOI reserved; DataCite gets its draft from the outbox.",
     headers=RATE_LIMIT_HEADERS,
 )

@@ -11,15 +11,16 @@ from flask import current_app, request
 from app.archives.responses import archive_ok, archive_response
 from app.auth.guard import current_user, user_rate_key
 from app.docs.openapi import (
-    DOWNLOAD_REQUEST_HEADERS,
+    BODY_ERRORS,
     ID_PARAMETER,
     NO_TOKEN,
     RATE_LIMIT_HEADERS,
     SERVER,
     Blueprint,
-    download_responses,
+    download_doc,
     error,
     header,
+    in_query,
     json_body_doc,
     private_cache,
 )
@@ -52,8 +53,8 @@ from app.schemas.fast_dump import public_record_rows
 from app.schemas.field_types import format_timestamp
 from app.stats import count_download
 
-bp = Blueprint("links", __name__, tag="Share links", errors=SERVER)
-bp.after_app_request(with_holder_headers)
+#: The owner's side: every operation needs a token.
+bp = Blueprint("links", __name__, tag="Share links", errors=("Unauthenticated", *SERVER))
 
 record_input = RecordLinkInputSchema()
 kit_input = KitInputSchema()
@@ -86,11 +87,19 @@ HOLDER_DOC_HEADERS = {
 }
 EXPIRED = (
     410,
-    error(
-        "The link has expired; the message says when: `This link expired at <timestamp>.`",
-        **HOLDER_DOC_HEADERS,
-    ),
+    error("The link has expired; the message says when: `This link expired at <timestamp>.`"),
 )
+#: The holder's side: no token, only the link's secret; every answer carries the holder's
+#: headers, failures are rate limited.
+shared_bp = Blueprint(
+    "shared",
+    __name__,
+    tag="Share links",
+    errors=("NotFound", "TooManyRequests", *SERVER, EXPIRED),
+    error_headers=HOLDER_DOC_HEADERS,
+    security=NO_TOKEN,
+)
+shared_bp.after_app_request(with_holder_headers)
 
 
 def _link_rate() -> str:
@@ -143,24 +152,14 @@ def _created(link: Any, secret: str) -> tuple[dict[str, Any], int]:
 
 @bp.post("/api/files/<uuid:record_id>/links", parameters=[ID_PARAMETER])
 @creation_limited
-@bp.doc(
-    operationId="createFileLink",
-    requestBody=json_body_doc(record_input),
-)
+@bp.doc(operationId="createFileLink", requestBody=json_body_doc(record_input))
 @bp.alt_response(
     201,
     schema=CreatedLinkSchema,
     description="The new link, with its url.",
     headers=RATE_LIMIT_HEADERS,
 )
-@bp.errors(
-    "Unauthenticated",
-    "BadRequest",
-    "NotFound",
-    "PayloadTooLarge",
-    "ValidationFailed",
-    "TooManyRequests",
-)
+@bp.errors(*BODY_ERRORS, "NotFound", "TooManyRequests")
 def create_record_link(record_id: uuid.UUID):
     """Create a share link to a record
 
@@ -180,12 +179,9 @@ def create_record_link(record_id: uuid.UUID):
 
 
 @bp.get("/api/files/<uuid:record_id>/links", parameters=[ID_PARAMETER])
-@bp.doc(
-    operationId="listFileLinks",
-    parameters=[{"in": "query", "schema": page_query}],
-)
+@bp.doc(operationId="listFileLinks", parameters=in_query(page_query))
 @bp.alt_response(200, schema=LinkPageSchema, description="Newest first, without secrets.")
-@bp.errors("Unauthenticated", "NotFound", "ValidationFailed")
+@bp.errors("NotFound", "ValidationFailed")
 def list_record_links(record_id: uuid.UUID):
     """A record's share links
 
@@ -199,7 +195,7 @@ def list_record_links(record_id: uuid.UUID):
 @bp.delete("/api/files/<uuid:record_id>/links/<uuid:link_id>", parameters=[ID_PARAMETER, LINK_ID])
 @bp.doc(operationId="revokeFileLink")
 @bp.alt_response(204, description="Revoked: it answers 404 from the next request on.")
-@bp.errors("Unauthenticated", "NotFound")
+@bp.errors("NotFound")
 def revoke_record_link(record_id: uuid.UUID, link_id: uuid.UUID):
     """Revoke a record's share link"""
     services.revoke(current_user(), link_id, record_id=record_id)
@@ -208,19 +204,14 @@ def revoke_record_link(record_id: uuid.UUID, link_id: uuid.UUID):
 
 @bp.post("/api/links")
 @creation_limited
-@bp.doc(
-    operationId="createPressKit",
-    requestBody=json_body_doc(kit_input),
-)
+@bp.doc(operationId="createPressKit", requestBody=json_body_doc(kit_input))
 @bp.alt_response(
     201,
     schema=CreatedLinkSchema,
     description="The new link, with its url.",
     headers=RATE_LIMIT_HEADERS,
 )
-@bp.errors(
-    "Unauthenticated", "BadRequest", "PayloadTooLarge", "ValidationFailed", "TooManyRequests"
-)
+@bp.errors(*BODY_ERRORS, "TooManyRequests")
 def create_kit():
     """Create a press kit: a share link to a folder
 
@@ -241,12 +232,9 @@ def create_kit():
 
 
 @bp.get("/api/links")
-@bp.doc(
-    operationId="listLinks",
-    parameters=[{"in": "query", "schema": query_schema}],
-)
+@bp.doc(operationId="listLinks", parameters=in_query(query_schema))
 @bp.alt_response(200, schema=LinkPageSchema, description="Newest first, without secrets.")
-@bp.errors("Unauthenticated", "ValidationFailed")
+@bp.errors("ValidationFailed")
 def list_links():
     """Your share links
 
@@ -264,7 +252,7 @@ def list_links():
 @bp.delete("/api/links/<uuid:link_id>", parameters=[LINK_ID])
 @bp.doc(operationId="revokeLink")
 @bp.alt_response(204, description="Revoked: it answers 404 from the next request on.")
-@bp.errors("Unauthenticated", "NotFound")
+@bp.errors("NotFound")
 def revoke_link(link_id: uuid.UUID):
     """Revoke a share link
 
@@ -276,25 +264,21 @@ def revoke_link(link_id: uuid.UUID):
 
 # --- the holder's side --------------------------------------------------------------------
 
-HOLDER_ERRORS = ("NotFound", "TooManyRequests", *SERVER)
 
-
-@bp.get(f"{SHARED_PREFIX}<secret>", parameters=[SECRET])
+@shared_bp.get(f"{SHARED_PREFIX}<secret>", parameters=[SECRET])
 @failures_limited
-@bp.doc(
+@shared_bp.doc(
     operationId="readSharedLink",
-    security=NO_TOKEN,
-    parameters=[{"in": "query", "schema": page_query}],
+    parameters=in_query(page_query),
     responses={
         "200": {
             "description": "The record, or a page of the kit's records.",
             "content": {"application/json": {"schema": {"type": "object"}}},
             "headers": HOLDER_DOC_HEADERS,
         },
-        str(EXPIRED[0]): EXPIRED[1],
     },
 )
-@bp.errors(*HOLDER_ERRORS, "ValidationFailed", headers=HOLDER_DOC_HEADERS)
+@shared_bp.errors("ValidationFailed")
 def read_shared(secret: str):
     """What a share link opens
 
@@ -319,20 +303,13 @@ def _time(value: Any) -> str:
     return format_timestamp(value)
 
 
-@bp.get(
+@shared_bp.get(
     f"{SHARED_PREFIX}<secret>/files/<uuid:record_id>/download", parameters=[SECRET, ID_PARAMETER]
 )
 @failures_limited
-@bp.doc(
-    operationId="downloadSharedFile",
-    security=NO_TOKEN,
-    parameters=DOWNLOAD_REQUEST_HEADERS,
-    responses={
-        **download_responses(private_cache(HOLDER_HEADERS["Cache-Control"])),
-        str(EXPIRED[0]): EXPIRED[1],
-    },
+@shared_bp.doc(
+    operationId="downloadSharedFile", **download_doc(private_cache(HOLDER_HEADERS["Cache-Control"]))
 )
-@bp.errors(*HOLDER_ERRORS, headers=HOLDER_DOC_HEADERS)
 def download_shared(secret: str, record_id: uuid.UUID):
     """Download a file through a share link
 
@@ -354,17 +331,13 @@ def download_shared(secret: str, record_id: uuid.UUID):
     return response
 
 
-@bp.get(f"{SHARED_PREFIX}<secret>/files.zip", parameters=[SECRET])
+@shared_bp.get(f"{SHARED_PREFIX}<secret>/files.zip", parameters=[SECRET])
 @failures_limited
-@bp.doc(
+@shared_bp.doc(
     operationId="downloadSharedZip",
-    security=NO_TOKEN,
-    responses={
-        "200": archive_ok(private_cache(HOLDER_HEADERS["Cache-Control"])),
-        str(EXPIRED[0]): EXPIRED[1],
-    },
+    responses={"200": archive_ok(private_cache(HOLDER_HEADERS["Cache-Control"]))},
 )
-@bp.errors(*HOLDER_ERRORS, "ValidationFailed", headers=HOLDER_DOC_HEADERS)
+@shared_bp.errors("ValidationFailed")
 def download_shared_zip(secret: str):
     """Download a share link's files as one ZIP
 

@@ -25,7 +25,7 @@ from app.oai import xml as oai_xml
 from app.oai.identifiers import identifier_of
 from app.oai.identifiers import namespace as oai_namespace
 
-bp = Blueprint("oai", __name__, tag="Harvesting", errors=SERVER)
+bp = Blueprint("oai", __name__, tag="Harvesting", errors=SERVER, security=NO_TOKEN)
 bp.before_request(read_without_transaction)
 
 
@@ -109,7 +109,6 @@ def _record_id(identifier: str) -> uuid.UUID:
 @bp.get("/oai", endpoint="endpoint")
 @bp.doc(
     operationId="oaiPmhGet",
-    security=NO_TOKEN,
     responses=ANSWERS,
     parameters=[
         {"name": name, "in": "query", "required": name == "verb", "schema": schema}
@@ -130,7 +129,6 @@ def endpoint() -> Response:
 @bp.post("/oai", endpoint="form_endpoint")
 @bp.doc(
     operationId="oaiPmhPost",
-    security=NO_TOKEN,
     responses=ANSWERS,
     requestBody={
         "required": True,

@@ -7,14 +7,14 @@ from flask import current_app, request
 from app.database import read_without_transaction
 from app.docs.openapi import (
     CACHED,
-    DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
     NO_TOKEN,
     RECORD_ETAG,
     SERVER,
     VERSION_NUMBER,
     Blueprint,
-    download_responses,
+    download_doc,
+    in_query,
     ref,
 )
 from app.doi import lookup
@@ -36,6 +36,7 @@ bp = Blueprint(
     tag="Public",
     errors=SERVER,
     error_headers=CACHED,
+    security=NO_TOKEN,
 )
 bp.before_request(read_without_transaction)
 
@@ -43,11 +44,7 @@ RECORD_ID = {**ID_PARAMETER, "description": "Unreleased, unknown and malformed i
 
 
 @bp.get("")
-@bp.doc(
-    operationId="listReleasedFiles",
-    security=NO_TOKEN,
-    parameters=[{"in": "query", "schema": list_query_schema}],
-)
+@bp.doc(operationId="listReleasedFiles", parameters=in_query(list_query_schema))
 @bp.alt_response(200, schema=ref("PublicFileRecordPage"), description="One page.", headers=CACHED)
 @bp.errors("ValidationFailed")
 def list_released():
@@ -67,7 +64,7 @@ def _raise_withdrawn(record_id: uuid.UUID) -> None:
 
 
 @bp.get("/<uuid:record_id>", parameters=[RECORD_ID])
-@bp.doc(operationId="readReleasedFile", security=NO_TOKEN)
+@bp.doc(operationId="readReleasedFile")
 @bp.alt_response(
     200,
     schema=public_record_schema,
@@ -91,12 +88,7 @@ def read_released(record_id: uuid.UUID):
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[RECORD_ID])
-@bp.doc(
-    operationId="downloadReleasedFile",
-    security=NO_TOKEN,
-    parameters=DOWNLOAD_REQUEST_HEADERS,
-    responses=download_responses(CACHED["Cache-Control"]),
-)
+@bp.doc(operationId="downloadReleasedFile", **download_doc(CACHED["Cache-Control"]))
 @bp.errors("Forbidden", "NotFound", "Gone")
 def download_released(record_id: uuid.UUID):
     """Download released content
@@ -114,12 +106,7 @@ def download_released(record_id: uuid.UUID):
 
 
 @bp.get("/<uuid:record_id>/versions/<int:number>/download", parameters=[RECORD_ID, VERSION_NUMBER])
-@bp.doc(
-    operationId="downloadReleasedFileVersion",
-    security=NO_TOKEN,
-    parameters=DOWNLOAD_REQUEST_HEADERS,
-    responses=download_responses(CACHED["Cache-Control"]),
-)
+@bp.doc(operationId="downloadReleasedFileVersion", **download_doc(CACHED["Cache-Control"]))
 @bp.errors("Forbidden", "NotFound", "Gone")
 def download_released_version(record_id: uuid.UUID, number: int):
     """Download a kept version of released content

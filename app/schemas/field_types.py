@@ -1,10 +1,14 @@
-"""The service's field types: the validation rules of single values, in Laravel's wording."""
+"""The service's field types: the validation rules of single values, in Laravel's wording.
+
+A type's `openapi` is how the OpenAPI document shows its values (app/docs/openapi.py; `type`
+and `format` as apispec takes them, and the rest of what it checks that a schema can say).
+"""
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, ClassVar
 
 from marshmallow import (
     ValidationError,
@@ -24,6 +28,14 @@ SINCE_FORM = re.compile(
     r"(?:T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})"
     r"(?::(?P<second>[0-9]{2})(?:\.(?P<fraction>[0-9]{1,6}))?)?)?"
     r"(?P<offset>Z|[+\- ][0-9]{2}:?[0-9]{2})?"
+)
+# The canonical form of a stored path (input is trimmed first; an empty string means null).
+PATH_PATTERN = r"^(?!(?:.*/)?\.\.(?:/|$))(?:[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*)?$"
+# Calendar validity (no 30 February) is beyond a pattern; such dates answer 422.
+SINCE_PATTERN = (
+    r"^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"(?:T(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,6})?)?)?"
+    r"(?:Z|[+ -](?:[01][0-9]|2[0-3]):?[0-5][0-9])?$"
 )
 TRUE_VALUES = {"1", "true"}
 FALSE_VALUES = {"0", "false"}
@@ -89,6 +101,8 @@ class Secret(fields.String):
 class Text(fields.Field):
     """Free text: trimmed, an empty string becomes null, length counted in characters."""
 
+    openapi: ClassVar[dict[str, Any]] = {"type": "string"}  # and its `maxLength`
+
     def __init__(self, max_length: int = STRING_MAX, **kwargs: Any) -> None:
         kwargs.setdefault("allow_none", True)
         super().__init__(**kwargs)
@@ -113,6 +127,8 @@ class Text(fields.Field):
 class VirtualPath(Text):
     """A label of slash-separated segments; it never decides where content is stored."""
 
+    openapi: ClassVar[dict[str, Any]] = {"type": "string", "pattern": PATH_PATTERN}
+
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> str | None:
         text = super()._deserialize(value, attr, data, **kwargs)
         if text is None:
@@ -129,6 +145,14 @@ class VirtualPath(Text):
 
 class Flag(fields.Field):
     """true/false, 1/0, "1"/"0", "true"/"false"; nothing else."""
+
+    openapi: ClassVar[dict[str, Any]] = {
+        "anyOf": [
+            {"type": "boolean"},
+            {"type": "integer", "enum": [0, 1]},
+            {"type": "string", "pattern": r"^(?:[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])$"},
+        ]
+    }
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -158,6 +182,13 @@ class Flag(fields.Field):
 class Int32(fields.Field):
     """A whole number in the signed 32-bit range; form fields send its decimal string."""
 
+    openapi: ClassVar[dict[str, Any]] = {
+        "type": "integer",
+        "format": "int32",
+        "minimum": INT32_MIN,
+        "maximum": INT32_MAX,
+    }
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.error_messages["null"] = "The {name} field must be an integer."
@@ -185,6 +216,8 @@ class Int32(fields.Field):
 
 class CalendarDate(fields.Field):
     """A real date written YYYY-MM-DD."""
+
+    openapi: ClassVar[dict[str, Any]] = {"type": "string", "format": "date"}
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> date | None:
         if isinstance(value, str):
@@ -218,6 +251,13 @@ def format_timestamp(value: datetime) -> str:
 
 class Timestamp(fields.Field):
     """An instant as the API writes it (`format_timestamp`)."""
+
+    openapi: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "format": "date-time",
+        "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$",
+        "examples": ["2026-04-30T10:15:00.123456Z"],
+    }
 
     def _serialize(self, value: datetime | None, attr: str | None, obj: Any, **kwargs: Any) -> Any:
         return None if value is None else format_timestamp(value)
@@ -263,6 +303,12 @@ def _instant(match: re.Match[str], day: date, fraction: str, tz: timezone) -> da
 
 
 class Since(fields.Field):
+    openapi: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "pattern": SINCE_PATTERN,
+        "examples": ["2026-04-30", "2026-04-30T10:15:00Z"],
+    }
+
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> datetime:
         try:
             return parse_since(str(value))
@@ -274,6 +320,8 @@ class Since(fields.Field):
 
 
 class PageNumber(fields.Field):
+    openapi: ClassVar[dict[str, Any]] = {"type": "integer", "minimum": 1, "maximum": 999_999_999}
+
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> int:
         if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value) and int(value) >= 1:
             return int(value)
@@ -294,7 +342,20 @@ class Cursor(fields.Field):
             ) from None
 
 
+class Upload(fields.Field):
+    """A file part of a multipart body, for the OpenAPI document only: multipart bodies are
+    streamed (app/files/uploads.py), never loaded by a schema."""
+
+    openapi: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "format": "binary",
+        "contentMediaType": "application/octet-stream",
+    }
+
+
 class ReleaseFilter(fields.Field):
+    openapi: ClassVar[dict[str, Any]] = {"type": "string", "enum": ["0", "1"]}
+
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
         if value in ("0", "1"):
             return value == "1"

@@ -2,7 +2,9 @@
 its records.
 
 Field names stay as the API spells them. Messages follow Laravel's wording, because existing
-clients of the original service show them to people.
+clients of the original service show them to people. In what the OpenAPI document shows
+(`metadata`, `Meta.description`), a limit's name in braces is this instance's limit
+(`{max_files}`, app/docs/openapi.py `LIMITS`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from marshmallow import (
     pre_load,
 )
 
+from app.detection.mime import ALLOWED_MIME_TYPES
 from app.schemas.about import about, query_about
 from app.schemas.field_types import (
     BESCHREIBUNG_MAX,
@@ -31,6 +34,7 @@ from app.schemas.field_types import (
     Since,
     Text,
     Timestamp,
+    Upload,
     VirtualPath,
 )
 
@@ -95,6 +99,11 @@ class UpdateSchema(MetadataSchema):
 
     class Meta:
         unknown = EXCLUDE
+        description = (
+            "The metadata to change; only the fields sent change and null clears a nullable "
+            "field. Strings are trimmed and an empty string becomes null; strings hold at most "
+            "255 characters (beschreibung 5000). Unknown and read-only fields are 422."
+        )
 
     @pre_load
     def reject_unknown(self, data: Any, **kwargs: Any) -> Any:
@@ -142,7 +151,7 @@ class FileRecordSchema(Schema):
     aktiv_id = Text(metadata=about("aktiv_id"))
     original_name = fields.String(metadata=about("original_name"))
     path = Text(metadata=about("path"))
-    mime_type = fields.String(metadata=about("mime_type"))
+    mime_type = fields.String(metadata={**about("mime_type"), "enum": sorted(ALLOWED_MIME_TYPES)})
     size = fields.Integer(metadata=about("size"))
     reprotyp = Text(metadata=about("reprotyp"))
     titel = Text(metadata=about("titel"))
@@ -179,8 +188,47 @@ class CreatedFilesSchema(Schema):
     """The answer of an upload: one record per file, in upload order."""
 
     files = fields.List(
-        fields.Nested(created_record_schema), required=True, metadata={"minItems": 1}
+        fields.Nested(created_record_schema),
+        required=True,
+        metadata={"minItems": 1, "maxItems": "{max_files}"},
     )
+
+
+class _UploadedFiles(Schema):
+    files = fields.List(
+        Upload(),
+        data_key="files[]",
+        required=True,
+        metadata={
+            "minItems": 1,
+            "maxItems": "{max_files}",
+            "description": "1 to {max_files} files of 1 to {max_file_size:,} bytes each, of the "
+            "allowed types. Parts named `files` or `files[N]` count too.",
+        },
+    )
+
+
+class FileUploadFormSchema(CreateMetadataSchema, _UploadedFiles):
+    """The body of an upload as the OpenAPI document shows it: the files first (the fields of
+    the bases in reverse order), then the metadata of `CreateMetadataSchema`."""
+
+    class Meta(CreateMetadataSchema.Meta):
+        description = (
+            "The files and the metadata that applies to every one of them. Strings are trimmed "
+            "and an empty string means null; unknown form fields are ignored. The type of each "
+            "file is detected from its bytes."
+        )
+
+
+class FileUpdateResultSchema(FileRecordSchema):
+    """A PATCH answer (`dump_update_result`), as the OpenAPI document shows it."""
+
+    class Meta:
+        exclude = ("original_name", "mime_type", "size", "created_at", "version")
+        description = "The record's id, the fields that were sent, and the new updated_at."
+
+    id = fields.String(required=True, metadata={**about("id"), "format": "uuid"})
+    updated_at = Timestamp(required=True, metadata=about("updated_at"))
 
 
 def dump_update_result(record: Any, changed: list[str]) -> dict[str, Any]:
@@ -210,6 +258,17 @@ class ReplaceFormSchema(Schema):
         metadata={
             "description": "Why the content changes (optional, at most 5000 characters); "
             "kept with the version this replacement ends."
+        },
+    )
+
+
+class ContentReplaceFormSchema(ReplaceFormSchema):
+    """The body of a content replacement as the OpenAPI document shows it."""
+
+    file = Upload(
+        required=True,
+        metadata={
+            "description": "The new content: 1 to {max_file_size:,} bytes of an allowed type."
         },
     )
 

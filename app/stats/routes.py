@@ -10,7 +10,7 @@ from flask import current_app, request
 
 from app.auth.guard import current_user
 from app.database import read_without_transaction
-from app.docs.openapi import CACHED, ID_PARAMETER, NO_TOKEN, SERVER, Blueprint
+from app.docs.openapi import CACHED, ID_PARAMETER, NO_TOKEN, SERVER, Blueprint, in_query
 from app.exceptions import AdministratorsOnly, RecordNotFound
 from app.files import access
 from app.http import load
@@ -34,10 +34,7 @@ page_schema = RankedPageSchema()
 
 
 @bp.get("/api/files/<uuid:record_id>/stats", parameters=[ID_PARAMETER])
-@bp.doc(
-    operationId="getFileStats",
-    parameters=[{"in": "query", "schema": record_query}],
-)
+@bp.doc(operationId="getFileStats", parameters=in_query(record_query))
 @bp.alt_response(200, schema=RecordStatsSchema, description="Totals and one row per period.")
 @bp.errors("Unauthenticated", "NotFound", "ValidationFailed", *SERVER)
 def record_stats(record_id: uuid.UUID):
@@ -54,10 +51,7 @@ def record_stats(record_id: uuid.UUID):
 
 
 @bp.get("/api/stats")
-@bp.doc(
-    operationId="listStats",
-    parameters=[{"in": "query", "schema": ranked_query}],
-)
+@bp.doc(operationId="listStats", parameters=in_query(ranked_query))
 @bp.alt_response(200, schema=RankedPageSchema, description="One page.")
 @bp.errors("Unauthenticated", "AdministratorsOnly", "ValidationFailed", *SERVER)
 def ranked_stats():
@@ -90,10 +84,7 @@ def ranked_stats():
 
 
 @bp.get("/api/public/files/<uuid:record_id>/stats", parameters=[ID_PARAMETER], tags=["Public"])
-@bp.doc(
-    operationId="getReleasedFileStats",
-    security=NO_TOKEN,
-)
+@bp.doc(operationId="getReleasedFileStats", security=NO_TOKEN)
 @bp.alt_response(200, schema=RecordTotalsSchema, description="The totals.", headers=CACHED)
 @bp.errors("NotFound", *SERVER, headers=CACHED)
 def public_stats(record_id: uuid.UUID):

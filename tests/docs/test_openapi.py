@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 from flask import Flask
+from marshmallow import Schema, fields
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
 from app import create_app
 from app.detection.mime import ALLOWED_MIME_TYPES
-from app.docs.openapi import ID_PARAMETER, Blueprint, openapi_document
+from app.docs.openapi import ID_PARAMETER, NO_TOKEN, Blueprint, header, openapi_document
 from app.extensions import db
 from app.schemas.records import CreateMetadataSchema, FileRecordSchema, MetadataSchema
 from tests.support.api import CREATE_FIELDS, PUBLIC_FIELDS, RECORD_FIELDS, Api
@@ -568,6 +569,50 @@ def test_a_view_docstring_is_its_summary_and_description(make_sqlite_app):
     operation = openapi_document(app)["paths"]["/api/extra-docstring"]["get"]
     assert operation["summary"] == "An extra view"
     assert operation["description"] == "Its description runs over two lines."
+
+
+def test_a_blueprint_says_once_what_its_operations_share(make_sqlite_app):
+    """Its error answers (by name, or one of its own), with its error headers; its security;
+    and the fields its answers add to a component of the whole document."""
+
+    class NoteSchema(Schema):
+        note = fields.String()
+
+    own_error = (410, {"description": "Gone for good."})
+    extra = Blueprint(
+        "extra_shared",
+        __name__,
+        tag="Files",
+        errors=("NotFound", own_error),
+        error_headers={"X-Extra": header("An extra header.")},
+        security=NO_TOKEN,
+        extends={"FileRecord": NoteSchema},
+    )
+
+    @extra.get("/api/extra-shared")
+    @extra.doc(operationId="readExtraShared")
+    @extra.alt_response(200, description="Fine.")
+    @extra.errors("ValidationFailed")
+    def read_extra_shared():
+        """An extra view"""
+        return {}
+
+    app = make_sqlite_app(MAX_FILES_PER_REQUEST=3)
+    app.register_blueprint(extra)
+    document = openapi_document(app)
+    operation = document["paths"]["/api/extra-shared"]["get"]
+    assert operation["security"] == []
+    assert set(operation["responses"]) == {"200", "404", "410", "422"}
+    for status in ("404", "410", "422"):
+        assert operation["responses"][status]["headers"]["X-Extra"] == header("An extra header.")
+    assert operation["responses"]["410"]["description"] == "Gone for good."
+    record = schema_of(document, "FileRecord")
+    assert record["properties"]["note"] == {"type": "string"}
+    assert "note" not in record["required"]
+    # A limit named in braces anywhere in the document is this instance's.
+    assert schema_of(document, "CreatedFiles")["properties"]["files"]["maxItems"] == 3
+    files = schema_of(document, "FileUploadForm")["properties"]["files[]"]
+    assert files["maxItems"] == 3 and files["description"].startswith("1 to 3 files of 1 to ")
 
 
 @pytest.mark.parametrize("key", ["summary", "description"])
