@@ -52,7 +52,7 @@ from flask import current_app
 from sqlalchemy import delete as sa_delete
 from sqlalchemy import inspect, select
 
-from app.exceptions import DomainError
+from app.exceptions import DomainError, ValidationFailed
 from app.extensions import db
 from app.files import deletions, versions
 from app.files.versions import METADATA
@@ -373,10 +373,12 @@ def earlier(new: date | None, old: date | None) -> bool:
     return new is None or new < old
 
 
-def _refuse_approver_name(record: FileRecord, name: str | None, new: bool = False) -> None:
-    if not enabled() or name == (None if new else record.freigegeben_von):
+def _refuse_approver_name(record: FileRecord, name: str | None) -> None:
+    """While the setting is on only an approval sets `freigegeben_von` (a value sent as it is
+    stands: a client saving its whole form)."""
+    if not enabled() or name == record.freigegeben_von:
         return
-    if record.freigabe and not new:
+    if record.freigabe:
         raise ReleasedRecordChange(
             "The record is released and RELEASE_APPROVAL is on: only an approval sets "
             "freigegeben_von."
@@ -389,7 +391,10 @@ def create(record: FileRecord, caller_id: int) -> None:
     unreleased and a request opened (its caller is the record's owner)."""
     if not enabled():
         return
-    _refuse_approver_name(record, record.freigegeben_von, new=True)
+    if record.freigegeben_von is not None:
+        raise ValidationFailed(
+            {APPROVER_NAME: ["RELEASE_APPROVAL is on: only an approval sets freigegeben_von."]}
+        )
     if record.freigabe is not False:
         record.freigabe = False
         open_request(record, caller_id)
