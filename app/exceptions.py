@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DomainError(Exception):
     """Base of the errors the service functions raise on purpose; by default the client sent
@@ -93,5 +95,7 @@ class RecordWithdrawn(DomainError):
 
     status = 410
 
-    def __init__(self, message: str = "Gone: this record was withdrawn.") -> None:
+    def __init__(self, message: str = "Gone: this record was withdrawn.", doi: Any = None) -> None:
         super().__init__(message)
+        #: The withdrawn record's DOI row (app.models.Doi), for a page to show its tombstone.
+        self.doi = doi

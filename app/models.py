@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import UTC, date, datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
@@ -30,6 +31,34 @@ from app.extensions import db
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+class VersionState(StrEnum):
+    """A `file_versions` row: a version a replacement ended, or the draft of what a released
+    record's editors want it to become (app/files/approval.py)."""
+
+    ENDED = "ended"
+    DRAFT = "draft"
+
+
+class RequestKind(StrEnum):
+    """What a release request asks for (app/files/approval.py)."""
+
+    #: Make an unreleased record public (`freigabe` true).
+    RELEASE = "release"
+    #: Put a released record's draft in place: new content or public fields.
+    CHANGE = "change"
+    #: A change of a released record that only moves its embargo earlier.
+    SPERRFRIST = "sperrfrist"
+
+
+class RequestState(StrEnum):
+    """Where a release request stands: only a pending one can move, and only once."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    DECLINED = "declined"
+    CANCELLED = "cancelled"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -179,9 +208,18 @@ def record_digest(record: Any, *extra: str) -> str:
 
 
 class FileVersion(db.Model):
-    """A version a replacement ended (app/files/versions.py): what its content was, when and
-    by whom it was replaced, and why (`change_note`, sent with the replacement). `stored_path`
-    names its kept content (KEEP_RELEASED_VERSIONS), None when the content was deleted."""
+    """A content of a record other than its current one, with the public fields beside it.
+
+    An ended version (`VersionState.ENDED`, numbered from 1) is one a replacement ended
+    (app/files/versions.py): what its content was, when and by whom it was replaced, why
+    (`change_note`), and the public fields as they were then; `stored_path` names its kept
+    content (KEEP_RELEASED_VERSIONS), None when the content was deleted.
+
+    The draft (`VersionState.DRAFT`, number `DRAFT_NUMBER`, at most one a record) is what a
+    released record's editors want it to become while the change waits for approval
+    (app/files/approval.py): the wanted public fields, and the wanted content, under its own
+    key in `stored_path`, or None while the draft keeps the record's content.
+    """
 
     __tablename__ = "file_versions"
     __table_args__ = (
@@ -193,18 +231,39 @@ class FileVersion(db.Model):
         Uuid, ForeignKey("file_records.id", ondelete="CASCADE"), primary_key=True
     )
     number: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    state: Mapped[str] = mapped_column(
+        String(8), default=VersionState.ENDED, server_default=text("'ended'")
+    )
     checksum_sha256: Mapped[str] = mapped_column(String(64))
     size: Mapped[int] = mapped_column(BigInteger)
     mime_type: Mapped[str] = mapped_column(String(255))
     original_name: Mapped[str] = mapped_column(String(255))
-    replaced_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    #: Of an ended version: when and by whom; None on a draft.
+    replaced_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     replaced_by: Mapped[int | None] = mapped_column(Integer)
     change_note: Mapped[str | None] = mapped_column(Text)
     stored_path: Mapped[str | None] = mapped_column(String(512))
+    # The public fields (app/files/approval.py PUBLIC_FIELDS but the content's two), as the
+    # record had them when the version ended, or as its draft wants them; None on versions
+    # ended before migration 0027.
+    aktiv_id: Mapped[str | None] = mapped_column(String(255))
+    path: Mapped[str | None] = mapped_column(String(255))
+    reprotyp: Mapped[str | None] = mapped_column(String(255))
+    titel: Mapped[str | None] = mapped_column(String(255))
+    beschreibung: Mapped[str | None] = mapped_column(Text)
+    autoren: Mapped[str | None] = mapped_column(String(255))
+    sachschlagwoerter: Mapped[str | None] = mapped_column(String(255))
+    org_themen: Mapped[str | None] = mapped_column(String(255))
+    sperrfrist: Mapped[date | None] = mapped_column(Date)
+    reihenfolge: Mapped[int | None] = mapped_column(Integer)
 
     @property
     def kept(self) -> bool:
         return self.stored_path is not None
+
+
+#: The number of a record's draft (ended versions count from 1).
+DRAFT_NUMBER = 0
 
 
 class FilePathCount(db.Model):
@@ -428,12 +487,14 @@ class StatsSalt(db.Model):
 
 
 class ReleaseRequest(db.Model):
-    """A request to release a record, or to move a released record's embargo earlier, bound to
-    the content (SHA-256) and the hash of the public fields at submission (app/files/approval.py
-    writes and cancels them, app/releases decides them).
+    """A request to release a record (`RequestKind.RELEASE`), or to put a released record's
+    draft in place (`CHANGE`, `SPERRFRIST`), bound to the content (SHA-256) and the hash of
+    the public fields it would make public (app/files/approval.py opens, supersedes, cancels,
+    approves and declines them; app/releases serves them).
 
     ``record_id`` has no foreign key: a deleted record's requests stay (cancelled) for the
-    report. At most one request per record is pending (``ix_release_requests_pending``).
+    report. At most one request per record is pending (``ix_release_requests_pending``);
+    a pending change's draft is the record's (`FileVersion`, `DRAFT_NUMBER`).
     """
 
     __tablename__ = "release_requests"
@@ -451,12 +512,10 @@ class ReleaseRequest(db.Model):
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
     record_id: Mapped[uuid.UUID] = mapped_column(Uuid, index=True)
-    #: `release` (make freigabe true) or `sperrfrist` (move a released record's embargo
-    #: earlier, to `sperrfrist`, which null means "none").
-    kind: Mapped[str] = mapped_column(String(16), default="release")
+    kind: Mapped[str] = mapped_column(String(16), default=RequestKind.RELEASE)
+    #: Of a `sperrfrist` request: the embargo asked for (None: none).
     sperrfrist: Mapped[date | None] = mapped_column(Date)
-    #: pending, approved, declined or cancelled.
-    state: Mapped[str] = mapped_column(String(16), default="pending")
+    state: Mapped[str] = mapped_column(String(16), default=RequestState.PENDING)
     note: Mapped[str | None] = mapped_column(Text)
     content_sha256: Mapped[str] = mapped_column(String(64))
     public_hash: Mapped[str] = mapped_column(String(64))
@@ -469,21 +528,9 @@ class ReleaseRequest(db.Model):
     override: Mapped[bool] = mapped_column(Boolean, default=False)
     #: Of a request cancelled by a change: what changed, {field: [old, new]} (JSON text).
     changes: Mapped[str | None] = mapped_column(Text)
-    #: Of a change waiting beside a released record (kinds `change`, `sperrfrist`): the public
-    #: fields it sets on approval, {field: value} as JSON text (dates as ISO text).
-    pending_fields: Mapped[str | None] = mapped_column(Text)
-    #: Of a change that replaces the content: the new bytes under their own key (never the
-    #: record's), and what the record takes over from them on approval; `content_sha256` is
-    #: their SHA-256. The key goes through the owed deletions once the request is no longer
-    #: pending without having been approved.
-    pending_stored_path: Mapped[str | None] = mapped_column(String(512))
-    pending_size: Mapped[int | None] = mapped_column(BigInteger)
-    pending_mime_type: Mapped[str | None] = mapped_column(String(255))
-    pending_original_name: Mapped[str | None] = mapped_column(String(255))
-    pending_change_note: Mapped[str | None] = mapped_column(Text)
-    #: Of a held change: the released record's SHA-256 and public fields' hash it starts
+    #: Of a change: the released record's SHA-256 and public fields' hash its draft starts
     #: from; the approval is refused if the record no longer holds them (a change made with
-    #: the setting off). Null on requests held before migration 0027.
+    #: the setting off).
     base_sha256: Mapped[str | None] = mapped_column(String(64))
     base_hash: Mapped[str | None] = mapped_column(String(64))
 

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from app import create_app
 from app.extensions import db
-from app.files.writes import retry_pending_deletions
+from app.files.deletions import retry as retry_pending_deletions
 from app.models import PendingObjectDeletion
 from app.storage import StorageUnavailable
 from tests.conftest import base_config, migrate_database

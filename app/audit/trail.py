@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session
 
 from app.access_log import REQUEST_ID_ENVIRON
 from app.audit.schemas import ENTRY_FIELDS
+from app.files import approval
 from app.models import (
     ApiToken,
     AuditChainHead,
@@ -235,7 +236,8 @@ def _token_about(token: ApiToken, changes: dict[str, Any]) -> tuple[None, int]:
     return None, token.user_id
 
 
-#: What `release.submit` shows of a release request (app/files/approval.py, app/releases).
+#: What `release.submit` shows of a release request (app/files/approval.py, app/releases);
+#: of a change also what it sets (`pending`, from its draft: `_release_about`).
 RELEASE_SUBMITTED = (
     "id",
     "kind",
@@ -244,11 +246,6 @@ RELEASE_SUBMITTED = (
     "content_sha256",
     "public_hash",
     "submitted_by",
-    # Of a held change of a released record: the new public fields (JSON) and content.
-    "pending_fields",
-    "pending_original_name",
-    "pending_size",
-    "pending_change_note",
 )
 #: The entry of a request's decision, by the state it reached (an approval by an
 #: administrator's override is `release.override`).
@@ -270,6 +267,18 @@ def _release_changed(obj: ReleaseRequest) -> Change | None:
             changes["sperrfrist"] = plain(obj.sperrfrist)
         return ("release.override" if obj.override else "release.approve"), changes
     return RELEASE_DECIDED.get(new, f"release.{new}"), changes
+
+
+def _release_about(request: ReleaseRequest, changes: dict[str, Any]) -> tuple[uuid.UUID, None]:
+    """A change's `release.submit` entry names what the change sets (its draft, as the
+    request's answer shows it: new public fields, new content)."""
+    if "submitted_by" in changes and request.kind in approval.HELD:
+        session = inspect(request).session
+        with session.no_autoflush:
+            record = session.get(FileRecord, request.record_id)
+            draft = approval.draft_of(request.record_id)
+            changes["pending"] = approval.pending_change(request, record, draft)
+    return request.record_id, None
 
 
 def _doi_changed(obj: Doi) -> Change | None:
@@ -326,7 +335,7 @@ AUDITED: dict[type, Audited] = {
         created=("release.submit", RELEASE_SUBMITTED),
         changed=_release_changed,
         deleted=None,
-        about=lambda request, _changes: (request.record_id, None),
+        about=_release_about,
     ),
 }
 

@@ -578,6 +578,12 @@ def _components(spec: Any, plugin: _Plugin, blueprints: tuple[Blueprint, ...]) -
     components.schema("CreatedFiles", schema=CreatedFilesSchema)
     components.schema("PendingChange", PENDING_CHANGE)
     components.schema("ReleaseRequestSummary", RELEASE_REQUEST_SUMMARY)
+    components.schemas["FileRecord"]["properties"]["release_request"] = {
+        "anyOf": [ref("ReleaseRequestSummary"), {"type": "null"}],
+        "description": "With RELEASE_APPROVAL=on only: the record's pending release request, "
+        "or null. While one waits the record reads as its editors asked for it: a waiting "
+        "change's public fields, and `freigabe` true while a release waits.",
+    }
     replaced = copy.deepcopy(components.schemas["FileRecord"])
     replaced["description"] = "A file record as a content replacement returns it."
     replaced["properties"]["release_request"] = {

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from flask import current_app
 from sqlalchemy import select
 
-from app.exceptions import RecordWithdrawn
+from app.exceptions import RecordNotFound, RecordWithdrawn
 from app.extensions import db
 from app.models import Doi
 
@@ -60,11 +62,23 @@ def withdrawn(doi: Doi | None) -> bool:
 
 def withdrawal(doi: Doi) -> RecordWithdrawn:
     """The 410 a withdrawn DOI's record answers instead of 404, naming the DOI."""
-    return RecordWithdrawn(f"Gone: this record was withdrawn; its DOI {doi.doi} stays.")
+    return RecordWithdrawn(f"Gone: this record was withdrawn; its DOI {doi.doi} stays.", doi)
 
 
-def withdrawal_of(record_id: uuid.UUID) -> RecordWithdrawn | None:
-    """What a withdrawn DOI-bearing record's addresses raise instead of 404, None for any
-    other id."""
-    doi = doi_of(record_id)
-    return withdrawal(doi) if doi is not None and withdrawn(doi) else None
+def gone_when_withdrawn(view: Callable[..., Any]) -> Callable[..., Any]:
+    """A public door of a record (its API answers, its page, its exports): where `view` finds
+    no public record, a DOI-bearing record that left public view answers 410 naming its DOI,
+    never 404. The one place every public door decides it; pages render the 410 as the
+    tombstone (app/pages/tombstones.py)."""
+
+    @functools.wraps(view)
+    def door(record_id: uuid.UUID, **kwargs: Any) -> Any:
+        try:
+            return view(record_id, **kwargs)
+        except RecordNotFound:
+            doi = doi_of(record_id)
+            if doi is not None and withdrawn(doi):
+                raise withdrawal(doi) from None
+            raise
+
+    return door

@@ -163,6 +163,23 @@ def attributes(
     return found
 
 
+def tombstone(
+    doi: str, title: str | None, withdrawn: date, *, landing_url: str, publisher: str
+) -> dict[str, Any]:
+    """What DataCite holds of a record withdrawn before its DOI was ever registered: the
+    title the public last saw, and nothing else of the record."""
+    return {
+        "doi": doi,
+        "url": landing_url,
+        "creators": [{"name": UNKNOWN}],
+        "titles": [{"title": clean(title) or UNKNOWN}],
+        "publisher": {"name": clean(publisher) or UNKNOWN},
+        "publicationYear": f"{withdrawn.year:04d}",
+        "types": {"resourceTypeGeneral": "Other"},
+        "schemaVersion": "http://datacite.org/schema/kernel-4",
+    }
+
+
 def schema_shape(attributes: dict[str, Any]) -> dict[str, Any]:
     """The attributes as the package's schema has them: without what the REST API derives."""
     shaped = {key: value for key, value in attributes.items() if key not in REST_ONLY}

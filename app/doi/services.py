@@ -12,7 +12,9 @@ What DataCite is to hold:
   also past its embargo (with `release` the embargo is DataCite's `Available` date);
 - `draft` before it was ever public;
 - `registered` (hidden) once it leaves public view (unreleased or deleted): the row keeps when
-  and why (`withdrawn_*`) and its title and citation then, for the tombstone;
+  and why (`withdrawn_*`) and the title and citation the public last saw, for the tombstone;
+  nothing of what the record becomes afterwards is sent (the worker hides the DOI, or
+  registers a DOI never registered with the tombstone's metadata);
 - `deleted` for a reservation released before registration: the worker deletes the draft at
   DataCite and the row goes.
 """
@@ -23,8 +25,8 @@ import html
 import re
 import secrets
 import uuid
-from datetime import date, datetime
-from zoneinfo import ZoneInfo
+from dataclasses import dataclass
+from datetime import date
 
 from flask import current_app
 from sqlalchemy import select
@@ -33,6 +35,7 @@ from sqlalchemy.exc import IntegrityError
 from app.doi import lookup
 from app.exceptions import DomainError
 from app.extensions import db
+from app.files import access
 from app.models import Doi, FileRecord, RecordCitation, utcnow
 
 DRAFT = "draft"
@@ -105,17 +108,16 @@ def suffix_valid(suffix: str) -> bool:
     return check_char(value) == match.group(3)
 
 
-def today() -> date:
-    return datetime.now(ZoneInfo(current_app.config["APP_TIMEZONE"])).date()
+def _at_sperrfrist() -> bool:
+    return current_app.config.get("DATACITE_REGISTER_AT") == "sperrfrist"
 
 
 def public(record: FileRecord, on: date | None = None) -> bool:
-    """Whether the record's DOI is to be findable now (see the module's docstring)."""
-    if not record.freigabe:
-        return False
-    if current_app.config.get("DATACITE_REGISTER_AT") == "sperrfrist":
-        return record.sperrfrist is None or record.sperrfrist <= (on or today())
-    return True
+    """Whether the record's DOI is to be findable now (see the module's docstring): released,
+    and with `DATACITE_REGISTER_AT=sperrfrist` its content public too (app/files/access.py)."""
+    if _at_sperrfrist():
+        return access.public_now(record, on or access.today())
+    return record.freigabe is True
 
 
 def ever_public(doi: Doi) -> bool:
@@ -144,41 +146,68 @@ def _citation(record: FileRecord) -> str | None:
     return plain.replace(_ADDRESS, landing_url(record.id)).strip()
 
 
-def follow(record: FileRecord, *, deleted: bool = False) -> None:
+def _doi_of(record_id: uuid.UUID) -> Doi | None:
+    with db.session.no_autoflush:
+        doi = db.session.scalars(select(Doi).where(Doi.record_id == record_id)).first()
+    return None if doi is None or doi.wanted == DELETED else doi
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the public saw of a record before a write: its tombstone, should the write take
+    it out of public view."""
+
+    title: str
+    citation: str | None
+
+
+def public_view(record: FileRecord) -> Seen | None:
+    """What the public sees of a DOI-bearing record now (None: nothing, or no DOI); read
+    before a write changes it (app/files/writes.py `finish`)."""
+    if not enabled() or not public(record) or _doi_of(record.id) is None:
+        return None
+    with db.session.no_autoflush:
+        return Seen((record.titel or record.original_name)[:255], _citation(record))
+
+
+def follow(record: FileRecord, *, deleted: bool = False, seen: Seen | None = None) -> None:
     """Decide what DataCite is to hold for the record's DOI after this write, and make it
-    due, in the caller's transaction (before its commit). Without DOIs, or without a DOI for
-    the record, nothing happens."""
+    due, in the caller's transaction (before its commit); `seen` is what the public saw
+    before the write. Without DOIs, or without a DOI for the record, nothing happens."""
     if not enabled():
         return
-    with db.session.no_autoflush:
-        doi = db.session.scalars(select(Doi).where(Doi.record_id == record.id)).first()
-    if doi is None or doi.wanted == DELETED:
+    doi = _doi_of(record.id)
+    if doi is None:
         return
-    if deleted:
-        if not ever_public(doi):
-            doi.wanted = DELETED
-        else:
-            doi.wanted = REGISTERED
-            doi.withdrawn_at = doi.withdrawn_at or utcnow()
-            doi.withdrawn_reason = lookup.DELETED
-            doi.tombstone_title = (record.titel or record.original_name)[:255]
-            doi.tombstone_citation = _citation(record)
-        _due(doi)
+    if deleted and not ever_public(doi):
+        doi.wanted = DELETED
+    elif deleted:
+        _withdraw(doi, lookup.DELETED, seen)
         return
-    if public(record):
+    elif public(record):
         doi.wanted = FINDABLE
         doi.withdrawn_at = doi.withdrawn_reason = None
     elif ever_public(doi):
-        if doi.wanted != REGISTERED or doi.withdrawn_at is None:
-            doi.withdrawn_at = utcnow()
-            doi.withdrawn_reason = lookup.UNRELEASED
-            # What was cited, as it was when it left public view (later edits don't show).
-            doi.tombstone_title = (record.titel or record.original_name)[:255]
-            doi.tombstone_citation = _citation(record)
-        doi.wanted = REGISTERED
+        _withdraw(doi, lookup.UNRELEASED, seen)
+        return
     else:
         doi.wanted = DRAFT
     # Due after every write: the worker sends only what changed (the payload's digest).
+    _due(doi)
+
+
+def _withdraw(doi: Doi, reason: str, seen: Seen | None) -> None:
+    """The record left public view, or was changed or deleted after it did: the tombstone
+    keeps what the public saw last, and DataCite is told once (to hide the DOI); a withdrawn
+    record's later edits never reach it."""
+    if doi.withdrawn_at is None:
+        doi.withdrawn_at = utcnow()
+        doi.tombstone_title = seen.title if seen else None
+        doi.tombstone_citation = seen.citation if seen else None
+    elif doi.wanted == REGISTERED and reason == doi.withdrawn_reason:
+        return
+    doi.withdrawn_reason = reason
+    doi.wanted = REGISTERED
     _due(doi)
 
 
@@ -248,8 +277,7 @@ def mark_embargoes_ended() -> int:
         select(Doi, FileRecord)
         .join(FileRecord, FileRecord.id == Doi.record_id)
         .where(
-            FileRecord.freigabe.is_(True),
-            FileRecord.sperrfrist <= today(),
+            access.downloadable(None, access.today()),
             Doi.wanted.in_((DRAFT, REGISTERED)),
         )
     ).all()

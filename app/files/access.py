@@ -104,6 +104,12 @@ def embargo_active(record: RecordLike, today: date) -> bool:
     return record.sperrfrist is not None and record.sperrfrist > today
 
 
+def public_now(record: RecordLike, today: date) -> bool:
+    """Whether anyone may download the record's content without an account now: the same as
+    `downloadable(None, today)`, for one record."""
+    return record.freigabe is True and not embargo_active(record, today)
+
+
 def check_downloadable(caller: Caller | LinkHolder | None, record: RecordLike, today: date) -> None:
     """The same as `downloadable`, for one visible record; says why not."""
     if isinstance(caller, LinkHolder) or (caller is not None and caller.is_admin):

@@ -167,7 +167,13 @@ def create_files():
     records = writes.create_records(owner_id, staged, metadata, _storage())
     answer = {"files": with_dois(created_record_schema.dump(records, many=True))}
     if approval.enabled():
-        answer["release_requests"] = approval.pending_summaries([r.id for r in records])
+        waiting = approval.waiting_for(records)
+        answer["release_requests"] = [
+            {"record_id": str(record.id), **approval.summary(request, record, draft)}
+            for record in records
+            if record.id in waiting
+            for request, draft in [waiting[record.id]]
+        ]
     return answer, 201
 
 
@@ -184,6 +190,7 @@ def list_files():
     params = load(list_query_schema, request.args.to_dict())
     answer = list_response(Listing.of(current_user(), params), params, record_rows)
     with_dois(answer["data"])
+    approval.as_editors_see(answer["data"])
     return answer
 
 
@@ -197,7 +204,9 @@ def read_file(record_id: uuid.UUID):
     The ETag header names the record as it is now; send it back in If-Match with a change.
     """
     record = access.read_record(current_user(), record_id)
-    return _with_etag(with_dois([record_rows.dump(record)])[0], record)
+    answer = with_dois([record_rows.dump(record)])[0]
+    approval.as_editors_see([answer])
+    return _with_etag(answer, record)
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[ID_PARAMETER])
@@ -252,7 +261,7 @@ def update_file(record_id: uuid.UUID):
     sent = dict.fromkeys(INPUT_ALIASES.get(name, name) for name in body)
     answer = with_dois([dump_update_result(record, [name for name in sent if name in changes])])[0]
     if approval.enabled():
-        answer["release_request"] = approval.summary(approval.pending_request(record.id))
+        answer["release_request"] = approval.summary(approval.pending_request(record.id), record)
     return _with_etag(answer, record)
 
 
@@ -318,7 +327,7 @@ def replace_file_content(record_id: uuid.UUID):
     )
     answer = with_dois([record_schema.dump(record)])[0]
     if approval.enabled():
-        answer["release_request"] = approval.summary(approval.pending_request(record.id))
+        answer["release_request"] = approval.summary(approval.pending_request(record.id), record)
     return _with_etag(answer, record)
 
 

@@ -70,6 +70,15 @@ class StagedFile:
     key: str | None = None
     error: str | None = None
 
+    # The content's columns as a record names them (app/files/versions.py `content_of`).
+    @property
+    def stored_path(self) -> str | None:
+        return self.key
+
+    @property
+    def checksum_sha256(self) -> str:
+        return self.sha256
+
 
 @dataclass
 class ReceivedUpload:

@@ -10,14 +10,17 @@ that could end a public moment (`note_public`, before and after a change of `fre
 turn a public record private, while an embargo can only end, which the replacement then sees.
 
 Every version's content lives under its own key, the current one's in the record's
-`stored_path`, an ended one's in its row; nothing assumes a fixed key per record.
+`stored_path`, an ended one's in its row; nothing assumes a fixed key per record. A record's
+draft (app/files/approval.py) is a row of the same table in state `draft`: nothing here
+lists, keeps or serves it.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Collection
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
+from typing import Any
 
 from flask import current_app
 from sqlalchemy import func, select
@@ -25,9 +28,32 @@ from sqlalchemy import func, select
 from app.auth.services import Caller
 from app.exceptions import RecordChanged, RecordNotFound
 from app.extensions import db
-from app.files import access
+from app.files import access, deletions
 from app.files.access import LinkHolder, RecordLike
-from app.models import FileRecord, FileVersion
+from app.models import FileRecord, FileVersion, VersionState, utcnow
+
+#: A content's columns, named alike on a record, a version and a draft.
+CONTENT = ("stored_path", "checksum_sha256", "size", "mime_type", "original_name")
+#: The public fields besides the content's (app/files/approval.py), kept with each version.
+METADATA = (
+    "aktiv_id",
+    "path",
+    "reprotyp",
+    "titel",
+    "beschreibung",
+    "autoren",
+    "sachschlagwoerter",
+    "org_themen",
+    "sperrfrist",
+    "reihenfolge",
+)
+#: SQL: the versions replacements ended (not a draft).
+ENDED = FileVersion.state == VersionState.ENDED
+
+
+def content_of(source: Any) -> dict[str, Any]:
+    """The content columns of a record, a version or a draft."""
+    return {name: getattr(source, name) for name in CONTENT}
 
 
 def etag(record: RecordLike) -> str:
@@ -43,15 +69,10 @@ def check_if_match(expected: Collection[str] | None, record: RecordLike) -> None
         raise RecordChanged()
 
 
-def public_now(record: RecordLike, today: date) -> bool:
-    """Whether anyone may download the record's content without an account now."""
-    return record.freigabe is True and not access.embargo_active(record, today)
-
-
 def note_public(record: FileRecord) -> None:
     """Mark the current content as having been public if it is so now. Called by every write
     of a record, before and after it changes, so that no public moment goes unnoticed."""
-    if not record.content_was_public and public_now(record, access.today()):
+    if not record.content_was_public and access.public_now(record, access.today()):
         record.content_was_public = True
 
 
@@ -68,17 +89,33 @@ def end_version(record: FileRecord, at: datetime, by: int | None, note: str | No
     version = FileVersion(
         record_id=record.id,
         number=record.version,
-        checksum_sha256=record.checksum_sha256,
-        size=record.size,
-        mime_type=record.mime_type,
-        original_name=record.original_name,
+        state=VersionState.ENDED,
         replaced_at=at,
         replaced_by=by,
         change_note=note,
-        stored_path=record.stored_path if kept else None,
+        **content_of(record),
+        **{name: getattr(record, name) for name in METADATA},
     )
+    if not kept:
+        version.stored_path = None
     db.session.add(version)
     return version
+
+
+def next_version(
+    record: FileRecord, content: dict[str, Any], by: int | None, note: str | None
+) -> None:
+    """The one replacement path: `content` (`CONTENT`'s columns) becomes the record's next
+    version, the version it ends is listed, and its content kept or owed for deletion."""
+    at = utcnow()
+    ended = end_version(record, at, by, note)
+    if ended.stored_path is None:
+        deletions.owe(record.stored_path)
+    for name, value in content.items():
+        setattr(record, name, value)
+    record.version += 1
+    record.updated_at = at
+    record.content_was_public = False
 
 
 def kept_keys(record_id: uuid.UUID) -> list[str]:
@@ -86,7 +123,7 @@ def kept_keys(record_id: uuid.UUID) -> list[str]:
     return list(
         db.session.scalars(
             select(FileVersion.stored_path).where(
-                FileVersion.record_id == record_id, FileVersion.stored_path.is_not(None)
+                FileVersion.record_id == record_id, ENDED, FileVersion.stored_path.is_not(None)
             )
         )
     )
@@ -99,11 +136,13 @@ def history(
     newest first, and how many there are; others get 404 as for the record."""
     access.find_record(caller, record_id)
     total = db.session.scalar(
-        select(func.count()).select_from(FileVersion).where(FileVersion.record_id == record_id)
+        select(func.count())
+        .select_from(FileVersion)
+        .where(FileVersion.record_id == record_id, ENDED)
     )
     rows = db.session.scalars(
         select(FileVersion)
-        .where(FileVersion.record_id == record_id)
+        .where(FileVersion.record_id == record_id, ENDED)
         .order_by(FileVersion.number.desc())
         .offset((page - 1) * per_page)
         .limit(per_page)
@@ -116,7 +155,7 @@ def kept_versions(record_id: uuid.UUID) -> list[FileVersion]:
     return list(
         db.session.scalars(
             select(FileVersion)
-            .where(FileVersion.record_id == record_id, FileVersion.stored_path.is_not(None))
+            .where(FileVersion.record_id == record_id, ENDED, FileVersion.stored_path.is_not(None))
             .order_by(FileVersion.number.desc())
         )
     )
@@ -145,7 +184,7 @@ def kept_content(
     or does not exist, is 404."""
     record = access.downloadable_record(caller, record_id, fresh=True)
     version = db.session.get(FileVersion, (record_id, number))
-    if version is None or version.stored_path is None:
+    if version is None or version.state != VersionState.ENDED or version.stored_path is None:
         raise RecordNotFound("No kept content of this version.")
     return KeptContent(record, version)
 
@@ -153,5 +192,5 @@ def kept_content(
 def last_replaced_at(record_id: uuid.UUID) -> datetime | None:
     """When the record's current version became current by a replacement (None: never)."""
     return db.session.scalar(
-        select(func.max(FileVersion.replaced_at)).where(FileVersion.record_id == record_id)
+        select(func.max(FileVersion.replaced_at)).where(FileVersion.record_id == record_id, ENDED)
     )

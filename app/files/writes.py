@@ -1,34 +1,32 @@
-"""Changes of file records: create, update, replace and delete, with their storage side effects.
+"""Changes of file records: create, update, replace and delete, with their storage side effects,
+and the one pipeline every write of a record ends through (`_finish`).
 
 Functions here take plain values (the caller, ids, staged files, loaded metadata) and raise
 domain errors; they know nothing of HTTP. Storage side effects follow one order: objects are
 stored before the rows that point at them are committed, and removed only after the rows
-that pointed at them are gone (the `pending_object_deletions` outbox keeps what is owed).
+that pointed at them are gone (app/files/deletions.py keeps what is owed).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from sqlalchemy import delete as sa_delete
-from sqlalchemy import select
+from sqlalchemy import inspect
 
 from app.auth.services import Caller
 from app.doi import services as doi_services
 from app.extensions import db
-from app.files import approval, versions
+from app.files import approval, deletions, versions
 from app.files.access import find_record
 from app.files.uploads import StagedFile, discard
-from app.models import FileRecord, FileVersion, PendingObjectDeletion, ReleaseRequest, utcnow
-from app.storage import Storage, StorageError
+from app.models import FileRecord, FileVersion, utcnow
+from app.storage import Storage
 
 log = logging.getLogger(__name__)
-
-#: Owed deletions a request carries out after its own, oldest first.
-RETRIES_PER_REQUEST = 5
 
 
 def new_object_key(record_id: uuid.UUID) -> str:
@@ -36,14 +34,36 @@ def new_object_key(record_id: uuid.UUID) -> str:
     return f"files/{record_id}/{uuid.uuid4()}"
 
 
-def _content_columns(staged: StagedFile) -> dict[str, Any]:
-    return {
-        "original_name": staged.original_name,
-        "stored_path": staged.key,
-        "checksum_sha256": staged.sha256,
-        "mime_type": staged.mime_type,
-        "size": staged.size,
-    }
+def finish(
+    records: Sequence[FileRecord],
+    storage: Storage,
+    step: Callable[[FileRecord], Any],
+    *,
+    deleted: bool = False,
+) -> None:
+    """The one ending of every write of records (create, PATCH, replacement, tus, import,
+    delete, approval), in the one order: for each record its write's `step` (which puts the
+    changes in place through the release rule, app/files/approval.py), the public moments
+    noted before and after it (versions.py), its DOI followed (app/doi) with what the public
+    saw before; then one commit, and only then the deletions the write owes. On any failure
+    the transaction is rolled back and nothing is owed."""
+    try:
+        for record in records:
+            existing = inspect(record).persistent
+            if existing:  # a change may end a public moment: mark it first
+                versions.note_public(record)
+            seen = doi_services.public_view(record) if existing else None
+            step(record)
+            versions.note_public(record)
+            doi_services.follow(record, deleted=deleted, seen=seen)
+        owed = deletions.take_owed()
+        db.session.commit()
+    except BaseException:
+        deletions.take_owed()
+        db.session.rollback()
+        raise
+    if deletions.carry_out(storage, owed) and deleted:
+        deletions.retry(storage, limit=deletions.RETRIES_PER_REQUEST)
 
 
 def create_records(
@@ -62,21 +82,15 @@ def create_records(
             user_id=owner_id,
             created_at=now,
             updated_at=now,
-            **_content_columns(staged),
+            **versions.content_of(staged),
             **metadata,
         )
         for record_id, staged in files
     ]
+    db.session.add_all(records)
     try:
-        db.session.add_all(records)
-        for record in records:
-            # The release rule first: what it leaves is what the public may see.
-            approval.before_commit(record, owner_id, new=True)
-            versions.note_public(record)
-            doi_services.follow(record)
-        db.session.commit()
+        finish(records, storage, lambda record: approval.create(record, owner_id))
     except BaseException:
-        db.session.rollback()
         discard([staged for _, staged in files], storage)
         raise
     return records
@@ -86,32 +100,20 @@ def update_metadata(
     caller: Caller,
     record_id: uuid.UUID,
     changes: dict[str, Any],
-    if_match: Collection[str] | None = None,
-    storage: Storage | None = None,
+    if_match: Collection[str] | None,
+    storage: Storage,
 ) -> FileRecord:
     """Change the metadata; `if_match` (entity tags, None: unconditional) must name the record
-    as it is, or nothing changes (412). Pending bytes the change drops (approval.py) are
-    deleted from `storage` after the commit (without it, they stay owed)."""
+    as it is, or nothing changes (412). Bytes the change drops (a draft's) are deleted from
+    `storage` after the commit."""
     record = find_record(caller, record_id, lock=True)
     versions.check_if_match(if_match, record)
-    versions.note_public(record)  # a change may end a public moment: mark it first
-    for name, value in changes.items():
-        setattr(record, name, value)
-    record.updated_at = utcnow()
-    try:
-        # The release rule first: what it leaves is what the public may see.
-        approval.before_commit(record, caller.id, touched=changes.keys())
-    except BaseException:
-        approval.take_discarded()
-        db.session.rollback()
-        raise
-    versions.note_public(record)
-    doi_services.follow(record)
-    discarded = approval.take_discarded()
-    db.session.commit()
-    if storage is not None:
-        for key in discarded:
-            delete_orphaned_object(storage, key)
+
+    def step(record: FileRecord) -> None:
+        if approval.update(record, changes, caller.id):
+            record.updated_at = utcnow()
+
+    finish([record], storage, step)
     return record
 
 
@@ -127,96 +129,23 @@ def replace_content(
     """Make `staged` the record's next version, commit, and only then remove the old content
     (unless it is kept, versions.py). Identical bytes change nothing: the staged object is
     removed and the record stays as it was. `if_match` as for `update_metadata`. With
-    RELEASE_APPROVAL on, a released record's new bytes wait for approval under their own key
-    (approval.py `hold_content`) and the record stays as the public sees it."""
-    owed: list[str] = []
-    held = True
+    RELEASE_APPROVAL on, a released record's new bytes wait in its draft (approval.py) and
+    the record stays as the public sees it."""
+    used = []
     try:
         record = find_record(caller, record_id, lock=True)
         versions.check_if_match(if_match, record)
-        if approval.holds_changes(record):
-            content = approval.PendingContent(
-                id=record.id, change_note=change_note, **_pending_columns(staged)
-            )
-            held = approval.hold_content(record, caller.id, content)
-            owed = approval.take_discarded()
-            db.session.commit()
-        elif record.checksum_sha256 == staged.sha256:
-            db.session.rollback()
-            discard([staged], storage)
-            return find_record(caller, record_id)
-        else:
-            now = utcnow()
-            owed = _next_version(record, _content_columns(staged), now, caller.id, change_note)
-            approval.before_commit(record, caller.id)
-            versions.note_public(record)
-            doi_services.follow(record)
-            db.session.commit()
+        finish(
+            [record],
+            storage,
+            lambda record: used.append(approval.replace(record, staged, caller.id, change_note)),
+        )
     except BaseException:
-        approval.take_discarded()
-        db.session.rollback()
         discard([staged], storage)
         raise
-    if not held:
+    if not used[0]:
         discard([staged], storage)
-    for key in owed:
-        delete_orphaned_object(storage, key)
     return record
-
-
-def _pending_columns(staged: StagedFile) -> dict[str, Any]:
-    return {
-        "stored_path": staged.key,
-        "checksum_sha256": staged.sha256,
-        "size": staged.size,
-        "mime_type": staged.mime_type,
-        "original_name": staged.original_name,
-    }
-
-
-def _next_version(
-    record: FileRecord, columns: dict[str, Any], at: Any, by: int | None, note: str | None
-) -> list[str]:
-    """Make `columns` (a content's) the record's next version; the ended content's key is
-    returned (and owed) unless the version keeps it (versions.py)."""
-    ended = versions.end_version(record, at, by, note)
-    owed = []
-    if ended.stored_path is None:
-        owed.append(record.stored_path)
-        db.session.add(PendingObjectDeletion(key=record.stored_path))
-    for name, value in columns.items():
-        setattr(record, name, value)
-    record.version += 1
-    record.updated_at = at
-    record.content_was_public = False
-    return owed
-
-
-def apply_approved_change(record: FileRecord, request: ReleaseRequest) -> list[str]:
-    """Swap a held change (approval.py) into its locked, released record, as a replacement
-    and a PATCH would have: the content first (a new version, made by the submitter, if the
-    bytes differ), then the public fields. Returns the keys to delete after the commit (owed
-    in this transaction)."""
-    now = utcnow()
-    owed: list[str] = []
-    content = approval.wanted_content(request)
-    if content is not None:
-        if content.checksum_sha256 == record.checksum_sha256:
-            owed.append(content.stored_path)
-            db.session.add(PendingObjectDeletion(key=content.stored_path))
-        else:
-            columns = {
-                "original_name": content.original_name,
-                "stored_path": content.stored_path,
-                "checksum_sha256": content.checksum_sha256,
-                "mime_type": content.mime_type,
-                "size": content.size,
-            }
-            owed += _next_version(record, columns, now, request.submitted_by, content.change_note)
-    for name, value in approval.wanted_fields(request).items():
-        setattr(record, name, value)
-    record.updated_at = now
-    return owed
 
 
 def delete_record(caller: Caller, record_id: uuid.UUID, storage: Storage) -> None:
@@ -227,45 +156,13 @@ def delete_record(caller: Caller, record_id: uuid.UUID, storage: Storage) -> Non
     and nothing changes, rather than the row going while its object stays.
     """
     record = find_record(caller, record_id, lock=True)
-    keys = [record.stored_path, *versions.kept_keys(record_id)]
-    storage.exists(keys[0])
-    approval.before_delete(record, caller.id)
-    dropped = approval.take_discarded()  # pending bytes, owed by the request's cancellation
-    doi_services.follow(record, deleted=True)
-    db.session.execute(sa_delete(FileVersion).where(FileVersion.record_id == record_id))
-    db.session.delete(record)
-    db.session.add_all(PendingObjectDeletion(key=key) for key in keys)
-    db.session.commit()
-    if all([delete_orphaned_object(storage, key) for key in keys + dropped]):
-        retry_pending_deletions(storage, limit=RETRIES_PER_REQUEST)
+    storage.exists(record.stored_path)
 
+    def step(record: FileRecord) -> None:
+        approval.delete(record, caller.id)
+        for key in [record.stored_path, *versions.kept_keys(record_id)]:
+            deletions.owe(key)
+        db.session.execute(sa_delete(FileVersion).where(FileVersion.record_id == record_id))
+        db.session.delete(record)
 
-def delete_orphaned_object(storage: Storage, key: str) -> bool:
-    """Remove an object whose pending deletion is committed; on failure it stays pending."""
-    try:
-        storage.delete(key)
-    except StorageError as exc:
-        log.warning("deletion of object %s failed, left pending for a retry: %s", key, exc)
-        _note_failed_attempt(key, exc)
-        return False
-    db.session.execute(sa_delete(PendingObjectDeletion).where(PendingObjectDeletion.key == key))
-    db.session.commit()
-    return True
-
-
-def _note_failed_attempt(key: str, exc: Exception) -> None:
-    pending = db.session.get(PendingObjectDeletion, key)
-    if pending is not None:
-        pending.attempts += 1
-        pending.last_error = str(exc)[:1000]
-        db.session.commit()
-
-
-def retry_pending_deletions(storage: Storage, limit: int | None = None) -> tuple[int, int]:
-    """Carry out owed deletions, oldest first; returns how many succeeded and failed."""
-    statement = select(PendingObjectDeletion.key).order_by(PendingObjectDeletion.created_at)
-    if limit is not None:
-        statement = statement.limit(limit)
-    keys = list(db.session.scalars(statement))
-    done = sum(delete_orphaned_object(storage, key) for key in keys)
-    return done, len(keys) - done
+    finish([record], storage, step, deleted=True)

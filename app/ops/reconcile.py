@@ -20,8 +20,8 @@ from flask.cli import with_appcontext
 from sqlalchemy import select
 
 from app.extensions import db
-from app.files.writes import retry_pending_deletions
-from app.models import FileRecord, FileVersion, PendingObjectDeletion, ReleaseRequest
+from app.files.deletions import retry as retry_pending_deletions
+from app.models import DRAFT_NUMBER, FileRecord, FileVersion, PendingObjectDeletion
 from app.storage import (
     WRITE_PROBE_KEY,
     ObjectNotFound,
@@ -60,8 +60,8 @@ def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
 
 
 def _referenced(keys: list[str]) -> set[str]:
-    """Keys among `keys` that a record, a kept version or a change waiting for approval (its
-    new bytes) points at, or whose deletion is already owed."""
+    """Keys among `keys` that a record, a kept version or a draft (new bytes waiting for
+    approval) points at, or whose deletion is already owed."""
     records = db.session.scalars(
         select(FileRecord.stored_path).where(FileRecord.stored_path.in_(keys))
     )
@@ -71,12 +71,7 @@ def _referenced(keys: list[str]) -> set[str]:
     owed = db.session.scalars(
         select(PendingObjectDeletion.key).where(PendingObjectDeletion.key.in_(keys))
     )
-    waiting = db.session.scalars(
-        select(ReleaseRequest.pending_stored_path).where(
-            ReleaseRequest.state == "pending", ReleaseRequest.pending_stored_path.in_(keys)
-        )
-    )
-    return set(records) | set(kept) | set(owed) | set(waiting)
+    return set(records) | set(kept) | set(owed)
 
 
 def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
@@ -121,8 +116,8 @@ def _stored_contents(
     record_ids: list[uuid.UUID] | None,
 ) -> Iterator[tuple[uuid.UUID, int | str | None, str, int, str]]:
     """Every stored content the database names: each record's current one (number None),
-    the kept versions (versions.py), then the new bytes of changes waiting for approval
-    (number WAITING), as (record id, number, key, size, SHA-256)."""
+    the kept versions (versions.py) and the drafts' new bytes (number WAITING), as (record id,
+    number, key, size, SHA-256)."""
     current = select(
         FileRecord.id, FileRecord.stored_path, FileRecord.size, FileRecord.checksum_sha256
     ).order_by(FileRecord.id)
@@ -137,26 +132,13 @@ def _stored_contents(
         .where(FileVersion.stored_path.is_not(None))
         .order_by(FileVersion.record_id, FileVersion.number)
     )
-    waiting = (
-        select(
-            ReleaseRequest.record_id,
-            ReleaseRequest.pending_stored_path,
-            ReleaseRequest.pending_size,
-            ReleaseRequest.content_sha256,
-        )
-        .where(ReleaseRequest.state == "pending", ReleaseRequest.pending_stored_path.is_not(None))
-        .order_by(ReleaseRequest.record_id)
-    )
     if record_ids:
         current = current.where(FileRecord.id.in_(record_ids))
         kept = kept.where(FileVersion.record_id.in_(record_ids))
-        waiting = waiting.where(ReleaseRequest.record_id.in_(record_ids))
     for record_id, key, size, checksum in db.session.execute(current).yield_per(BATCH):
         yield record_id, None, key, size, checksum
     for record_id, number, key, size, checksum in db.session.execute(kept).yield_per(BATCH):
-        yield record_id, number, key, size, checksum
-    for record_id, key, size, checksum in db.session.execute(waiting).yield_per(BATCH):
-        yield record_id, WAITING, key, size or 0, checksum
+        yield record_id, WAITING if number == DRAFT_NUMBER else number, key, size, checksum
 
 
 def _label(record_id: uuid.UUID, number: int | str | None) -> str:

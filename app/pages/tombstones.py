@@ -32,18 +32,22 @@ NOINDEX = {"X-Robots-Tag": "noindex"}
 
 
 def answered(view: Callable[..., Response]) -> Callable[..., Response]:
-    """`view` of a record's address, answering a DOI-bearing id's tombstone or reservation
-    notice where the view finds no public record."""
+    """`view` of a record's address: the 410 of a withdrawn DOI-bearing record (decided by
+    `lookup.gone_when_withdrawn`, as for every public door) as its tombstone page, and a
+    reserved DOI's notice where the view finds no public record."""
+    door = lookup.gone_when_withdrawn(view)
 
     @functools.wraps(view)
     def answer(record_id: uuid.UUID, **kwargs: Any) -> Response:
         try:
-            return view(record_id, **kwargs)
+            return door(record_id, **kwargs)
+        except RecordWithdrawn as withdrawn:
+            return gone(withdrawn.doi)
         except RecordNotFound:
             doi = lookup.doi_of(record_id)
             if doi is None or lookup.shown(doi) is None:
                 raise
-            return gone(doi) if lookup.withdrawn(doi) else reserved(doi)
+            return reserved(doi)
 
     return answer
 

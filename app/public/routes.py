@@ -18,7 +18,6 @@ from app.docs.openapi import (
     ref,
 )
 from app.doi import lookup
-from app.exceptions import RecordNotFound
 from app.files import access, versions
 from app.files.downloads import download_response, still_allowed, stored_file_response
 from app.files.listing import Listing
@@ -56,13 +55,6 @@ def list_released():
     return list_response(Listing.of(None, params), params, public_record_rows)
 
 
-def _raise_withdrawn(record_id: uuid.UUID) -> None:
-    """410 instead of 404 for a record with a DOI that left public view (app/doi)."""
-    withdrawal = lookup.withdrawal_of(record_id)
-    if withdrawal is not None:
-        raise withdrawal
-
-
 @bp.get("/<uuid:record_id>", parameters=[RECORD_ID])
 @bp.doc(operationId="readReleasedFile")
 @bp.alt_response(
@@ -72,6 +64,7 @@ def _raise_withdrawn(record_id: uuid.UUID) -> None:
     headers={**CACHED, "ETag": RECORD_ETAG},
 )
 @bp.errors("NotFound", "Gone")
+@lookup.gone_when_withdrawn
 def read_released(record_id: uuid.UUID):
     """Read one released record
 
@@ -79,28 +72,21 @@ def read_released(record_id: uuid.UUID):
     answers): it changes with every change of the record, a new version included. A record
     with a DOI that left public view is 410, never 404.
     """
-    try:
-        record = access.read_record(None, record_id)
-    except RecordNotFound:
-        _raise_withdrawn(record_id)
-        raise
+    record = access.read_record(None, record_id)
     return public_record_rows.dump(record), {"ETag": f'"{versions.etag(record)}"'}
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[RECORD_ID])
 @bp.doc(operationId="downloadReleasedFile", **download_doc(CACHED["Cache-Control"]))
 @bp.errors("Forbidden", "NotFound", "Gone")
+@lookup.gone_when_withdrawn
 def download_released(record_id: uuid.UUID):
     """Download released content
 
     403 while the record is under embargo; 410 once a record with a DOI left public view.
     """
     storage = current_app.extensions["storage"]
-    try:
-        response = download_response(request, None, record_id, storage, PUBLIC_CACHE)
-    except RecordNotFound:
-        _raise_withdrawn(record_id)
-        raise
+    response = download_response(request, None, record_id, storage, PUBLIC_CACHE)
     count_download("public", record_id, response.status_code, None)
     return response
 
@@ -108,6 +94,7 @@ def download_released(record_id: uuid.UUID):
 @bp.get("/<uuid:record_id>/versions/<int:number>/download", parameters=[RECORD_ID, VERSION_NUMBER])
 @bp.doc(operationId="downloadReleasedFileVersion", **download_doc(CACHED["Cache-Control"]))
 @bp.errors("Forbidden", "NotFound", "Gone")
+@lookup.gone_when_withdrawn
 def download_released_version(record_id: uuid.UUID, number: int):
     """Download a kept version of released content
 
@@ -116,11 +103,7 @@ def download_released_version(record_id: uuid.UUID, number: int):
     left public view.
     """
     storage = current_app.extensions["storage"]
-    try:
-        content = versions.kept_content(None, record_id, number)
-    except RecordNotFound:
-        _raise_withdrawn(record_id)
-        raise
+    content = versions.kept_content(None, record_id, number)
     recheck = still_allowed(lambda: None, record_id)
     response = stored_file_response(request, content, storage, PUBLIC_CACHE, recheck)
     count_download("public", record_id, response.status_code, None)

@@ -145,4 +145,4 @@ def send_command() -> None:
         click.echo(f"SMTP_HOST is not set: {waiting} mail(s) wait in the outbox.")
         return
     result = mail.send_due(limit=10_000)
-    click.echo(f"Sent {result.sent}, failed {result.failed} (retried later).")
+    click.echo(f"Sent {result.done}, failed {result.failed} (retried later).")

@@ -3,36 +3,42 @@ submitter of its decision, or of its cancellation by someone else (a change of t
 
 A `before_flush` listener writes the mail into `mail_outbox` in the transaction that opens or
 decides the request (whichever path does: an endpoint, a PATCH, tus, `flask import`), so a
-mail is owed exactly when the change is committed. After that commit a thread of the process
-sends what is due (`Postman`), and `flask mail send` does the same from the command line (cron
-or by hand): the request itself never waits for, nor fails by, the SMTP server. A failed send
-is retried after `MAIL_RETRY_SECONDS`, doubling each time, up to `MAIL_MAX_ATTEMPTS` tries.
-Without `SMTP_HOST` mail waits in the outbox.
+mail is owed exactly when the change is committed. After that commit the process's outbox
+thread sends what is due, and `flask mail send` does the same from the command line (app/outbox.py:
+the request itself never waits for, nor fails by, the SMTP server). A failed send is retried
+after `MAIL_RETRY_SECONDS`, doubling each time, up to `MAIL_MAX_ATTEMPTS` tries. Without
+`SMTP_HOST` mail waits in the outbox.
 """
 
 from __future__ import annotations
 
-import logging
+import json
 import smtplib
 import ssl
-from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from typing import Any
 
 from flask import Flask, current_app, has_app_context
-from sqlalchemy import event, inspect, or_, select, update
+from sqlalchemy import ColumnElement, event, inspect, or_, select
 from sqlalchemy.orm import Session
 
-from app.extensions import db
-from app.models import FileRecord, MailOutbox, ReleaseRequest, User, utcnow
-from app.outbox import OutboxThread
+from app.files import approval
+from app.models import (
+    DRAFT_NUMBER,
+    FileRecord,
+    FileVersion,
+    MailOutbox,
+    ReleaseRequest,
+    RequestKind,
+    RequestState,
+    User,
+    utcnow,
+)
+from app.outbox import Outbox, OutboxThread, Worked
 
-log = logging.getLogger(__name__)
 _QUEUED = "mail_queued"
-#: How long a sender holds a mail it took before another may try it (it crashed meanwhile).
-CLAIM = timedelta(minutes=5)
 
 
 def _title(session: Session, record_id: Any) -> str:
@@ -46,8 +52,10 @@ def _title(session: Session, record_id: Any) -> str:
 
 
 def _queue(session: Session, recipients: list[str], subject: str, body: str) -> None:
+    # A header is one line: a title's line breaks (and any other whitespace run) fold to a space.
+    subject = " ".join(subject.split())[:255]
     for recipient in recipients:
-        session.add(MailOutbox(recipient=recipient, subject=subject[:255], body=body))
+        session.add(MailOutbox(recipient=recipient, subject=subject, body=body))
     if recipients:
         session.info[_QUEUED] = True
 
@@ -79,22 +87,41 @@ def _submitted(session: Session, request: ReleaseRequest) -> None:
     ).all()
     submitter = session.get(User, request.submitted_by) if request.submitted_by else None
     title = _title(session, request.record_id)
-    what = {"sperrfrist": "an earlier embargo", "change": "a change"}.get(request.kind, "release")
+    what = {RequestKind.SPERRFRIST: "an earlier embargo", RequestKind.CHANGE: "a change"}
     lines = [
-        f"{submitter.email if submitter else 'An operator command'} asks for {what} of "
-        f"{title} (record {request.record_id}).",
+        f"{submitter.email if submitter else 'An operator command'} asks for "
+        f"{what.get(request.kind, 'release')} of {title} (record {request.record_id}).",
     ]
-    if request.kind == "sperrfrist":
+    if request.kind == RequestKind.SPERRFRIST:
         lines.append(f"New sperrfrist: {request.sperrfrist or 'none'}")
-    if request.kind == "change":
-        if request.pending_stored_path is not None:
-            lines.append(f"New content: {request.pending_original_name}")
-        if request.pending_fields and request.pending_fields != "{}":
-            lines.append(f"New public fields: {request.pending_fields}")
+    draft = _draft(session, request)
+    if request.kind == RequestKind.CHANGE and draft is not None:
+        record = session.get(FileRecord, request.record_id)
+        change = approval.pending_change(request, record, draft) if record else None
+        if change and change["content"]:
+            lines.append(f"New content: {change['content']['original_name']}")
+        if change and change["fields"]:
+            fields = json.dumps(change["fields"], sort_keys=True, ensure_ascii=False)
+            lines.append(f"New public fields: {fields}")
     if request.note:
         lines += ["", "Note:", request.note]
     lines += ["", f"Review, approve or decline: {_link(request)}"]
     _queue(session, list(approvers), f"Release request: {title}", "\n".join(lines))
+
+
+def _draft(session: Session, request: ReleaseRequest) -> FileVersion | None:
+    """The draft a change request points at, also one this flush is about to write."""
+    found = next(
+        (
+            obj
+            for obj in session.new
+            if isinstance(obj, FileVersion)
+            and obj.record_id == request.record_id
+            and obj.number == DRAFT_NUMBER
+        ),
+        None,
+    )
+    return found or approval.draft_of(request.record_id)
 
 
 def _decided(session: Session, request: ReleaseRequest) -> None:
@@ -130,9 +157,9 @@ def _collect(session: Session, _context: Any, _instances: Any) -> None:
 def _told(request: ReleaseRequest) -> bool:
     """Whether the submitter hears of the request's end: a decision, or a cancellation by
     someone else (a change of the record, a withdrawal by its owner or an administrator)."""
-    if request.state in ("approved", "declined"):
+    if request.state in (RequestState.APPROVED, RequestState.DECLINED):
         return True
-    return request.state == "cancelled" and request.decided_by != request.submitted_by
+    return request.state == RequestState.CANCELLED and request.decided_by != request.submitted_by
 
 
 def _after_commit(session: Session) -> None:
@@ -149,15 +176,8 @@ def _forget(session: Session, *_args: Any) -> None:
 # --- sending -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Sent:
-    sent: int
-    failed: int
-    #: Seconds until the next retry is due, if one is.
-    next_due: float | None
-
-
-def _send(config: Any, mail: MailOutbox) -> None:
+def _send(mail: MailOutbox, _claim: datetime) -> None:
+    config = current_app.config
     message = EmailMessage()
     message["From"] = config["MAIL_FROM"]
     message["To"] = mail.recipient
@@ -179,61 +199,32 @@ def _send(config: Any, mail: MailOutbox) -> None:
         if config["SMTP_USERNAME"]:
             smtp.login(config["SMTP_USERNAME"], config["SMTP_PASSWORD"] or "")
         smtp.send_message(message)
+    mail.attempts += 1
+    mail.sent_at = utcnow()
 
 
-def send_due(limit: int = 100) -> Sent:
-    """Send the mail that is due, each claimed first so that two senders never send one
-    twice; a failure is noted with the next try's time."""
-    config = current_app.config
-    if not config.get("SMTP_HOST"):
-        return Sent(0, 0, None)
-    now = utcnow()
-    max_attempts = config["MAIL_MAX_ATTEMPTS"]
-    waiting = MailOutbox.sent_at.is_(None) & (MailOutbox.attempts < max_attempts)
-    due = db.session.scalars(
-        select(MailOutbox.id)
-        .where(waiting, MailOutbox.next_attempt_at <= now)
-        .order_by(MailOutbox.next_attempt_at, MailOutbox.id)
-        .limit(limit)
-    ).all()
-    db.session.rollback()
-    sent = failed = 0
-    for mail_id in due:
-        claimed = db.session.execute(
-            update(MailOutbox)
-            .where(MailOutbox.id == mail_id, waiting, MailOutbox.next_attempt_at <= now)
-            .values(next_attempt_at=now + CLAIM)
-        )
-        db.session.commit()
-        if claimed.rowcount != 1:
-            continue
-        mail = db.session.get(MailOutbox, mail_id)
-        assert mail is not None
-        try:
-            _send(config, mail)
-        except (OSError, smtplib.SMTPException) as exc:
-            mail.attempts += 1
-            delay = config["MAIL_RETRY_SECONDS"] * 2 ** (mail.attempts - 1)
-            mail.next_attempt_at = utcnow() + timedelta(seconds=delay)
-            mail.last_error = str(exc)[:1000] or type(exc).__name__
-            failed += 1
-            log.warning(
-                "mail %s to %s failed (try %s): %s", mail.id, mail.recipient, mail.attempts, exc
-            )
-        else:
-            mail.attempts += 1
-            mail.sent_at = utcnow()
-            sent += 1
-        db.session.commit()
-    soonest = db.session.scalar(
-        select(MailOutbox.next_attempt_at)
-        .where(waiting)
-        .order_by(MailOutbox.next_attempt_at)
-        .limit(1)
-    )
-    db.session.rollback()
-    next_due = None if soonest is None else max(0.0, (soonest - utcnow()).total_seconds())
-    return Sent(sent, failed, next_due)
+def _waiting() -> ColumnElement[bool]:
+    max_attempts = current_app.config["MAIL_MAX_ATTEMPTS"]
+    return MailOutbox.sent_at.is_(None) & (MailOutbox.attempts < max_attempts)
+
+
+OUTBOX = Outbox(
+    name="mail",
+    model=MailOutbox,
+    key=MailOutbox.id,
+    due=MailOutbox.next_attempt_at,
+    send=_send,
+    retry="MAIL_RETRY_SECONDS",
+    waiting=_waiting,
+    error_text=lambda exc: str(exc)[:1000] or type(exc).__name__,
+)
+
+
+def send_due(limit: int = 100) -> Worked:
+    """Send the mail that is due (app/outbox.py); nothing without `SMTP_HOST`."""
+    if not current_app.config.get("SMTP_HOST"):
+        return Worked(0, 0, None)
+    return OUTBOX.work(limit)
 
 
 class Postman(OutboxThread):
@@ -241,7 +232,7 @@ class Postman(OutboxThread):
     falls due."""
 
     def __init__(self, app: Flask) -> None:
-        super().__init__(app, "mail-outbox", lambda: send_due().next_due, "MAIL_RETRY_SECONDS")
+        super().__init__(app, OUTBOX, send_due)
 
 
 def init_app(app: Flask) -> None:

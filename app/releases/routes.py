@@ -7,16 +7,18 @@ from typing import Any
 
 from flask import current_app, request
 
-from app.auth.guard import current_user
+from app.auth.guard import current_user, user_rate_key
 from app.docs.openapi import (
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
+    RATE_LIMIT_HEADERS,
     SERVER,
     Blueprint,
     download_responses,
     json_body_doc,
     private_cache,
 )
+from app.extensions import limiter
 from app.files.downloads import stored_file_response
 from app.files.pagination import url_with
 from app.http import PRIVATE_CACHE, json_body, load
@@ -42,6 +44,15 @@ cancel_schema = CancelSchema()
 query_schema = RequestQuerySchema()
 request_schema = ReleaseRequestSchema()
 
+DECISION_ERRORS = (
+    "BadRequest",
+    "ApprovalRefused",
+    "NotFound",
+    "Conflict",
+    "PayloadTooLarge",
+    "ValidationFailed",
+    "TooManyRequests",
+)
 REQUEST_ID = {
     "name": "request_id",
     "in": "path",
@@ -55,15 +66,27 @@ def _storage() -> Storage:
     return current_app.extensions["storage"]
 
 
+#: Every move of a release request (each may mail the approvers or the submitter) counts
+#: against one per-user limit, the writes' rate (RATELIMIT_WRITES).
+moves_limited = limiter.shared_limit(
+    lambda: current_app.config["RATELIMIT_WRITES"], scope="release-requests", key_func=user_rate_key
+)
+
+
 def _one(release_request: Any) -> dict[str, Any]:
     [described] = services.describe([release_request])
     return request_schema.dump(described)
 
 
 @bp.post("/api/files/<uuid:record_id>/release-requests", parameters=[ID_PARAMETER])
+@moves_limited
 @bp.doc(operationId="submitForRelease", requestBody=json_body_doc(submit_schema))
-@bp.alt_response(201, schema=ReleaseRequestSchema, description="The pending request.")
-@bp.errors("BadRequest", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed")
+@bp.alt_response(
+    201, schema=ReleaseRequestSchema, description="The pending request.", headers=RATE_LIMIT_HEADERS
+)
+@bp.errors(
+    "BadRequest", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed", "TooManyRequests"
+)
 def submit(record_id: uuid.UUID):
     """Submit a record for release
 
@@ -138,11 +161,15 @@ def review_content(request_id: uuid.UUID):
 
 
 @bp.post("/api/release-requests/<uuid:request_id>/approve", parameters=[REQUEST_ID])
+@moves_limited
 @bp.doc(operationId="approveRelease", requestBody=json_body_doc(approve_schema))
-@bp.alt_response(200, schema=ReleaseRequestSchema, description="Approved; the record released.")
-@bp.errors(
-    "BadRequest", "ApprovalRefused", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed"
+@bp.alt_response(
+    200,
+    schema=ReleaseRequestSchema,
+    description="Approved; the record released.",
+    headers=RATE_LIMIT_HEADERS,
 )
+@bp.errors(*DECISION_ERRORS)
 def approve(request_id: uuid.UUID):
     """Approve a release request
 
@@ -164,11 +191,12 @@ def approve(request_id: uuid.UUID):
 
 
 @bp.post("/api/release-requests/<uuid:request_id>/decline", parameters=[REQUEST_ID])
+@moves_limited
 @bp.doc(operationId="declineRelease", requestBody=json_body_doc(decline_schema))
-@bp.alt_response(200, schema=ReleaseRequestSchema, description="Declined.")
-@bp.errors(
-    "BadRequest", "ApprovalRefused", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed"
+@bp.alt_response(
+    200, schema=ReleaseRequestSchema, description="Declined.", headers=RATE_LIMIT_HEADERS
 )
+@bp.errors(*DECISION_ERRORS)
 def decline(request_id: uuid.UUID):
     """Decline a release request
 
@@ -181,9 +209,14 @@ def decline(request_id: uuid.UUID):
 
 
 @bp.post("/api/release-requests/<uuid:request_id>/cancel", parameters=[REQUEST_ID])
+@moves_limited
 @bp.doc(operationId="cancelRelease", requestBody=json_body_doc(cancel_schema))
-@bp.alt_response(200, schema=ReleaseRequestSchema, description="Cancelled.")
-@bp.errors("BadRequest", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed")
+@bp.alt_response(
+    200, schema=ReleaseRequestSchema, description="Cancelled.", headers=RATE_LIMIT_HEADERS
+)
+@bp.errors(
+    "BadRequest", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed", "TooManyRequests"
+)
 def cancel(request_id: uuid.UUID):
     """Withdraw a pending release request
 

@@ -6,10 +6,11 @@ from typing import Any
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, pre_load
 
+from app.models import RequestKind, RequestState
 from app.schemas.field_types import BESCHREIBUNG_MAX, CalendarDate, Cursor, Text, Timestamp
 from app.schemas.records import FileRecordSchema
 
-STATES = ("pending", "approved", "declined", "cancelled")
+STATES = tuple(RequestState)
 
 
 def _object(data: Any) -> Any:
@@ -116,7 +117,7 @@ class ReleaseRequestSchema(Schema):
     kind = fields.String(
         required=True,
         metadata={
-            "enum": ["release", "sperrfrist", "change"],
+            "enum": list(RequestKind),
             "description": "`release`: make the record public (freigabe true); `sperrfrist`: "
             "move a released record's embargo earlier, to `sperrfrist`; `change`: a new "
             "content or new public fields of a released record (`pending`).",
@@ -179,10 +180,21 @@ class ReleaseRequestSchema(Schema):
         required=True,
         allow_none=True,
         metadata={
-            "description": "Of a `change` or `sperrfrist` request: what the approval sets, "
-            "`{fields: {field: new value}, content: {sha256, size, mime_type, original_name, "
-            "change_note} or null}` (the field diff: compare with `record`); null for "
-            "`release`."
+            "description": "Of a pending `change` or `sperrfrist` request: what the approval "
+            "sets, `{fields: {field: new value}, content: {sha256, size, mime_type, "
+            "original_name, change_note} or null}` (the field diff: compare with `record`); "
+            "null for `release` and once decided."
+        },
+    )
+    change_notes = fields.List(
+        fields.Dict(),
+        required=True,
+        allow_none=True,
+        metadata={
+            "description": "Of a pending `release`: the change notes of the record's kept "
+            "versions, `[{version, change_note}]`, which its page shows once it is public; "
+            "null otherwise. A note written after submission came with new content, which "
+            "cancelled the request."
         },
     )
     record = fields.Nested(

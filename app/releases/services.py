@@ -1,6 +1,6 @@
-"""Release requests (issue 38): submit, approve, decline, cancel, list; plain values in and
-out, domain errors, no HTTP. Opening and cancelling on a record's own changes is the files
-package's (app/files/approval.py), which every write of a record passes."""
+"""Release requests (issue 38) as their users meet them: who may submit, approve (four eyes),
+decline, cancel, list and review; plain values in and out, domain errors, no HTTP. The
+requests' states and moves are app/files/approval.py's, which every write of a record passes."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, or_, select, tuple_
+from sqlalchemy import or_, select, tuple_
 from sqlalchemy.exc import IntegrityError
 
 from app.auth.services import Caller
 from app.database import lock_database_on_sqlite
-from app.doi import services as doi_services
 from app.exceptions import DomainError, RecordNotFound
 from app.extensions import db
-from app.files import approval, versions, writes
+from app.files import approval, deletions, versions, writes
 from app.files.access import find_record
-from app.models import FileRecord, ReleaseEditor, ReleaseRequest, User, utcnow
+from app.files.approval import RequestConflict
+from app.models import FileRecord, FileVersion, ReleaseRequest, RequestKind, RequestState, User
 from app.storage import Storage
 
 
@@ -34,12 +34,6 @@ class ApprovalRefused(DomainError):
     status = 403
 
 
-class RequestConflict(DomainError):
-    """The request or the record is not in a state that allows this (409)."""
-
-    status = 409
-
-
 def _user(caller: Caller) -> User:
     """The caller's account as it is now (roles are read fresh, not from a token cache)."""
     user = db.session.get(User, caller.id, populate_existing=True)
@@ -50,15 +44,6 @@ def _user(caller: Caller) -> User:
 
 def is_approver(user: User) -> bool:
     return bool(user.is_active and (user.is_admin or user.is_approver))
-
-
-def editors(record_id: uuid.UUID) -> set[int]:
-    """Who changed the record's content or public fields since its last approval."""
-    return set(
-        db.session.scalars(
-            select(ReleaseEditor.user_id).where(ReleaseEditor.record_id == record_id)
-        )
-    )
 
 
 def four_eyes_objection(
@@ -125,22 +110,22 @@ def _locked(request_id: uuid.UUID) -> tuple[ReleaseRequest, FileRecord | None]:
 
 
 def _pending(request: ReleaseRequest) -> None:
-    if request.state != approval.PENDING:
+    if request.state != RequestState.PENDING:
         raise RequestConflict(f"The release request is {request.state}, not pending.")
 
 
-def _commit_dropping(storage: Storage) -> None:
-    """Commit, then delete the pending bytes the transaction dropped (owed in it)."""
-    owed = approval.take_discarded()
+def _commit_decision(storage: Storage) -> None:
+    """Commit a decision, then delete the bytes it dropped (a draft's, owed in it)."""
+    owed = deletions.take_owed()
     db.session.commit()
-    for key in owed:
-        writes.delete_orphaned_object(storage, key)
+    deletions.carry_out(storage, owed)
 
 
-def _check_waiting_bytes(request: ReleaseRequest, storage: Storage) -> None:
-    """The new bytes a held change puts in place are still stored (StorageUnavailable, 503,
-    if storage cannot tell): an approval never ends the approved bytes for missing ones."""
-    key = request.pending_stored_path
+def _check_waiting_bytes(record: FileRecord, storage: Storage) -> None:
+    """The draft's new bytes are still stored (StorageUnavailable, 503, if storage cannot
+    tell): an approval never ends the approved bytes for missing ones."""
+    draft = approval.draft_of(record.id)
+    key = None if draft is None else draft.stored_path
     if key is not None and not storage.exists(key):
         raise RequestConflict(
             "The new content waiting for this approval is missing from storage; nothing was "
@@ -168,11 +153,10 @@ def approve(
         )
     request, record = _locked(request_id)
     _pending(request)
-    if record is None:
-        approval.cancel(request, user.id, "record deleted")
-        _commit_dropping(storage)
-        raise RequestConflict("The record is gone; the request is cancelled.")
-    objection = four_eyes_objection(user.id, record, request, editors(record.id))
+    objection = None
+    if record is not None:
+        edited = approval.editors(record.id)
+        objection = four_eyes_objection(user.id, record, request, edited)
     if objection is not None:
         if not user.is_admin:
             raise ApprovalRefused(objection)
@@ -181,54 +165,28 @@ def approve(
                 f"{objection} As an administrator you may override this only with a reason "
                 "(override_reason)."
             )
-    if not approval.bound_matches(record, request):
-        approval.cancel(request, user.id, "changed since submission")
-        _commit_dropping(storage)
-        raise RequestConflict(
-            "The record's content or public fields changed since the request was submitted; "
-            "the request is cancelled and must be submitted again."
-        )
-    owed: list[str] = []
-    if request.kind in approval.HELD:
-        if not record.freigabe:
-            approval.cancel(request, user.id, "unreleased")
-            _commit_dropping(storage)
-            raise RequestConflict("The record is no longer released; the request is cancelled.")
-        _check_waiting_bytes(request, storage)
-    if objection is not None:
-        # Only an approval that happens records the override and its reason.
-        request.override = True
-        request.reason = override_reason
-    if request.kind in approval.HELD:
-        owed = writes.apply_approved_change(record, request)
-    record.freigabe = True
-    record.freigegeben_von = user.name
-    record.updated_at = utcnow()
-    versions.note_public(record)  # a write like every other: is its content public now?
-    doi_services.follow(record)
-    request.state = "approved"
-    request.decided_by = user.id
-    request.decided_at = utcnow()
-    db.session.execute(delete(ReleaseEditor).where(ReleaseEditor.record_id == record.id))
-    db.session.commit()
-    for key in owed:
-        writes.delete_orphaned_object(storage, key)
+    void = approval.void(request, record)
+    if void is not None:
+        approval.cancel(request, user.id, void.reason)
+        _commit_decision(storage)
+        raise RequestConflict(void.message)
+    assert record is not None
+    _check_waiting_bytes(record, storage)
+    reason = override_reason if objection is not None else None
+    # A write like every other: the one pipeline (its public moments, its DOI, owed bytes).
+    writes.finish([record], storage, lambda r: approval.approve(request, r, user, reason))
     return request
 
 
 def decline(caller: Caller, request_id: uuid.UUID, reason: str, storage: Storage) -> ReleaseRequest:
-    """Decline a request; a held change's new bytes go, the record stays as approved."""
+    """Decline a request; a change's draft goes, the record stays as approved."""
     user = _user(caller)
     if not is_approver(user):
         raise ApprovalRefused("Only approvers may decline release requests.")
     request, _record = _locked(request_id)
     _pending(request)
-    approval.drop_content(request)
-    request.state = "declined"
-    request.decided_by = user.id
-    request.decided_at = utcnow()
-    request.reason = reason
-    _commit_dropping(storage)
+    approval.decline(request, user.id, reason)
+    _commit_decision(storage)
     return request
 
 
@@ -245,7 +203,7 @@ def cancel(
         raise RequestNotFound()
     _pending(request)
     approval.cancel(request, caller.id, reason or "withdrawn")
-    _commit_dropping(storage)
+    _commit_decision(storage)
     return request
 
 
@@ -298,7 +256,8 @@ def get_request(caller: Caller, request_id: uuid.UUID) -> ReleaseRequest:
 
 
 def describe(requests: list[ReleaseRequest]) -> list[dict[str, Any]]:
-    """Plain values of requests for the answer: emails for user ids, the records as now."""
+    """Plain values of requests for the answer: emails for user ids, the records as now, what
+    a pending change sets, and the change notes a release makes public."""
     user_ids = {r.submitted_by for r in requests} | {r.decided_by for r in requests}
     emails = {
         user_id: email
@@ -311,6 +270,7 @@ def describe(requests: list[ReleaseRequest]) -> list[dict[str, Any]]:
         record.id: record
         for record in db.session.scalars(select(FileRecord).where(FileRecord.id.in_(record_ids)))
     }
+    waiting = approval.waiting_for(list(records.values()))
     return [
         {
             "id": str(r.id),
@@ -328,26 +288,40 @@ def describe(requests: list[ReleaseRequest]) -> list[dict[str, Any]]:
             "reason": r.reason,
             "override": r.override,
             "changes": json.loads(r.changes) if r.changes else None,
-            "pending": approval.pending_change(r),
+            "pending": approval.pending_change(
+                r, records.get(r.record_id), waiting.get(r.record_id, (None, None))[1]
+            ),
+            "change_notes": _notes_made_public(r),
             "record": records.get(r.record_id),
         }
         for r in requests
     ]
 
 
-def content_to_review(
-    caller: Caller, request_id: uuid.UUID
-) -> FileRecord | approval.PendingContent:
+def _notes_made_public(request: ReleaseRequest) -> list[dict[str, Any]] | None:
+    """Of a pending release: the change notes of the record's kept versions, which its page
+    shows once it is public (a note written since submission came with new content, which
+    cancelled the request); None otherwise."""
+    if request.kind != RequestKind.RELEASE or request.state != RequestState.PENDING:
+        return None
+    return [
+        {"version": version.number, "change_note": version.change_note}
+        for version in versions.kept_versions(request.record_id)
+        if version.change_note
+    ]
+
+
+def content_to_review(caller: Caller, request_id: uuid.UUID) -> FileRecord | FileVersion:
     """The content a pending request is bound to, for an approver to download exactly that:
-    a held change's new bytes, else the record's (others: 403, or 404 if they may not know
-    the request)."""
+    a change's new bytes (its draft's), else the record's (others: 403, or 404 if they may
+    not know the request)."""
     request = get_request(caller, request_id)
     if not is_approver(_user(caller)):
         raise ApprovalRefused("Only approvers review the content of release requests.")
     _pending(request)
-    held = approval.wanted_content(request)
-    if held is not None:
-        return held
+    draft = approval.draft_of(request.record_id)
+    if draft is not None and draft.stored_path is not None:
+        return draft
     record = db.session.get(FileRecord, request.record_id)
     if record is None or record.checksum_sha256 != request.content_sha256:
         raise RequestConflict("The record's content changed since the request was submitted.")

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
 from app.extensions import db
-from app.models import FileVersion, PendingObjectDeletion, ReleaseRequest
+from app.models import DRAFT_NUMBER, FileVersion, PendingObjectDeletion, ReleaseRequest
 from tests.files.test_failures import FailingCommit, wrap_writers
 from tests.releases.conftest import Releases
 from tests.releases.test_requests import audit_actions, pending_upload
@@ -51,13 +51,17 @@ def public_view(api: Api, record_id: str) -> tuple[Any, bytes]:
 
 
 def request_rows(app: Flask, record_id: str) -> list[tuple[str, str, str | None]]:
+    """The record's requests, oldest first: kind, state, and the key of the new bytes the
+    pending one waits with (its draft's own, if any)."""
     with app.app_context():
         rows = db.session.scalars(
             select(ReleaseRequest)
             .where(ReleaseRequest.record_id == uuid.UUID(record_id))
             .order_by(ReleaseRequest.submitted_at)
         ).all()
-        found = [(r.kind, r.state, r.pending_stored_path) for r in rows]
+        draft = db.session.get(FileVersion, (uuid.UUID(record_id), DRAFT_NUMBER))
+        waiting = None if draft is None else draft.stored_path
+        found = [(r.kind, r.state, waiting if r.state == "pending" else None) for r in rows]
         db.session.remove()
         return found
 

@@ -152,8 +152,8 @@ def test_an_approval_racing_replacements_never_releases_unapproved_bytes(race: R
         waiting = set(
             conn.scalars(
                 sa.text(
-                    "SELECT pending_stored_path FROM release_requests "
-                    "WHERE state = 'pending' AND pending_stored_path IS NOT NULL"
+                    "SELECT stored_path FROM file_versions "
+                    "WHERE state = 'draft' AND stored_path IS NOT NULL"
                 )
             )
         )
@@ -232,8 +232,8 @@ def test_an_approval_racing_replacements_of_a_released_record_releases_only_appr
         waiting = set(
             conn.scalars(
                 sa.text(
-                    "SELECT pending_stored_path FROM release_requests "
-                    "WHERE state = 'pending' AND pending_stored_path IS NOT NULL"
+                    "SELECT stored_path FROM file_versions "
+                    "WHERE state = 'draft' AND stored_path IS NOT NULL"
                 )
             )
         )

@@ -182,8 +182,11 @@ def test_patch_asking_for_release_opens_a_request_and_says_so(
     assert body["freigabe"] is False and body["titel"] == "Fertig"
     assert body["release_request"]["state"] == "pending"
     assert api.row(record["id"]).freigabe is False
-    # The DataHub client's unchanged save of the pending record keeps the request.
-    again = api.patch(record["id"], alice, {"freigabe": False, "titel": "Fertig"})
+    # Its editors read what they asked for (a release, waiting): the DataHub client's
+    # unchanged save of what it read keeps the request.
+    read = api.get(f"/api/files/{record['id']}", alice).get_json()
+    assert (read["freigabe"], read["release_request"]) == (True, body["release_request"])
+    again = api.patch(record["id"], alice, {"freigabe": read["freigabe"], "titel": "Fertig"})
     assert again.get_json()["release_request"] == body["release_request"]
     assert releases.approve(body["release_request"]["id"], carol).status_code == 200
     assert api.row(record["id"]).titel == "Fertig"
