@@ -97,8 +97,8 @@ class Blueprint(flask_smorest.Blueprint):
     if given, the `security` of them all (`NO_TOKEN`); a view's docstring is its summary, a
     blank line, and its description (one paragraph: its line breaks are spaces), so `doc`
     takes neither. `extends` names the components of the whole document that this
-    blueprint's answers extend, with the schema whose fields they add (the owner's record
-    answers carry the DOI's fields)."""
+    blueprint's answers extend, with the schemas whose fields they add (the owner's record
+    answers carry the DOI's fields and the pending release request)."""
 
     def __init__(
         self,
@@ -107,7 +107,7 @@ class Blueprint(flask_smorest.Blueprint):
         errors: tuple = (),
         error_headers: Any = None,
         security: list | None = None,
-        extends: Mapping[str, type[Schema]] | None = None,
+        extends: Mapping[str, tuple[type[Schema], ...]] | None = None,
         **kw: Any,
     ) -> None:
         super().__init__(*args, **kw)
@@ -307,50 +307,6 @@ FORBIDDEN = (
 )
 NOT_FOUND = "No such record for this caller: unknown, another user's, or an id that is not a UUID."
 WAIT = header("Seconds to wait before trying again.", INTEGER | {"minimum": 0})
-#: A record's pending release request as create and PATCH answers show it (issue 38).
-RELEASE_REQUEST_SUMMARY: dict[str, Any] = {
-    "type": "object",
-    "description": "A pending release request; `GET /api/release-requests/{id}` has all of it.",
-    "required": ["id", "kind", "state", "sperrfrist"],
-    "additionalProperties": False,
-    "properties": {
-        "id": {"type": "string", "format": "uuid"},
-        "record_id": {"type": "string", "format": "uuid"},
-        "kind": {"type": "string", "enum": ["release", "sperrfrist", "change"]},
-        "state": {"type": "string", "enum": ["pending"]},
-        "sperrfrist": {"type": ["string", "null"], "format": "date"},
-        "pending": {"$ref": "#/components/schemas/PendingChange"},
-    },
-}
-#: What a request holding a change of a released record sets on approval (issue 38).
-PENDING_CHANGE: dict[str, Any] = {
-    "type": ["object", "null"],
-    "description": "Of a request of kind `change` or `sperrfrist`: what the approval sets on "
-    "the released record, which until then the record and the public keep as approved; null "
-    "for a request to release.",
-    "required": ["fields", "content"],
-    "additionalProperties": False,
-    "properties": {
-        "fields": {
-            "type": "object",
-            "description": "The public fields and their new values.",
-        },
-        "content": {
-            "type": ["object", "null"],
-            "description": "The new content (download it at "
-            "`/api/release-requests/{id}/content`), or null if the content stays.",
-            "required": ["sha256", "size", "mime_type", "original_name", "change_note"],
-            "additionalProperties": False,
-            "properties": {
-                "sha256": {"type": "string"},
-                "size": {"type": "integer"},
-                "mime_type": {"type": "string"},
-                "original_name": {"type": "string"},
-                "change_note": {"type": ["string", "null"]},
-            },
-        },
-    },
-}
 ERROR_RESPONSES: dict[str, tuple[int, dict[str, Any]]] = {
     "BadRequest": (
         400,
@@ -571,39 +527,15 @@ def _components(spec: Any, plugin: _Plugin, blueprints: tuple[Blueprint, ...]) -
         if schema is not created_record_schema:  # the others are listed, a page at a time
             components.schema(f"{name}Page", _page(plugin, schema))
     components.schema("FileUpdateResult", {"minProperties": 3}, schema=FileUpdateResultSchema)
-    for blueprint in blueprints:
-        for name, schema in blueprint.extends.items():
-            extra = plugin.converter.schema2jsonschema(schema)["properties"]
-            components.schemas[name]["properties"].update(extra)
     components.schema("CreatedFiles", schema=CreatedFilesSchema)
-    components.schema("PendingChange", PENDING_CHANGE)
-    components.schema("ReleaseRequestSummary", RELEASE_REQUEST_SUMMARY)
-    components.schemas["FileRecord"]["properties"]["release_request"] = {
-        "anyOf": [ref("ReleaseRequestSummary"), {"type": "null"}],
-        "description": "With RELEASE_APPROVAL=on only: the record's pending release request, "
-        "or null. While one waits the record reads as its editors asked for it: a waiting "
-        "change's public fields, and `freigabe` true while a release waits.",
-    }
+    for blueprint in blueprints:
+        for name, schemas in blueprint.extends.items():
+            for schema in schemas:
+                extra = plugin.converter.schema2jsonschema(schema)["properties"]
+                components.schemas[name]["properties"].update(extra)
     replaced = copy.deepcopy(components.schemas["FileRecord"])
     replaced["description"] = "A file record as a content replacement returns it."
-    replaced["properties"]["release_request"] = {
-        "anyOf": [ref("ReleaseRequestSummary"), {"type": "null"}],
-        "description": "With RELEASE_APPROVAL=on only: the record's pending release request "
-        "after the replacement, or null; of a released record, the new content waits in its "
-        "`pending` while the record keeps the approved one.",
-    }
     components.schema("ReplacedFileRecord", replaced)
-    components.schemas["CreatedFiles"]["properties"]["release_requests"] = {
-        "type": "array",
-        "items": ref("ReleaseRequestSummary"),
-        "description": "With RELEASE_APPROVAL=on only: the release request opened for each "
-        "record that asked for freigabe true (stored unreleased until approved).",
-    }
-    components.schemas["FileUpdateResult"]["properties"]["release_request"] = {
-        "anyOf": [ref("ReleaseRequestSummary"), {"type": "null"}],
-        "description": "With RELEASE_APPROVAL=on only: the record's pending release request "
-        "after this change, or null.",
-    }
     components.schema(
         "FileUpdate", {"minProperties": 1, "additionalProperties": False}, schema=UpdateSchema
     )

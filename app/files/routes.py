@@ -32,6 +32,7 @@ from app.files import access, approval, versions, writes
 from app.files.downloads import download_response, still_allowed, stored_file_response
 from app.files.listing import Listing, Page
 from app.files.pagination import list_response, page_envelope
+from app.files.schemas import WithReleaseRequestSchema, WithReleaseRequestsSchema
 from app.files.uploads import ReceivedUpload, multipart_boundary, receive_upload
 from app.files.validation import validated
 from app.http import PRIVATE_CACHE, if_match, json_body, load
@@ -60,8 +61,14 @@ bp = Blueprint(
     url_prefix="/api/files",
     tag="Files",
     errors=("Unauthenticated", *SERVER),
-    # With DOIs configured, `with_dois` adds the DOI's fields to these answers.
-    extends=dict.fromkeys(("FileRecord", "CreatedFileRecord", "FileUpdateResult"), DoiFieldsSchema),
+    # With DOIs configured `with_dois` adds the DOI's fields to these answers; with
+    # RELEASE_APPROVAL=on they name the pending release request.
+    extends={
+        "FileRecord": (DoiFieldsSchema, WithReleaseRequestSchema),
+        "CreatedFileRecord": (DoiFieldsSchema,),
+        "FileUpdateResult": (DoiFieldsSchema, WithReleaseRequestSchema),
+        "CreatedFiles": (WithReleaseRequestsSchema,),
+    },
 )
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, pre_load
 
+from app.files.schemas import PendingChangeSchema
 from app.models import RequestKind, RequestState
 from app.schemas.field_types import BESCHREIBUNG_MAX, CalendarDate, Cursor, Text, Timestamp
 from app.schemas.records import FileRecordSchema
@@ -176,16 +177,7 @@ class ReleaseRequestSchema(Schema):
             "`{field: [old, new]}` (`checksum_sha256` for the content)."
         },
     )
-    pending = fields.Raw(
-        required=True,
-        allow_none=True,
-        metadata={
-            "description": "Of a pending `change` or `sperrfrist` request: what the approval "
-            "sets, `{fields: {field: new value}, content: {sha256, size, mime_type, "
-            "original_name, change_note} or null}` (the field diff: compare with `record`); "
-            "null for `release` and once decided."
-        },
-    )
+    pending = fields.Nested(PendingChangeSchema, required=True, allow_none=True)
     change_notes = fields.List(
         fields.Dict(),
         required=True,

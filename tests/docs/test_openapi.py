@@ -62,7 +62,18 @@ EXPECTED_STATUSES = {
     ("get", "/api/files/{id}/download"): {200, 206, 304, 401, 403, 404, 416, 500, 503},
     ("post", "/api/files/{id}/content"): {200, 400, 401, 404, 409, 412, 413, 422, 429, 500, 503},
     # Release approval (issue 38).
-    ("post", "/api/files/{id}/release-requests"): {201, 400, 401, 404, 409, 413, 422, 500, 503},
+    ("post", "/api/files/{id}/release-requests"): {
+        201,
+        400,
+        401,
+        404,
+        409,
+        413,
+        422,
+        429,
+        500,
+        503,
+    },
     # DOIs (issue 40).
     ("post", "/api/files/{id}/doi"): {201, 401, 404, 409, 429, 500, 503},
     ("delete", "/api/files/{id}/doi"): {204, 401, 404, 409, 429, 500, 503},
@@ -89,6 +100,7 @@ EXPECTED_STATUSES = {
         409,
         413,
         422,
+        429,
         500,
         503,
     },
@@ -101,6 +113,7 @@ EXPECTED_STATUSES = {
         409,
         413,
         422,
+        429,
         500,
         503,
     },
@@ -112,6 +125,7 @@ EXPECTED_STATUSES = {
         409,
         413,
         422,
+        429,
         500,
         503,
     },
@@ -590,7 +604,7 @@ def test_a_blueprint_says_once_what_its_operations_share(make_sqlite_app):
         errors=("NotFound", own_error),
         error_headers={"X-Extra": header("An extra header.")},
         security=NO_TOKEN,
-        extends={"FileRecord": NoteSchema},
+        extends={"FileRecord": (NoteSchema,)},
     )
 
     @extra.get("/api/extra-shared")
