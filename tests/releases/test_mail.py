@@ -182,3 +182,49 @@ def test_without_smtp_host_mail_waits_in_the_outbox(
     assert send(app) == "SMTP_HOST is not set: 1 mail(s) wait in the outbox."
     [row] = outbox(app)
     assert (row.recipient, row.attempts, row.sent_at) == (carol.email, 0, None)
+
+
+def test_a_title_with_line_breaks_mails_on_one_subject_line(
+    app: Flask, api: Api, alice: Account, carol: Account, smtp: SmtpServer
+):
+    response = api.upload(alice, titel="Bericht\r\nTeil 2\nAnhang")
+    assert response.status_code == 201, response.get_json()
+    assert send(app) == "Sent 1, failed 0 (retried later)."
+    subjects = {m["Subject"] for m in smtp.inbox.messages}
+    assert subjects == {"Release request: Bericht Teil 2 Anhang"}
+
+
+def test_any_error_of_one_mail_is_its_failed_try_and_the_others_go(
+    app: Flask, api: Api, alice: Account, carol: Account, smtp: SmtpServer
+):
+    with app.app_context():
+        # A mail no SMTP message can carry (a header with a line break, as an older release
+        # could queue): it fails, counted; the request's mail after it goes out.
+        db.session.add(MailOutbox(recipient="x@example.org", subject="Eins\nZwei", body="."))
+        db.session.commit()
+        db.session.remove()
+    submitted(api, alice)
+    assert send(app) == "Sent 1, failed 1 (retried later)."
+    bad = outbox(app)[0]
+    assert (bad.attempts, bad.sent_at) == (1, None)
+    assert bad.last_error and "Header values may not contain linefeed" in bad.last_error
+    assert [m["To"] for m in smtp.inbox.messages] == [carol.email]
+
+
+def test_a_sender_stopped_while_sending_hands_its_mail_back(
+    app: Flask, api: Api, alice: Account, carol: Account, smtp: SmtpServer, monkeypatch
+):
+    submitted(api, alice)
+
+    def stopped(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("smtplib.SMTP.send_message", stopped)
+    with pytest.raises(KeyboardInterrupt), app.app_context():
+        from app.releases.mail import send_due
+
+        send_due()
+    first = outbox(app)[0]
+    assert first.sent_at is None and first.next_attempt_at <= utcnow()
+    monkeypatch.undo()
+    assert send(app) == "Sent 1, failed 0 (retried later)."
