@@ -9,6 +9,7 @@ from flask import current_app, request
 
 from app.auth.guard import current_user, user_rate_key
 from app.docs.openapi import (
+    BODY_ERRORS,
     DOWNLOAD_REQUEST_HEADERS,
     ID_PARAMETER,
     RATE_LIMIT_HEADERS,
@@ -44,15 +45,7 @@ cancel_schema = CancelSchema()
 query_schema = RequestQuerySchema()
 request_schema = ReleaseRequestSchema()
 
-DECISION_ERRORS = (
-    "BadRequest",
-    "ApprovalRefused",
-    "NotFound",
-    "Conflict",
-    "PayloadTooLarge",
-    "ValidationFailed",
-    "TooManyRequests",
-)
+DECISION_ERRORS = (*BODY_ERRORS, "ApprovalRefused", "NotFound", "Conflict", "TooManyRequests")
 REQUEST_ID = {
     "name": "request_id",
     "in": "path",
@@ -84,16 +77,12 @@ def _one(release_request: Any) -> dict[str, Any]:
 @bp.alt_response(
     201, schema=ReleaseRequestSchema, description="The pending request.", headers=RATE_LIMIT_HEADERS
 )
-@bp.errors(
-    "BadRequest", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed", "TooManyRequests"
-)
+@bp.errors(*BODY_ERRORS, "NotFound", "Conflict", "TooManyRequests")
 def submit(record_id: uuid.UUID):
     """Submit a record for release
 
-    Owner or administrator, with `RELEASE_APPROVAL=on`. The request is bound to the content's
-    SHA-256 and the hash of the public fields now: any change of them before the approval
-    cancels it. Approvers get an email. 409 when the setting is off, the record is released
-    already or has a pending request.
+    Owner or administrator, with `RELEASE_APPROVAL=on`; bound to the record as it is now.
+    409 when the setting is off, the record is released already or has a pending request.
     """
     caller = current_user()
     data = load(submit_schema, json_body())
@@ -173,16 +162,10 @@ def review_content(request_id: uuid.UUID):
 def approve(request_id: uuid.UUID):
     """Approve a release request
 
-    Approvers only (administrators, and accounts an operator made approvers), and never the
-    record's owner, the submitter or anyone who changed its content or public fields since
-    the last approval (403). An administrator may override that rule with `override_reason`,
-    which the audit trail keeps. Releases the record exactly as submitted: `freigabe` true,
-    `freigegeben_von` the approver's name; the `sperrfrist` still decides when the content is
-    public. Of a `change` or `sperrfrist` request, its `pending` content (a new version) and
-    fields are swapped in, in the same transaction. 409 when the request is not pending, the
-    record changed since submission or since the change was held (the request is then
-    cancelled), its waiting content is missing from storage (nothing changes), or
-    RELEASE_APPROVAL is off.
+    Approvers only, never the record's owner, the submitter or an editor since its last
+    approval (403; an administrator may override with `override_reason`). Releases the record
+    exactly as the request is bound to, a change's draft put in place; 409 (the request
+    cancelled) once the record is no longer that, or while RELEASE_APPROVAL is off.
     """
     caller = current_user()
     data = load(approve_schema, json_body())
@@ -214,9 +197,7 @@ def decline(request_id: uuid.UUID):
 @bp.alt_response(
     200, schema=ReleaseRequestSchema, description="Cancelled.", headers=RATE_LIMIT_HEADERS
 )
-@bp.errors(
-    "BadRequest", "NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed", "TooManyRequests"
-)
+@bp.errors(*BODY_ERRORS, "NotFound", "Conflict", "TooManyRequests")
 def cancel(request_id: uuid.UUID):
     """Withdraw a pending release request
 

@@ -14,32 +14,29 @@ from app.schemas.records import FileRecordSchema
 STATES = tuple(RequestState)
 
 
-def _object(data: Any) -> Any:
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ValidationError(["The request body must be a JSON object."], "body")
-    return data
+class _Body(Schema):
+    """A move's JSON body: an object (or none), of the fields named and no others."""
 
-
-class SubmitSchema(Schema):
     class Meta:
         unknown = RAISE
 
+    @pre_load
+    def an_object(self, data: Any, **kwargs: Any) -> Any:
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise ValidationError(["The request body must be a JSON object."], "body")
+        return data
+
+
+class SubmitSchema(_Body):
     note = Text(
         max_length=BESCHREIBUNG_MAX,
         metadata={"description": "What the approvers should know (at most 5000 characters)."},
     )
 
-    @pre_load
-    def an_object(self, data: Any, **kwargs: Any) -> Any:
-        return _object(data)
 
-
-class ApproveSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class ApproveSchema(_Body):
     override_reason = Text(
         max_length=BESCHREIBUNG_MAX,
         metadata={
@@ -49,15 +46,8 @@ class ApproveSchema(Schema):
         },
     )
 
-    @pre_load
-    def an_object(self, data: Any, **kwargs: Any) -> Any:
-        return _object(data)
 
-
-class DeclineSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class DeclineSchema(_Body):
     reason = Text(
         required=True,
         allow_none=False,
@@ -67,22 +57,18 @@ class DeclineSchema(Schema):
     )
 
     @pre_load
-    def an_object(self, data: Any, **kwargs: Any) -> Any:
-        data = _object(data)
-        if isinstance(data.get("reason"), str) and not data["reason"].strip():
+    def the_reason(self, data: Any, **kwargs: Any) -> Any:
+        if (
+            isinstance(data, dict)
+            and isinstance(data.get("reason"), str)
+            and not data["reason"].strip()
+        ):
             raise ValidationError(["The reason field is required."], "reason")
         return data
 
 
-class CancelSchema(Schema):
-    class Meta:
-        unknown = RAISE
-
+class CancelSchema(_Body):
     reason = Text(max_length=BESCHREIBUNG_MAX, metadata={"description": "Why, if you like."})
-
-    @pre_load
-    def an_object(self, data: Any, **kwargs: Any) -> Any:
-        return _object(data)
 
 
 class RequestQuerySchema(Schema):
