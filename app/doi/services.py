@@ -117,7 +117,7 @@ def public(record: FileRecord, on: date | None = None) -> bool:
     and with `DATACITE_REGISTER_AT=sperrfrist` its content public too (app/files/access.py)."""
     if _at_sperrfrist():
         return access.public_now(record, on or access.today())
-    return record.freigabe is True
+    return access.may_see(None, record)
 
 
 def ever_public(doi: Doi) -> bool:
