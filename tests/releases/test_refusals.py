@@ -1,5 +1,5 @@
-"""The release-approval rule's answers word for word, and what a deletion forgets, where the
-API tests of test_requests.py look only at a status or a word (found by `make mutate`)."""
+"""The release-approval rule's refusals word for word, and what a deletion forgets, where the
+API tests of test_requests.py look only at a status or a word."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The approval's answers word for word, what it cancels and deletes and forgets, and the
-`public_hash` of a release request as a contract an approver's tool can check (found by
-`make mutate`: `approve` and `public_hash` survivors)."""
+`public_hash` of a release request as a contract an approver's tool can check."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Who cancelled a request, why and with what change, as GET /api/release-requests/{id}
 tells it, when a write of a record supersedes, withdraws or cancels what waited (the release
-rule's held changes, app/files/approval.py; found by `make mutate`)."""
+rule's drafts, app/files/approval.py)."""
 
 from __future__ import annotations
 
