@@ -115,10 +115,10 @@ bench: install-test
 	status=0; for name in transfer metadata lists search; do \
 		$(BIN)/python -m bench.$$name || status=1; done; exit $$status
 
-# Mutation testing of the access rules, token checks, list totals and download ranges with the
-# tests that cover them (docs/mutation.md); not part of `make test`. Prints the score and the
-# survivors; fails when a survivor is not accepted in docs/mutation.md. A part of the scope:
-# `make mutate MUTANTS="app.links. app.stats."` (prefixes of SCOPE's names).
+# Mutation testing of the functions of tests/mutation_scope.toml with the tests that cover
+# them (docs/mutation.md); not part of `make test`. Prints the score and the survivors; fails
+# when a survivor is not accepted there. A part of the scope, by prefixes of the functions'
+# dotted names: `make mutate MUTANTS="app.links. app.stats."`.
 mutate: install-test
 	$(BIN)/pip install --quiet -e '.[test,mutate]'
 	$(BIN)/python -m tests.support.mutation $(MUTANTS)

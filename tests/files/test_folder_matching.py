@@ -75,6 +75,17 @@ def test_a_press_kit_does_not_reach_a_folder_that_differs_only_in_case(
         remove_all(api)
 
 
+def test_a_press_kit_does_not_reach_a_folder_that_differs_only_by_an_underscore(
+    api: Api, alice: Account
+):
+    """`_`, the one LIKE wildcard a folder name the API admits may hold, is a character: a kit
+    for `presse/2026_12` does not reach `presse/2026-12`."""
+    inside = api.create(alice, "in.pdf", path="presse/2026_12/teil", freigabe=0)
+    api.create(alice, "daneben.pdf", path="presse/2026-12/teil", freigabe=0)
+    page = api.client.get(f"/api/shared/{kit(api, alice, 'presse/2026_12')}").get_json()
+    assert ([r["id"] for r in page["data"]], page["total"]) == ([inside["id"]], 1)
+
+
 # Top folders that differ only by case, by Unicode normalisation (NFC "é", NFD "e" + U+0301)
 # or where LIKE's `_`, `%` and escape `\` stand for a letter.
 ROOTS = ["presse", "Presse", "PRESSE", "pre_se", "pre%se", "pre\\se", "caf\u00e9", "cafe\u0301"]

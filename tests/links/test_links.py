@@ -16,6 +16,7 @@ from sqlalchemy import update
 
 from app import create_app
 from app.extensions import db
+from app.links import routes, services
 from app.models import ShareLink
 from tests.support import samples
 from tests.support.api import Account, Api
@@ -58,6 +59,33 @@ def expire(app: Flask, link_id: str) -> None:
             .values(expires_at=datetime.now(UTC) - timedelta(seconds=1))
         )
         db.session.commit()
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def the_one_link(api: Api, account: Account) -> dict[str, Any]:
+    links = api.get("/api/links", account).get_json()["data"]
+    assert len(links) == 1
+    return links[0]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC).replace(microsecond=0)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The links' clock (creating, resolving, counting uses, listing) held still."""
+    clock = Clock()
+    monkeypatch.setattr(services, "utcnow", clock)
+    monkeypatch.setattr(routes, "utcnow", clock)
+    return clock
 
 
 def test_a_record_link_opens_the_embargoed_record_and_its_content(api: Api, alice: Account) -> None:
@@ -162,6 +190,33 @@ def test_expiry_is_required_future_and_bounded(
     assert api.get(f"/api/files/{record['id']}/links", alice).get_json()["data"] == []
 
 
+def test_an_expiry_must_be_later_than_now_to_the_second(
+    api: Api, alice: Account, clock: Clock
+) -> None:
+    record = api.create(alice)
+    response = record_link(api, alice, record["id"], expires_at=stamp(clock.now))
+    assert response.status_code == 422
+    message = "The expires_at field must be in the future."
+    assert response.get_json() == {"message": message, "errors": {"expires_at": [message]}}
+    assert api.get("/api/links", alice).get_json()["data"] == []
+
+
+def test_an_expiry_may_be_the_maximum_ahead_to_the_second_and_no_later(
+    api: Api, alice: Account, clock: Clock
+) -> None:
+    record = api.create(alice)
+    furthest = clock.now + timedelta(days=90)
+    response = record_link(api, alice, record["id"], expires_at=stamp(furthest))
+    assert response.status_code == 201, response.get_json()
+    assert the_one_link(api, alice)["expires_at"] == response.get_json()["expires_at"]
+    beyond = record_link(
+        api, alice, record["id"], expires_at=stamp(furthest + timedelta(seconds=1))
+    )
+    assert beyond.status_code == 422
+    message = "The expires_at field must be at most 90 days ahead."
+    assert beyond.get_json() == {"message": message, "errors": {"expires_at": [message]}}
+
+
 def test_revocation_answers_404_from_the_next_request(api: Api, alice: Account) -> None:
     record = api.create(alice)
     link = record_link(api, alice, record["id"]).get_json()
@@ -189,6 +244,40 @@ def test_an_expired_link_answers_410_with_its_expiry(api: Api, alice: Account, a
     }
     assert secret_of(link) not in response.get_data(as_text=True)
     assert api.get("/api/links", alice).get_json()["data"][0]["state"] == "expired"
+
+
+def test_a_link_is_expired_from_its_expiry_instant_on(
+    api: Api, alice: Account, clock: Clock
+) -> None:
+    record = api.create(alice)
+    expires = clock.now + timedelta(hours=1)
+    link = record_link(api, alice, record["id"], expires_at=stamp(expires)).get_json()
+    clock.now = expires - timedelta(seconds=1)
+    assert shared(api, link, f"/files/{record['id']}/download").status_code == 200
+    assert the_one_link(api, alice)["state"] == "active"
+    clock.now = expires
+    response = shared(api, link, f"/files/{record['id']}/download")
+    assert response.status_code == 410
+    assert response.get_json() == {
+        "message": f"This link expired at {expires.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}."
+    }
+    assert the_one_link(api, alice)["state"] == "expired"
+
+
+def test_a_links_first_use_is_kept_and_its_last_use_follows(
+    api: Api, alice: Account, clock: Clock
+) -> None:
+    record = api.create(alice)
+    link = record_link(api, alice, record["id"]).get_json()
+    first = clock.now + timedelta(minutes=1)
+    clock.now = first
+    assert shared(api, link, f"/files/{record['id']}/download").status_code == 200
+    clock.now = first + timedelta(minutes=5)
+    assert shared(api, link, f"/files/{record['id']}/download").status_code == 200
+    used = the_one_link(api, alice)
+    assert used["downloads"] == 2
+    assert used["first_used_at"] == first.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert used["last_used_at"] == clock.now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def test_a_deactivated_creators_links_stop_working(

@@ -17,6 +17,7 @@ from app import create_app
 from app.extensions import db
 from app.models import StatsDaily, StatsSalt, StatsVisitor
 from app.stats import aggregation
+from app.stats.events import MAX_USER_AGENT
 from tests.stats.conftest import Clock
 from tests.support.api import Account, Api
 
@@ -85,6 +86,27 @@ def test_robots_count_nothing_and_machines_count_apart(
     flush(app)
     answer = stats(api, alice, record["id"])
     assert (answer["total"], answer["unique"], answer["machine"]) == (0, 0, 1)
+
+
+def padded(length: int) -> dict[str, str]:
+    """A browser's User-Agent padded to `length` (spaces and letters: on neither COUNTER list)."""
+    agent = BROWSER["User-Agent"] + " "
+    return {"User-Agent": agent + ("a b " * length)[: length - len(agent)]}
+
+
+def test_a_user_agent_is_a_machine_only_beyond_the_longest_a_browser_sends(
+    app: Flask, api: Api, alice: Account, clock: Clock
+) -> None:
+    """Up to MAX_USER_AGENT characters a User-Agent is matched against the lists (a browser:
+    a person); beyond it, it is a machine without being matched."""
+    record = api.create(alice)
+    for length in (MAX_USER_AGENT, MAX_USER_AGENT + 1):
+        answer = public_download(api, record["id"], headers=padded(length))
+        assert answer.status_code == 200
+        clock.advance(60)
+    flush(app)
+    counted = stats(api, alice, record["id"])
+    assert (counted["total"], counted["machine"]) == (1, 1)
 
 
 def test_a_players_range_requests_count_once(

@@ -1,4 +1,5 @@
-"""Who a visitor is when a folder ZIP counts its members, and the double-click rule's edge."""
+"""Who a visitor is, for a single download and for a folder ZIP's members, and the
+double-click rule's edge."""
 
 from __future__ import annotations
 
@@ -17,6 +18,32 @@ from tests.stats.test_counting import BROWSER, flush, public_download, stats
 from tests.support.api import Account, Api
 
 SAFARI = {"User-Agent": "Safari"}
+
+
+def test_a_public_download_tells_visitors_apart_by_address(
+    app: Flask, api: Api, alice: Account, clock: Clock
+) -> None:
+    record = api.create(alice)
+    for address in ("192.0.2.1", "203.0.113.9"):  # the same browser at two addresses
+        answer = public_download(api, record["id"], environ_base={"REMOTE_ADDR": address})
+        assert answer.status_code == 200
+    flush(app)
+    counted = stats(api, alice, record["id"])
+    assert (counted["total"], counted["unique"]) == (2, 2)
+    assert counted["doors"] == {"public": 2, "account": 0, "link": 0}
+
+
+def test_the_same_browser_at_the_same_address_is_one_visitor(
+    app: Flask, api: Api, alice: Account, clock: Clock
+) -> None:
+    record = api.create(alice)
+    for _ in range(2):
+        answer = public_download(api, record["id"], environ_base={"REMOTE_ADDR": "192.0.2.1"})
+        assert answer.status_code == 200
+        clock.advance(60)
+    flush(app)
+    counted = stats(api, alice, record["id"])
+    assert (counted["total"], counted["unique"]) == (2, 1)
 
 
 def test_a_public_zip_tells_visitors_apart_by_address(
