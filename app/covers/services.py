@@ -196,8 +196,11 @@ class Shown:
     width: int
     height: int
 
-    def url(self, width: int, ext: str) -> str:
-        return f"{self.base}/cover/{width}.{ext}?v={self.version}"
+    def url(self, width: int, ext: str, *, versioned: bool = True) -> str:
+        """The picture's address; `versioned` adds the tag (podcast apps want an address
+        ending in `.jpg`)."""
+        plain = f"{self.base}/cover/{width}.{ext}"
+        return f"{plain}?v={self.version}" if versioned else plain
 
     def height_at(self, width: int) -> int:
         return child.height_for(width, self.width, self.height)
