@@ -116,17 +116,18 @@ def from_video(path: Path, folder: Path) -> Any:
     found = re.search(rb"Duration: (\d+):(\d\d):(\d\d(?:\.\d+)?)", probe.stderr)
     seconds = int(found[1]) * 3600 + int(found[2]) * 60 + float(found[3]) if found else 0.0
     frame = folder / "frame.png"
+    said = probe.stderr
     for at in dict.fromkeys((min(seconds / 10, LATEST_FRAME_SECONDS), 0.0)):
-        subprocess.run(
+        said = subprocess.run(
             [ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "error", "-threads", "1"]
             + ["-ss", f"{at:.3f}", "-i", str(path), "-frames:v", "1", "-an"]
             + ["-threads", "1", "-filter_threads", "1", "-c:v", "png", "-y", str(frame)],
             capture_output=True,
             check=False,
-        )
+        ).stderr
         if frame.exists() and frame.stat().st_size:
             return from_image(frame)
-    last = probe.stderr.decode("utf-8", "replace").strip().splitlines()
+    last = [line for line in said.decode("utf-8", "replace").splitlines() if line.strip()]
     raise ValueError(f"no frame could be read: {last[-1] if last else 'ffmpeg failed'}")
 
 

@@ -13,7 +13,9 @@ from app.covers.schemas import CoversSchema
 from app.docs.openapi import ID_PARAMETER, RATE_LIMIT_HEADERS, SERVER, Blueprint
 from app.extensions import limiter
 
-bp = Blueprint("covers", __name__, url_prefix="/api/files", tag="Files", errors=SERVER)
+bp = Blueprint(
+    "covers", __name__, url_prefix="/api/files", tag="Files", errors=("Unauthenticated", *SERVER)
+)
 covers_schema = CoversSchema()
 IMAGE = {"schema": {"type": "string", "format": "binary"}}
 BODY = {"required": True, "content": {name: IMAGE for name in services.OWNER_TYPES}}

@@ -133,7 +133,9 @@ def test_a_declined_change_takes_its_picture_with_it(
 
 
 def approve(api: Api, request_id: str, account: Account) -> Any:
-    return api.client.post(f"/api/release-requests/{request_id}/approve", json={}, headers=account.auth)
+    return api.client.post(
+        f"/api/release-requests/{request_id}/approve", json={}, headers=account.auth
+    )
 
 
 def test_reconcile_and_verify_know_the_pictures(api: Api, alice: Account, covers: Covers):
@@ -161,7 +163,9 @@ def test_reconcile_and_verify_know_the_pictures(api: Api, alice: Account, covers
 
 
 def test_covers_make_backfills_records_from_before_covers(api: Api, alice: Account, covers: Covers):
-    records = [api.create(alice, f"r{i}.pdf", pdf_page((0, 0, i / 3)), freigabe="true") for i in range(3)]
+    records = [
+        api.create(alice, f"r{i}.pdf", pdf_page((0, 0, i / 3)), freigabe="true") for i in range(3)
+    ]
     with api.app.app_context():
         db.session.execute(delete(Cover))
         db.session.commit()
