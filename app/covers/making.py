@@ -52,7 +52,7 @@ def render(kind: str, source: Path, folder: Path, seconds: int, megabytes: int) 
     """Draw the pictures of `source` into `folder` in a limited child process (child.py);
     the proportions drawn, or RenderFailed saying why."""
     command = [sys.executable, "-I", str(CHILD), kind, str(source), str(folder)]
-    environment = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder)}
+    environment = {"PATH": os.defpath, "HOME": str(folder)}
     process = subprocess.Popen(
         [*command, str(seconds), str(megabytes)],
         stdout=subprocess.PIPE,

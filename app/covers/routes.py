@@ -42,7 +42,7 @@ def read_cover(record_id: uuid.UUID):
 @limiter.limit(_upload_rate, key_func=user_rate_key)
 @bp.doc(operationId="putFileCover", requestBody=BODY)
 @bp.alt_response(202, schema=CoversSchema, description="Stored.", headers=RATE_LIMIT_HEADERS)
-@bp.errors("NotFound", "Conflict", "ValidationFailed", "TooManyRequests")
+@bp.errors("NotFound", "Conflict", "PayloadTooLarge", "ValidationFailed", "TooManyRequests")
 def put_cover(record_id: uuid.UUID):
     """Upload the record's cover
 

@@ -114,3 +114,20 @@ def test_a_share_link_holder_sees_it_where_the_holder_may_download(
         assert covers.get(record["id"], "200.webp").status_code == 404
         assert api.client.get(f"{base}/{other['id']}/cover/200.webp").status_code == 404
     assert api.client.get(f"/s/nope/files/{other['id']}/cover/200.webp").status_code == 404
+
+
+def test_the_holders_page_shows_the_cover_under_its_own_address(
+    api: Api, alice: Account, covers: Covers
+):
+    record = api.create(alice, "photo.png", coloured_png("red"), freigabe="false", titel="Rot")
+    covers.make()
+    expires = (datetime.now(UTC) + timedelta(days=3)).isoformat()
+    made = api.client.post(
+        f"/api/files/{record['id']}/links", json={"expires_at": expires}, headers=alice.auth
+    )
+    url = made.get_json()["url"]
+    page = api.client.get(url.removeprefix("http://localhost")).get_data(as_text=True)
+    src = f"{url}/files/{record['id']}/cover/200.jpg?v="
+    assert f'src="{src}' in page and 'alt="Titelbild: Rot"' in page
+    picture_at = page.partition(f'src="{src}')[2].partition('"')[0]
+    assert api.client.get(f"{src}{picture_at}".removeprefix("http://localhost")).status_code == 200
