@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from flask import current_app
-from sqlalchemy import or_, select
+from sqlalchemy import bindparam, or_, select
 
 from app.auth.services import Caller
+from app.cache import RECORDS, cache_for
 from app.covers import child
+from app.database import PREPARED
 from app.exceptions import DomainError, DownloadBlocked, RecordNotFound, ValidationFailed
 from app.extensions import db
 from app.files import access, approval, deletions
@@ -173,6 +175,36 @@ def shown(record: RecordLike) -> Cover | None:
     return _best(db.session.scalars(select(Cover).where(_showable(record), Cover.key.is_not(None))))
 
 
+#: The picture a record shows, for serving: built once, prepared on PostgreSQL (a lookup by
+#: the record's id); the owner's first.
+_SHOWN_PICTURES = (
+    select(Cover.key, Cover.objects)
+    .where(
+        Cover.record_id == bindparam("record_id"),
+        Cover.key.is_not(None),
+        or_(Cover.origin == CoverOrigin.OWNER, Cover.source == bindparam("sha256")),
+    )
+    .order_by((Cover.origin == CoverOrigin.OWNER).desc())
+    .limit(1)
+    .execution_options(**{PREPARED: True})
+)
+
+
+def _shown_picture(record: RecordLike) -> tuple[str, dict[str, list[Any]]] | None:
+    """(key, objects) of the cover the record shows, from this process's record cache where
+    it keeps it (app/cache.py: a change of the record or of any cover ends the entry)."""
+    cache = cache_for(RECORDS)
+    key = ("cover", record.id, record.checksum_sha256)
+    found, generation = (None, None) if cache is None else cache.get(RECORDS, key)
+    if found is None:
+        parameters = {"record_id": record.id, "sha256": record.checksum_sha256}
+        row = db.session.connection().execute(_SHOWN_PICTURES, parameters).first()
+        found = () if row is None else (row.key, json.loads(row.objects or "{}"))
+        if generation is not None:
+            cache.put(RECORDS, generation, key, found)  # type: ignore[union-attr]
+    return found or None
+
+
 def shown_for(records: list[Any]) -> dict[uuid.UUID, Cover]:
     """The covers these records show, by record id, in one query."""
     if not records or not enabled():
@@ -242,14 +274,13 @@ def picture(
         access.check_downloadable(caller, record, access.today())
     except DownloadBlocked:
         raise RecordNotFound() from None
-    cover = shown(record)
-    if cover is None or cover.key is None:
+    found = _shown_picture(record) if enabled() else None
+    if found is None:
         raise RecordNotFound("This record has no cover.")
+    key, objects = found
     name = f"{width}.{ext}"
-    size, sha256 = json.loads(cover.objects or "{}")[name]
-    return Picture(
-        record.id, f"{cover.key}-{name}", sha256, size, FORMATS[ext], f"{record.id}-{name}"
-    )
+    size, sha256 = objects[name]
+    return Picture(record.id, f"{key}-{name}", sha256, size, FORMATS[ext], f"{record.id}-{name}")
 
 
 # --- the owner's cover --------------------------------------------------------------------

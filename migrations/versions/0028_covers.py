@@ -6,7 +6,8 @@ Revises: 0027
 Create Date: 2026-12-02
 
 Existing records get their covers from `flask covers make`, which writes the rows this
-migration does not.
+migration does not. On PostgreSQL a change of `covers` notifies the record cache's channel, as
+one of `file_records` does (migration 0008): the cache keeps the cover a record shows.
 """
 
 import sqlalchemy as sa
@@ -46,7 +47,17 @@ def upgrade() -> None:
     op.create_index("ix_covers_due", "covers", ["due_at"])
     op.create_index("ix_covers_key", "covers", ["key"])
     op.create_index("ix_covers_source_path", "covers", ["source_path"])
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute(
+            """
+            CREATE TRIGGER covers_changes
+            AFTER UPDATE OR DELETE OR TRUNCATE ON covers
+            FOR EACH STATEMENT EXECUTE FUNCTION record_changes_notify()
+            """
+        )
 
 
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("DROP TRIGGER covers_changes ON covers")
     op.drop_table("covers")
