@@ -91,14 +91,20 @@ def picture_keys(cover: Cover) -> list[str]:
 
 
 def _draft(record_id: uuid.UUID) -> FileVersion | None:
-    # A query, not a lookup by key: it flushes first, so a draft this write added is seen.
-    return db.session.scalars(
+    """The record's draft as this write leaves it (one it added or dropped too), read
+    without flushing: following a record changes nothing of when its write is sent."""
+    for obj in db.session.new:
+        if isinstance(obj, FileVersion) and obj.record_id == record_id:
+            if obj.number == DRAFT_NUMBER and obj.state == VersionState.DRAFT:
+                return obj
+    draft = db.session.scalars(
         select(FileVersion).where(
             FileVersion.record_id == record_id,
             FileVersion.number == DRAFT_NUMBER,
             FileVersion.state == VersionState.DRAFT,
         )
     ).first()
+    return None if draft is None or draft in db.session.deleted else draft
 
 
 def _wanted(record: FileRecord) -> dict[str, tuple[str, str]]:
@@ -116,6 +122,11 @@ def _wanted(record: FileRecord) -> dict[str, tuple[str, str]]:
 def follow(record: FileRecord, *, deleted: bool = False) -> None:
     """Bring the record's covers to what it wants now, in the write's transaction: new ones
     due, ones no longer wanted dropped (their pictures owed); all of them when `deleted`."""
+    with db.session.no_autoflush:
+        _follow(record, deleted)
+
+
+def _follow(record: FileRecord, deleted: bool) -> None:
     rows = db.session.scalars(select(Cover).where(Cover.record_id == record.id)).all()
     if deleted:
         for row in rows:
