@@ -123,7 +123,7 @@ mutate: install-test
 	$(BIN)/pip install --quiet -e '.[test,mutate]'
 	$(BIN)/python -m tests.support.mutation $(MUTANTS)
 
-# The three pictures of docs/pages.md, fresh from the browser test's screenshots.
+# The four pictures of docs/pages.md, fresh from the browser test's screenshots.
 screenshots: install-test
 	REQUIRE_BROWSER=1 $(BIN)/pytest -q tests/pages/test_pages_in_browser.py
 	$(BIN)/python -m tests.support.screenshots

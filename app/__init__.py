@@ -79,6 +79,7 @@ def _init_extensions(app: Flask) -> None:
     from app import (
         audit,
         cache,
+        covers,
         models,  # noqa: F401  (registers the tables on the metadata)
         oai,
         pages,
@@ -107,6 +108,7 @@ def _init_extensions(app: Flask) -> None:
     pages.init_app()
     releases.init_app(app)
     doi_worker.init_app(app)
+    covers.init_app(app)
     i18n.init_app(app)
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):
@@ -138,6 +140,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.archives.routes import bp as archives_bp
     from app.audit.routes import bp as audit_bp
     from app.auth.routes import bp as auth_bp
+    from app.covers.routes import bp as covers_bp
     from app.docs.routes import bp as docs_bp
     from app.feeds.routes import bp as feeds_bp
     from app.files.routes import bp as files_bp
@@ -153,6 +156,7 @@ def _register_blueprints(app: Flask) -> None:
 
     app.register_blueprint(auth_bp)
     app.register_blueprint(files_bp)
+    app.register_blueprint(covers_bp)
     app.register_blueprint(public_bp)
     app.register_blueprint(archives_bp)
     app.register_blueprint(tus_bp)
@@ -201,6 +205,7 @@ def _register_cli(app: Flask) -> None:
         users_group,
     )
     from app.cli import present_to_operators, serve_command
+    from app.covers.cli import covers_group
     from app.doi.cli import doi_group
     from app.ops import register_cli
     from app.pages.cli import pages_cli
@@ -225,6 +230,7 @@ def _register_cli(app: Flask) -> None:
     app.cli.add_command(releases_group)
     app.cli.add_command(mail_group)
     app.cli.add_command(doi_group)
+    app.cli.add_command(covers_group)
     users_group.add_command(grant_approver_command)
     users_group.add_command(revoke_approver_command)
     register_cli(app)

@@ -1,5 +1,6 @@
 """The token and record caches: on PostgreSQL, this process keeps the caller's token check and
-the record of `GET /api/files/{id}` and of downloads, and answers them again without a query.
+the record of `GET /api/files/{id}` and of downloads (and the cover a record shows,
+app/covers), and answers them again without a query.
 
 Every committed change to a watched table, whoever makes it (any process, the CLI, SQL by
 hand), makes a PostgreSQL trigger notify that table's channel, and the notification empties the
@@ -31,7 +32,7 @@ TOKENS = "auth_changes"
 RECORDS = "record_changes"
 TRIGGERS = {
     TOKENS: ("api_tokens_auth_changes", "users_auth_changes"),  # migration 0007
-    RECORDS: ("file_records_changes",),  # migration 0008
+    RECORDS: ("file_records_changes", "covers_changes"),  # migrations 0008, 0028
 }
 #: The application_name of the listening connections, as pg_stat_activity shows them.
 LISTENER_NAME = "file-repository cache"
@@ -238,15 +239,15 @@ _CHANGED = "cache_channels_changed"
 @functools.cache
 def _watched() -> dict[str, dict[Any, frozenset[str] | None]]:
     """Per channel, the tables its entries are read from and the columns whose change can make
-    an entry wrong (None: any), as the triggers of migrations 0007 and 0008 watch them."""
-    from app.models import ApiToken, FileRecord, User
+    an entry wrong (None: any), as the triggers of migrations 0007, 0008 and 0028 watch them."""
+    from app.models import ApiToken, Cover, FileRecord, User
 
     return {
         TOKENS: {
             ApiToken.__table__: frozenset({"token_hash", "expires_at", "user_id"}),
             User.__table__: frozenset({"is_active", "is_admin"}),
         },
-        RECORDS: {FileRecord.__table__: None},
+        RECORDS: {FileRecord.__table__: None, Cover.__table__: None},
     }
 
 

@@ -150,6 +150,10 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "DATACITE_PASSWORD": get("DATACITE_PASSWORD"),
         "DATACITE_PREFIX": get("DATACITE_PREFIX"),
         "DATACITE_REGISTER_AT": (get("DATACITE_REGISTER_AT", "release") or "").lower(),
+        "COVERS": (get("COVERS", "on") or "").lower(),
+        "COVER_TIMEOUT_SECONDS": _int(environ, "COVER_TIMEOUT_SECONDS", 30),
+        "COVER_MEMORY_MB": _int(environ, "COVER_MEMORY_MB", 512),
+        "COVER_MAX_KB": _int(environ, "COVER_MAX_KB", 10240),
     }
 
 
@@ -199,6 +203,12 @@ DEFAULTS: dict[str, Any] = {
     "DOI_RETRY_SECONDS": 30.0,
     "DOI_RETRY_MAX_SECONDS": 3600.0,
     "DATACITE_TIMEOUT_SECONDS": 10.0,
+    # The covers' outbox (app/covers/making.py): worked by a thread after each commit that made
+    # a cover due (off in tests, which work it by hand); a storage failure is retried after
+    # COVER_RETRY_SECONDS * 2**(n-1) seconds, this many tries in all.
+    "COVER_BACKGROUND": True,
+    "COVER_RETRY_SECONDS": 60.0,
+    "COVER_MAX_ATTEMPTS": 5,
 }
 
 #: The DataCite settings: DOIs are on with all of them, off with none.
@@ -279,6 +289,9 @@ def validate(config: Mapping[str, Any]) -> None:
         "UPLOAD_EXPIRY_HOURS",
         "UPLOAD_MAX_UNFINISHED",
         "SHARE_LINK_MAX_DAYS",
+        "COVER_TIMEOUT_SECONDS",
+        "COVER_MEMORY_MB",
+        "COVER_MAX_KB",
     ):
         value = config.get(name)
         if not isinstance(value, int) or value < 1:
@@ -301,6 +314,7 @@ def validate(config: Mapping[str, Any]) -> None:
         ("STATS_PUBLIC", "on"),
         ("KEEP_RELEASED_VERSIONS", "off"),
         ("RELEASE_APPROVAL", "off"),
+        ("COVERS", "on"),
     ):
         if config.get(name, default) not in ("on", "off"):
             raise ConfigError(f"{name} must be 'on' or 'off', got {config.get(name)!r}")

@@ -61,6 +61,15 @@ class RequestState(StrEnum):
     CANCELLED = "cancelled"
 
 
+class CoverOrigin(StrEnum):
+    """Where a record's cover comes from (app/covers)."""
+
+    #: Derived from the bytes of the record's content (or of its draft's, waiting).
+    CONTENT = "content"
+    #: Uploaded by the record's owner; it wins over the derived one.
+    OWNER = "owner"
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """Aware UTC datetimes on every backend (SQLite keeps no offset of its own)."""
 
@@ -599,3 +608,47 @@ class Doi(db.Model):
     #: The record's title and citation (plain text) as they were at withdrawal.
     tombstone_title: Mapped[str | None] = mapped_column(String(255))
     tombstone_citation: Mapped[str | None] = mapped_column(Text)
+
+
+class Cover(db.Model):
+    """A record's picture in every size (app/covers, issue 50): derived from the bytes of its
+    content, or of the content its draft waits with, or uploaded by its owner.
+
+    The row is its own outbox: written (``due_at`` set) in the transaction of the write that
+    makes it wanted, and made after the commit by the covers' worker, which stores the
+    pictures under ``key`` and clears ``due_at``. A cover pictures exactly the bytes whose
+    SHA-256 is ``source``, so one of a record's earlier (or waiting) bytes is never shown for
+    its current ones. ``record_id`` has no foreign key: a record's deletion owes the deletion
+    of its covers' objects and removes the rows itself.
+    """
+
+    __tablename__ = "covers"
+    __table_args__ = (
+        Index("ix_covers_source", "record_id", "origin", "source", unique=True),
+        Index("ix_covers_due", "due_at"),
+        # Reconciliation looks pictures and uploaded originals up by key.
+        Index("ix_covers_key", "key"),
+        Index("ix_covers_source_path", "source_path"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    record_id: Mapped[uuid.UUID] = mapped_column(Uuid)
+    origin: Mapped[str] = mapped_column(String(16), default=CoverOrigin.CONTENT)
+    #: The SHA-256 of the bytes pictured (the content's, or the owner's upload).
+    source: Mapped[str] = mapped_column(String(64))
+    #: Their key and type: the content's (or draft's) object, or the owner's upload.
+    source_path: Mapped[str] = mapped_column(String(512))
+    source_type: Mapped[str] = mapped_column(String(255))
+    #: The pictures' common key prefix (`<key>-200.webp`, ...); None until made.
+    key: Mapped[str | None] = mapped_column(String(512))
+    #: The picture's proportions (what was cut from the source), for every size's height.
+    width: Mapped[int | None] = mapped_column(Integer)
+    height: Mapped[int | None] = mapped_column(Integer)
+    #: JSON: {"200.webp": [size, sha256], ...} of the pictures stored.
+    objects: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    made_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    due_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=utcnow)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    #: Why the last try made no picture (a hostile or unreadable file, storage down).
+    last_error: Mapped[str | None] = mapped_column(Text)

@@ -62,6 +62,8 @@ def base_config(**overrides: Any) -> dict[str, Any]:
         "MAIL_BACKGROUND": False,
         # The DOI outbox is worked by the tests that read it (tests/doi), never by a thread.
         "DOI_BACKGROUND": False,
+        # Covers are made by the tests that show them (tests/covers), never by a thread.
+        "COVER_BACKGROUND": False,
     }
     config.update(overrides)
     return config

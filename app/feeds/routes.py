@@ -10,6 +10,7 @@ from flask import Response, current_app, request, url_for
 from lxml import etree
 from marshmallow import EXCLUDE, Schema
 
+from app.covers import services as covers
 from app.database import read_without_transaction
 from app.docs.openapi import (
     CACHED,
@@ -40,6 +41,8 @@ bp.before_request(read_without_transaction)
 
 
 ATOM = "http://www.w3.org/2005/Atom"
+#: Media RSS, whose `thumbnail` feed readers show beside an Atom entry.
+MEDIA = "http://search.yahoo.com/mrss/"
 ATOM_TYPE = "application/atom+xml; charset=utf-8"
 RSS_TYPE = "application/rss+xml; charset=utf-8"
 PATH_ABOUT = "Path prefix, as in the list: only records whose path starts with it."
@@ -89,6 +92,12 @@ class Feed:
     entries: list[services.Entry]
     path: str | None
     modified: datetime | None  # Last-Modified, and what an empty feed's ETag depends on
+    #: The entries' covers by record id (every entry may be downloaded: app/covers).
+    covers: dict[uuid.UUID, covers.Shown]
+
+    def shown(self) -> str:
+        """What the feed prints of its covers, for its ETag."""
+        return repr(sorted((str(k), v.url(1200, "jpg")) for k, v in self.covers.items()))
 
 
 def _feed(media_only: bool) -> Feed:
@@ -113,7 +122,13 @@ def _feed(media_only: bool) -> Feed:
     modified = services.last_modified(found) or services.last_public_change()
     # Nothing ever released: the feed is as new as the answer.
     fg.updated(modified or datetime.now(UTC))
-    return Feed(fg, found, path, modified)
+    made = covers.shown_for([entry.record for entry in found])
+    pictures = {
+        record_id: shown
+        for record_id, cover in made.items()
+        if (shown := covers.shown_at(cover, absolute_url(f"/records/{record_id}")))
+    }
+    return Feed(fg, found, path, modified, pictures)
 
 
 def _add_entry(fg: FeedGenerator, entry: services.Entry) -> Any:
@@ -167,18 +182,24 @@ def atom_feed() -> Response:
         _add_entry(feed.generator, entry)
     found = lookup.dois_of(entry.record.id for entry in feed.entries)
     dois = {record_id: lookup.shown(doi) for record_id, doi in found.items()}
-    atom = _with_link_attributes(feed.generator.atom_str(), feed.entries, dois)
-    return _conditional(atom, ATOM_TYPE, "atom", feed, repr(sorted(dois.items())))
+    atom = _with_link_attributes(feed.generator.atom_str(), feed.entries, dois, feed.covers)
+    shown = repr(sorted(dois.items())) + feed.shown()
+    return _conditional(atom, ATOM_TYPE, "atom", feed, shown)
 
 
 def _with_link_attributes(
-    atom: bytes, found: list[services.Entry], dois: dict[uuid.UUID, str | None]
+    atom: bytes,
+    found: list[services.Entry],
+    dois: dict[uuid.UUID, str | None],
+    pictures: dict[uuid.UUID, covers.Shown],
 ) -> bytes:
     """feedgen 1.0.0 writes an Atom entry's links with their href only (its loop variable
     shadows the link data), so the alternate link and the enclosure lose rel, type and
-    length; they are put back here, entry by entry, and a record's DOI added as a related
-    link (issue 40)."""
+    length; they are put back here, entry by entry, a record's DOI added as a related link
+    (issue 40), and its cover as a Media RSS thumbnail (issue 50)."""
     root = etree.fromstring(atom)
+    if pictures:  # the namespace declared once, on the feed
+        root = _with_namespace(root, "media", MEDIA)
     for element, entry in zip(root.iterfind(f"{{{ATOM}}}entry"), found, strict=True):
         alternate, enclosure = element.findall(f"{{{ATOM}}}link")
         alternate.set("rel", "alternate")
@@ -188,7 +209,21 @@ def _with_link_attributes(
         enclosure.set("length", str(entry.record.size))
         if doi := dois.get(entry.record.id):
             enclosure.addnext(etree.Element(f"{{{ATOM}}}link", rel="related", href=lookup.url(doi)))
+        if cover := pictures.get(entry.record.id):
+            thumbnail = etree.SubElement(element, f"{{{MEDIA}}}thumbnail")
+            thumbnail.set("url", cover.url(1200, "jpg"))
+            thumbnail.set("width", "1200")
+            thumbnail.set("height", str(cover.height_at(1200)))
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+
+
+def _with_namespace(root: Any, prefix: str, uri: str) -> Any:
+    """`root` with `prefix` declared for `uri` (lxml declares a namespace where it is first
+    used otherwise, on every entry)."""
+    copy = etree.Element(root.tag, nsmap={**root.nsmap, prefix: uri}, attrib=root.attrib)
+    copy.text = root.text
+    copy.extend(list(root))
+    return copy
 
 
 @bp.get("/podcast.rss")
@@ -207,10 +242,20 @@ def podcast_feed() -> Response:
     fg.podcast.itunes_explicit("no")
     fg.podcast.itunes_category("Science")
     fg.podcast.itunes_summary(fg.description())
+    # The show's artwork: the cover of its newest episode that has one.
+    newest = next(
+        (feed.covers[e.record.id] for e in feed.entries if e.record.id in feed.covers), None
+    )
+    if newest is not None:
+        artwork = newest.url(1200, "jpg", versioned=False)
+        fg.image(url=artwork, title=fg.title(), link=fg.link()[-1]["href"])
+        fg.podcast.itunes_image(artwork)
     for entry in feed.entries:
         fe = _add_entry(fg, entry)
         if author := xml_text(entry.record.autoren or "").strip():
             fe.podcast.itunes_author(author)
         if summary := xml_text(entry.record.beschreibung or "").strip():
             fe.podcast.itunes_summary(summary)
-    return _conditional(fg.rss_str(pretty=False), RSS_TYPE, "podcast", feed)
+        if cover := feed.covers.get(entry.record.id):
+            fe.podcast.itunes_image(cover.url(1200, "jpg", versioned=False))
+    return _conditional(fg.rss_str(pretty=False), RSS_TYPE, "podcast", feed, feed.shown())

@@ -18,6 +18,7 @@ from sqlalchemy import delete as sa_delete
 from sqlalchemy import inspect
 
 from app.auth.services import Caller
+from app.covers import services as covers
 from app.doi import services as doi_services
 from app.extensions import db
 from app.files import approval, deletions, versions
@@ -45,8 +46,9 @@ def finish(
     delete, approval), in the one order: for each record its write's `step` (which puts the
     changes in place through the release rule, app/files/approval.py), the public moments
     noted before and after it (versions.py), its DOI followed (app/doi) with what the public
-    saw before; then one commit, and only then the deletions the write owes. On any failure
-    the transaction is rolled back and nothing is owed."""
+    saw before, its covers followed (app/covers: new ones due, old ones owed); then one
+    commit, and only then the deletions the write owes. On any failure the transaction is
+    rolled back and nothing is owed."""
     try:
         for record in records:
             existing = inspect(record).persistent
@@ -56,6 +58,7 @@ def finish(
             step(record)
             versions.note_public(record)
             doi_services.follow(record, deleted=deleted, seen=seen)
+            covers.follow(record, deleted=deleted)
         owed = deletions.take_owed()
         db.session.commit()
     except BaseException:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -19,9 +20,18 @@ from flask import current_app
 from flask.cli import with_appcontext
 from sqlalchemy import select
 
+from app.covers import child
+from app.covers import services as covers
 from app.extensions import db
 from app.files.deletions import retry as retry_pending_deletions
-from app.models import DRAFT_NUMBER, FileRecord, FileVersion, PendingObjectDeletion
+from app.models import (
+    DRAFT_NUMBER,
+    Cover,
+    CoverOrigin,
+    FileRecord,
+    FileVersion,
+    PendingObjectDeletion,
+)
 from app.storage import (
     WRITE_PROBE_KEY,
     ObjectNotFound,
@@ -35,6 +45,8 @@ from app.tus.services import abort_expired, live_keys, remove_orphaned_pieces
 BATCH = 500
 #: In place of a version number: the new bytes of a change waiting for approval.
 WAITING = "waiting"
+#: The prefixes of the service's objects: contents (records, versions, drafts) and covers.
+PREFIXES = ("files/", "covers/")
 
 
 @dataclass
@@ -60,8 +72,9 @@ def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
 
 
 def _referenced(keys: list[str]) -> set[str]:
-    """Keys among `keys` that a record, a kept version or a draft (new bytes waiting for
-    approval) points at, or whose deletion is already owed."""
+    """Keys among `keys` that a record, a kept version, a draft (new bytes waiting for
+    approval) or a cover (its pictures, an owner's upload) points at, or whose deletion is
+    already owed."""
     records = db.session.scalars(
         select(FileRecord.stored_path).where(FileRecord.stored_path.in_(keys))
     )
@@ -71,7 +84,12 @@ def _referenced(keys: list[str]) -> set[str]:
     owed = db.session.scalars(
         select(PendingObjectDeletion.key).where(PendingObjectDeletion.key.in_(keys))
     )
-    return set(records) | set(kept) | set(owed)
+    # A picture's key is its cover's key and its name (`<key>-200.webp`).
+    prefixes = {key.rpartition("-")[0] for key in keys if key.startswith("covers/")}
+    pictures = db.session.scalars(select(Cover).where(Cover.key.in_(prefixes)))
+    uploads = db.session.scalars(select(Cover.source_path).where(Cover.source_path.in_(keys)))
+    named = {key for cover in pictures for key in covers.picture_keys(cover)}
+    return set(records) | set(kept) | set(owed) | named | set(uploads)
 
 
 def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
@@ -90,7 +108,8 @@ def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
             storage.discard_unfinished_upload(upload)
         report.abandoned_removed = len(report.unfinished)
 
-    for batch in _batches(storage.iter_objects("files/")):
+    objects = itertools.chain.from_iterable(storage.iter_objects(p) for p in PREFIXES)
+    for batch in _batches(objects):
         referenced = _referenced([obj.key for obj in batch])
         for obj in batch:
             if obj.key in referenced or obj.key == WRITE_PROBE_KEY:
@@ -109,6 +128,9 @@ def reconcile(storage: Storage, grace: timedelta, fix: bool) -> ReconcileReport:
     for record_id, number, key, _size, _checksum in _stored_contents(None):
         if not storage.exists(key):
             report.missing.append((record_id, number, key))
+    for record_id, key, _size, _checksum in _stored_pictures(None):
+        if not storage.exists(key):
+            report.missing.append((record_id, COVER, key))
     return report
 
 
@@ -141,9 +163,32 @@ def _stored_contents(
         yield record_id, WAITING if number == DRAFT_NUMBER else number, key, size, checksum
 
 
+#: In place of a version number: a cover's picture (or its owner's upload).
+COVER = "cover"
+
+
+def _stored_pictures(
+    record_ids: list[uuid.UUID] | None,
+) -> Iterator[tuple[uuid.UUID, str, int | None, str | None]]:
+    """Every cover picture the database names (record id, key, size, SHA-256), and every
+    owner's upload (record id, key, None, its SHA-256)."""
+    query = select(Cover).order_by(Cover.record_id, Cover.id)
+    if record_ids:
+        query = query.where(Cover.record_id.in_(record_ids))
+    for cover in db.session.scalars(query).all():
+        if cover.origin == CoverOrigin.OWNER:
+            yield cover.record_id, cover.source_path, None, cover.source
+        objects = json.loads(cover.objects or "{}")
+        for name, key in zip(child.names(), covers.picture_keys(cover), strict=False):
+            size, checksum = objects.get(name, (None, None))
+            yield cover.record_id, key, size, checksum
+
+
 def _label(record_id: uuid.UUID, number: int | str | None) -> str:
     if number is None:
         return f"{record_id}"
+    if number == COVER:
+        return f"{record_id} cover"
     if number == WAITING:
         return f"{record_id} change waiting for approval"
     return f"{record_id} version {number}"
@@ -154,6 +199,7 @@ class VerifyResult:
     checked: int = 0
     checked_versions: int = 0
     checked_waiting: int = 0
+    checked_pictures: int = 0
     bytes: int = 0
     problems: list[str] = field(default_factory=list)
 
@@ -164,8 +210,14 @@ def verify(storage: Storage, record_ids: list[uuid.UUID] | None = None) -> Verif
     is a problem too."""
     result = VerifyResult()
     unknown = dict.fromkeys(record_ids or ())
-    for record_id, number, key, size, checksum in list(_stored_contents(record_ids)):
-        if number is None:
+    stored: list[tuple[uuid.UUID, int | str | None, str, int | None, str | None]] = list(
+        _stored_contents(record_ids)
+    )
+    stored += [(r, COVER, key, size, sha) for r, key, size, sha in _stored_pictures(record_ids)]
+    for record_id, number, key, size, checksum in stored:
+        if number == COVER:
+            result.checked_pictures += 1
+        elif number is None:
             result.checked += 1
         elif number == WAITING:
             result.checked_waiting += 1
@@ -186,7 +238,7 @@ def verify(storage: Storage, record_ids: list[uuid.UUID] | None = None) -> Verif
             result.problems.append(f"{label}: object {key} is missing")
             continue
         result.bytes += length
-        if length != size:
+        if size is not None and length != size:
             result.problems.append(f"{label}: size {length} bytes, recorded {size}")
         elif digest.hexdigest() != checksum:
             result.problems.append(f"{label}: content does not match its SHA-256 (changed)")
@@ -268,6 +320,7 @@ def verify_command(records: tuple[uuid.UUID, ...]) -> None:
     click.echo(
         f"checked {result.checked} records and {result.checked_versions} kept versions "
         + (f"and {result.checked_waiting} waiting changes " if result.checked_waiting else "")
+        + (f"and {result.checked_pictures} cover pictures " if result.checked_pictures else "")
         + f"({result.bytes} bytes): "
         f"{len(result.problems)} problem(s)"
     )

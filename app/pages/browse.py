@@ -16,6 +16,8 @@ from flask import Response, request
 from flask_babel import gettext as _
 from sqlalchemy import Select, or_, select, text
 
+from app.covers import services as covers
+from app.covers.services import Shown
 from app.exceptions import RecordNotFound, ValidationFailed
 from app.extensions import db
 from app.files import access
@@ -49,6 +51,8 @@ class RecordItem:
     published: Any
     embargo_until: Any
     folder: str
+    #: Its cover, while the public may download its content (app/covers).
+    cover: Shown | None = None
 
 
 @dataclass(slots=True)
@@ -74,6 +78,17 @@ def crumbs_of(folder: str) -> list[tuple[str, str]]:
     """(name, address) of every folder from the top to `folder`."""
     parts = folder.split("/") if folder else []
     return [(part, folder_url("/".join(parts[: i + 1]))) for i, part in enumerate(parts)]
+
+
+def record_items(rows: list[Any], today: Any) -> list[RecordItem]:
+    """The items of a list of records, each with its cover where the public may download its
+    content (one query for all of them)."""
+    public = [row for row in rows if access.public_now(row, today)]
+    found = covers.shown_for(public)
+    items = [record_item(row, today) for row in rows]
+    for item, row in zip(items, rows, strict=True):
+        item.cover = covers.shown_at(found.get(row.id), item.url)
+    return items
 
 
 def record_item(row: Any, today: Any) -> RecordItem:
@@ -227,7 +242,7 @@ def browse(folder: str) -> Response:
         crumbs=crumbs_of(folder),
         children=[(name, folder_url(prefix + name)) for name in children],
         more_folders=page_url(here, folders_after=more_folders) if more_folders else None,
-        records=[record_item(row, today) for row in rows],
+        records=record_items(rows, today),
         older=page_url(here, cursor=encode_cursor(position_of(rows[-1]))) if more else None,
     )
     feed_args = [("path", prefix)] if folder else None
@@ -281,7 +296,7 @@ def search() -> Response:
         return Response(render_page("pages/search.html", page=page), status=400)
     found = paginate(Listing.of(None, params), params["page"], PAGE_SIZE)
     today = access.today()
-    page.results = [record_item(row, today) for row in found.items]
+    page.results = record_items(list(found.items), today)
     page.total, page.number = found.total, found.page
     if found.page > 1:
         page.previous = page_url("/search", q=text, page=str(found.page - 1))

@@ -17,7 +17,7 @@ from app.feeds import services
 from app.files import access
 from app.http import external_url
 from app.pages.blueprint import bp
-from app.pages.browse import RecordItem, child_folders, folder_url, record_item
+from app.pages.browse import RecordItem, child_folders, folder_url, record_items
 from app.pages.i18n import render_page
 
 #: Releases and top folders the front page shows; `/browse/` and the feeds have the rest.
@@ -41,7 +41,7 @@ def front() -> Response:
     )
     names, _more = child_folders("", None, TOP_FOLDERS)
     page = FrontPage(
-        newest=[record_item(entry.record, today) for entry in found],
+        newest=record_items([entry.record for entry in found], today),
         folders=[(name, folder_url(name)) for name in names],
         feeds=[
             (external_url("/api/public/feed.atom"), "application/atom+xml", _("Neu hier")),

@@ -17,6 +17,8 @@ from flask import Response, request
 from flask_babel import format_datetime
 from sqlalchemy import select
 
+from app.covers import services as covers
+from app.covers.services import Shown
 from app.extensions import db
 from app.files import access
 from app.files.listing import Listing, keyset_page
@@ -45,6 +47,8 @@ class SharedRecord:
     download: str
     page: str | None
     embargo_until: date | None
+    #: Its cover, at the holder's address (app/pages/pictures.py): a holder may see it.
+    cover: Shown | None = None
 
 
 @dataclass(slots=True)
@@ -72,6 +76,16 @@ def running_embargoes(holder: access.LinkHolder, today: date) -> list[date]:
         .limit(MAX_EMBARGO_DATES)
     )
     return list(db.session.scalars(query))
+
+
+def shared_records(rows: list[Any], base: str, secret: str, today: date) -> list[SharedRecord]:
+    """The records a link opens, each with its cover (one query for all)."""
+    found = covers.shown_for(rows)
+    shared = [shared_record(row, base, today) for row in rows]
+    for item, row in zip(shared, rows, strict=True):
+        holder = external_url(f"{request.script_root}{PAGE_PREFIX}{secret}/files/{row.id}")
+        item.cover = covers.shown_at(found.get(row.id), holder)
+    return shared
 
 
 def shared_record(row: Any, base: str, today: date) -> SharedRecord:
@@ -102,11 +116,11 @@ def holder(secret: str) -> Response:
     today = access.today()
     if holder.record_id is not None:
         row = access.read_record(holder, holder.record_id)
-        page.records.append(shared_record(row, base, today))
+        page.records = shared_records([row], base, secret, today)
         page.embargoes = [row.sperrfrist] if access.embargo_active(row, today) else []
     else:
         found = keyset_page(Listing(holder, {}), cursor_arg("cursor"), KIT_PAGE_SIZE)
-        page.records = [shared_record(row, base, today) for row in found.items]
+        page.records = shared_records(list(found.items), base, secret, today)
         if found.next_position is not None:
             page.more = page_url(request.path, cursor=encode_cursor(found.next_position))
         page.embargoes = running_embargoes(holder, today)

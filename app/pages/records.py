@@ -16,8 +16,10 @@ from typing import Any
 
 from babel.numbers import get_decimal_symbol
 from babel.units import format_unit
+from flask_babel import gettext as _
 from markupsafe import Markup
 
+from app.covers.services import Shown
 from app.doi.lookup import url as doi_url
 from app.doi.payload import DATASET_TYPES  # schema.org `Dataset`, as DataCite's `Dataset`
 from app.files.access import RecordLike, embargo_active
@@ -103,6 +105,8 @@ class RecordPage:
     kept_versions: list[KeptVersion] = field(default_factory=list)
     #: The record's DOI ("10.5072/abcd-1234", app/doi), None while it has none.
     doi: str | None = None
+    #: Its cover picture (app/covers), only while the public may download its content.
+    cover: Shown | None = None
 
     @property
     def doi_url(self) -> str | None:
@@ -211,10 +215,12 @@ def record_page(
     browse: str = "/browse/",
     version_changed: date | None = None,
     doi: str | None = None,
+    cover: Shown | None = None,
 ) -> RecordPage:
     """The page of one record the public may see; under embargo it offers no content. Its
     folders link to their pages under `browse`; `version_changed` is the day a replacement
-    made its current version; `doi` is its DOI as readers see it (app/doi/lookup.py)."""
+    made its current version; `doi` is its DOI as readers see it (app/doi/lookup.py);
+    `cover` its picture, given only while the content may be downloaded (app/covers)."""
     page = RecordPage(
         id=str(record.id),
         title=title_of(record),
@@ -237,6 +243,7 @@ def record_page(
         version=record.version,
         version_changed=version_changed,
         doi=doi,
+        cover=None if embargo_active(record, today) else cover,
     )
     page.meta = highwire_tags(page)
     page.properties = open_graph_tags(page)
@@ -281,11 +288,20 @@ def highwire_tags(page: RecordPage) -> list[tuple[str, str]]:
         tags.append(("citation_doi", page.doi))
     if page.kind == "pdf" and page.downloadable:
         tags.append(("citation_pdf_url", page.urls.download))
-    tags.append(("twitter:card", "summary_large_image" if page.kind == "image" else "summary"))
+    large = page.kind == "image" or page.cover is not None
+    tags.append(("twitter:card", "summary_large_image" if large else "summary"))
     tags.append(("twitter:title", page.title))
     if page.description:
         tags.append(("twitter:description", _summary(page.description)))
+    if page.cover is not None:
+        tags.append(("twitter:image", page.cover.url(1200, "jpg")))
+        tags.append(("twitter:image:alt", cover_alt(page.title)))
     return tags
+
+
+def cover_alt(title: str) -> str:
+    """The alternative text of a record's cover picture, in the page's language."""
+    return _("Titelbild: %(title)s", title=title)
 
 
 def _summary(text: str, limit: int = 300) -> str:
@@ -306,6 +322,12 @@ def open_graph_tags(page: RecordPage) -> list[tuple[str, str]]:
     if page.kind in MEDIA_OBJECTS and page.downloadable:
         tags.append((f"og:{page.kind}", page.urls.download))
         tags.append((f"og:{page.kind}:type", page.mime_type))
+    if page.cover is not None:
+        tags.append(("og:image", page.cover.url(1200, "jpg")))
+        tags.append(("og:image:type", "image/jpeg"))
+        tags.append(("og:image:width", "1200"))
+        tags.append(("og:image:height", str(page.cover.height_at(1200))))
+        tags.append(("og:image:alt", cover_alt(page.title)))
     return tags
 
 
@@ -362,6 +384,9 @@ def schema_org(page: RecordPage) -> dict[str, Any]:
         data["keywords"] = page.keywords
     if page.themes:
         data["about"] = [{"@type": "Thing", "name": theme} for theme in page.themes]
+    if page.cover is not None:
+        data["thumbnailUrl"] = page.cover.url(200, "jpg")
+        data["image"] = page.cover.url(1200, "jpg")
     content: dict[str, Any] = {
         "name": page.file_name,
         "encodingFormat": page.mime_type,

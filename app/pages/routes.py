@@ -16,6 +16,7 @@ from flask_babel import gettext as _
 from sqlalchemy import Row, bindparam, func, literal_column, select
 from werkzeug.exceptions import NotFound
 
+from app.covers import services as covers
 from app.database import PREPARED
 from app.doi import lookup
 from app.exceptions import RecordNotFound
@@ -33,6 +34,7 @@ from app.pages import (  # noqa: F401
     front,
     holder,
     i18n,
+    pictures,
     sitemap,
     tombstones,
 )
@@ -197,7 +199,10 @@ def page_of(record: Any, today: date, repository: str, doi: str | None = None) -
     if record.version > 1:
         replaced = versions.last_replaced_at(record.id)
         changed = replaced.astimezone(UTC).date() if replaced else None
-    page = record_page(record, today, urls, repository, folders, changed, doi)
+    # Shown only where the public may download the content (app/covers).
+    cover = covers.shown(record) if access.public_now(record, today) else None
+    shown = covers.shown_at(cover, urls.page)
+    page = record_page(record, today, urls, repository, folders, changed, doi, shown)
     if record.version > 1:
         page.kept_versions = [
             KeptVersion(
@@ -227,6 +232,7 @@ def _version(row: Any, today: date, page: RecordPage, repository: str) -> tuple[
         page.urls.oai_record,
         repository,
         page.doi or "",
+        "" if page.cover is None else page.cover.url(1200, "jpg") + str(page.cover.height),
     )
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import or_, select, tuple_
 from sqlalchemy.exc import IntegrityError
 
 from app.auth.services import Caller
+from app.covers import services as covers
 from app.database import lock_database_on_sqlite
 from app.exceptions import DomainError, RecordNotFound
 from app.extensions import db
@@ -114,8 +115,11 @@ def _pending(request: ReleaseRequest) -> None:
         raise RequestConflict(f"The release request is {request.state}, not pending.")
 
 
-def _commit_decision(storage: Storage) -> None:
-    """Commit a decision, then delete the bytes it dropped (a draft's, owed in it)."""
+def _commit_decision(storage: Storage, record: FileRecord | None) -> None:
+    """Commit a decision, then delete the bytes it dropped (a draft's, owed in it, with the
+    cover made of them: app/covers)."""
+    if record is not None:
+        covers.follow(record)
     owed = deletions.take_owed()
     db.session.commit()
     deletions.carry_out(storage, owed)
@@ -168,7 +172,7 @@ def approve(
     void = approval.void(request, record)
     if void is not None:
         approval.cancel(request, user.id, void.reason)
-        _commit_decision(storage)
+        _commit_decision(storage, record)
         raise RequestConflict(void.message)
     assert record is not None
     _check_waiting_bytes(record, storage)
@@ -183,10 +187,10 @@ def decline(caller: Caller, request_id: uuid.UUID, reason: str, storage: Storage
     user = _user(caller)
     if not is_approver(user):
         raise ApprovalRefused("Only approvers may decline release requests.")
-    request, _record = _locked(request_id)
+    request, record = _locked(request_id)
     _pending(request)
     approval.decline(request, user.id, reason)
-    _commit_decision(storage)
+    _commit_decision(storage, record)
     return request
 
 
@@ -203,7 +207,7 @@ def cancel(
         raise RequestNotFound()
     _pending(request)
     approval.cancel(request, caller.id, reason or "withdrawn")
-    _commit_decision(storage)
+    _commit_decision(storage, record)
     return request
 
 

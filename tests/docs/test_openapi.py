@@ -77,6 +77,9 @@ EXPECTED_STATUSES = {
     # DOIs (issue 40).
     ("post", "/api/files/{id}/doi"): {201, 401, 404, 409, 429, 500, 503},
     ("delete", "/api/files/{id}/doi"): {204, 401, 404, 409, 429, 500, 503},
+    ("get", "/api/files/{id}/cover"): {200, 401, 404, 500, 503},
+    ("put", "/api/files/{id}/cover"): {202, 401, 404, 409, 413, 422, 429, 500, 503},
+    ("delete", "/api/files/{id}/cover"): {204, 401, 404, 409, 500, 503},
     ("get", "/api/release-requests"): {200, 401, 422, 500, 503},
     ("get", "/api/release-requests/{request_id}"): {200, 401, 404, 500, 503},
     ("get", "/api/release-requests/{request_id}/content"): {

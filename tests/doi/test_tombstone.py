@@ -8,6 +8,7 @@ import json
 
 from tests.doi.conftest import Dois
 from tests.doi.test_outage import make_due_now
+from tests.support import samples
 from tests.support.api import Account, Api
 
 NEVER_PUBLIC = "Nie öffentlich"
@@ -106,3 +107,22 @@ def test_a_doi_shown_before_datacite_had_it_is_registered_with_its_tombstone(
     assert held["url"] == f"https://files.example.org/records/{record['id']}"
     row = dois.row(doi)
     assert row is not None and (row.state, row.due_at, row.last_error) == ("registered", None, None)
+
+
+def test_a_withdrawn_records_cover_answers_410_with_the_tombstone(
+    api: Api, alice: Account, dois: Dois
+):
+    """Issue 50: the cover's address is a public door of the record like its page."""
+    from app.covers import making
+    from app.extensions import db
+
+    record = api.create(alice, "bild.png", samples.png_bytes(), titel="Bild", freigabe="true")
+    dois.reserved(record["id"], alice)
+    with api.app.app_context():
+        assert making.make_due().done == 1
+        db.session.remove()
+    assert api.client.get(f"/records/{record['id']}/cover/200.jpg").status_code == 200
+    assert api.patch(record["id"], alice, {"freigabe": False}).status_code == 200
+    gone = api.client.get(f"/records/{record['id']}/cover/200.jpg")
+    assert gone.status_code == 410
+    assert "Bild" in gone.get_data(as_text=True)  # the tombstone, naming what was withdrawn

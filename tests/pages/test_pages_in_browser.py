@@ -14,6 +14,7 @@ into a failure; axe-core comes from tests/js/node_modules (`make install-test`),
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -31,9 +32,11 @@ from urllib.parse import urlsplit
 
 import pytest
 from flask import Flask
+from PIL import Image
 from waitress.server import create_server
 
 from app import create_app
+from app.covers import making
 from app.extensions import db
 from app.models import Doi
 from tests.conftest import base_config
@@ -118,7 +121,23 @@ def _seed(api: Api) -> dict[str, str]:
     ids["record_link"] = secret_of(record_link(api, alice, ids["embargoed"]).get_json())
     ids |= _seed_dois(api, alice, common)
     ids["kit_link"] = secret_of(kit(api, alice, "berichte/2026").get_json())
+    _seed_covers(api, alice, ids)
     return ids
+
+
+def _seed_covers(api: Api, alice: Any, ids: dict[str, str]) -> None:
+    """Cover pictures (issue 50): drawn of the PDFs, the video and the image, the owner's for
+    the audio; the embargoed one's is made but shown nowhere."""
+    cover = io.BytesIO()
+    Image.linear_gradient("L").resize((640, 640)).convert("RGB").save(cover, "PNG")
+    response = api.client.put(
+        f"/api/files/{ids['audio']}/cover", data=cover.getvalue(), headers=alice.auth
+    )
+    assert response.status_code == 202, response.get_json()
+    with api.app.app_context():
+        while making.make_due().done:
+            pass
+        db.session.remove()
 
 
 def _seed_dois(api: Api, alice: Any, common: dict[str, str]) -> dict[str, str]:

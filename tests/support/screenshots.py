@@ -1,4 +1,4 @@
-"""`make screenshots`: the three pictures of docs/pages.md, from the browser test's
+"""`make screenshots`: the four pictures of docs/pages.md, from the browser test's
 screenshots (test-artifacts/pages/), made small: 800 pixels wide, 64 colours."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "pages"
 TARGET = ROOT / "docs" / "screenshots"
-PAGES = ("front", "record-pdf", "record-csv")
+PAGES = ("front", "record-pdf", "record-csv", "record-audio")
 WIDTH = 800
 
 
