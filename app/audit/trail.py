@@ -37,6 +37,8 @@ from app.models import (
     ApiToken,
     AuditChainHead,
     AuditEntry,
+    Cover,
+    CoverOrigin,
     Doi,
     FileRecord,
     ReleaseRequest,
@@ -302,6 +304,8 @@ class Audited:
     about: Callable[[Any, dict[str, Any]], tuple[uuid.UUID | None, int | None]]
     #: Who made a row nobody is known to have made (a token issued at sign-in: its owner).
     owner: Callable[[Any], int] | None = None
+    #: Which rows are audited (all, if not given).
+    only: Callable[[Any], bool] = lambda _obj: True
 
 
 #: The audited models, the one list of them: a row of any other model leaves no entry.
@@ -331,6 +335,14 @@ AUDITED: dict[type, Audited] = {
         deleted=None,
         about=lambda doi, _changes: (doi.record_id, None),
     ),
+    # An owner's cover (app/covers); the pictures the service makes of the content are not.
+    Cover: Audited(
+        created=("cover.upload", ("source", "source_type")),
+        changed=None,
+        deleted=lambda cover: ("cover.remove", _values(cover, ("source", "source_type"))),
+        about=lambda cover, _changes: (cover.record_id, None),
+        only=lambda cover: cover.origin == CoverOrigin.OWNER,
+    ),
     ReleaseRequest: Audited(
         created=("release.submit", RELEASE_SUBMITTED),
         changed=_release_changed,
@@ -349,7 +361,7 @@ def _record_changes(session: Session) -> list[Pending]:
         found.append(Pending(action, changes, actor_id, actor, request_id, subject=obj, **kw))
 
     for obj in session.new:
-        if (audited := AUDITED.get(type(obj))) is not None:
+        if (audited := AUDITED.get(type(obj))) is not None and audited.only(obj):
             action, shown = audited.created
             add(action, {}, obj, fields=shown)
     for obj in session.dirty:
@@ -357,7 +369,8 @@ def _record_changes(session: Session) -> list[Pending]:
             if (change := audited.changed(obj)) is not None:
                 add(*change, obj)
     for obj in session.deleted:
-        if (audited := AUDITED.get(type(obj))) is not None and audited.deleted is not None:
+        audited = AUDITED.get(type(obj))
+        if audited is not None and audited.deleted is not None and audited.only(obj):
             add(*audited.deleted(obj), obj)
     return found
 

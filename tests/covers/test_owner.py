@@ -109,3 +109,21 @@ def test_with_release_approval_a_released_records_cover_waits_for_nobody(
     assert covers.delete(record["id"], alice).status_code == 409
     covers.make()
     assert picture(covers.get(record["id"])).getpixel((5, 5))[1] > 100  # still the green one
+
+
+def test_an_owners_cover_is_in_the_audit_trail_and_drawn_ones_are_not(
+    api: Api, alice: Account, covers: Covers
+):
+    from tests.releases.test_requests import audit_actions
+
+    record = api.create(alice, "talk.pdf", pdf_page(), freigabe="true")
+    covers.make()
+    assert covers.put(record["id"], alice, coloured_png("green")).status_code == 202
+    assert covers.delete(record["id"], alice).status_code == 204
+    entries = [(a, actor, c) for a, actor, c in audit_actions(api.app, record["id"])]
+    shown = [(a, actor, sorted(c)) for a, actor, c in entries if a.startswith("cover.")]
+    assert shown == [
+        ("cover.upload", alice.email, ["source", "source_type"]),
+        ("cover.remove", alice.email, ["source", "source_type"]),
+    ]
+    assert entries[-1][2]["source_type"] == "image/png"
