@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +14,6 @@ from sqlalchemy import or_, select, tuple_
 from sqlalchemy.exc import IntegrityError
 
 from app.auth.services import Caller
-from app.covers import services as covers
 from app.database import lock_database_on_sqlite
 from app.exceptions import DomainError, RecordNotFound
 from app.extensions import db
@@ -115,11 +115,14 @@ def _pending(request: ReleaseRequest) -> None:
         raise RequestConflict(f"The release request is {request.state}, not pending.")
 
 
-def _commit_decision(storage: Storage, record: FileRecord | None) -> None:
-    """Commit a decision, then delete the bytes it dropped (a draft's, owed in it, with the
-    cover made of them: app/covers)."""
+def _decide(record: FileRecord | None, storage: Storage, move: Callable[[], None]) -> None:
+    """A decision ends like every write of its record (`writes.finish`: the draft's bytes it
+    drops, and what was made of them, owed and deleted after the commit); of a record gone,
+    by a commit of its own."""
     if record is not None:
-        covers.follow(record)
+        writes.finish([record], storage, lambda _record: move())
+        return
+    move()
     owed = deletions.take_owed()
     db.session.commit()
     deletions.carry_out(storage, owed)
@@ -171,8 +174,7 @@ def approve(
             )
     void = approval.void(request, record)
     if void is not None:
-        approval.cancel(request, user.id, void.reason)
-        _commit_decision(storage, record)
+        _decide(record, storage, lambda: approval.cancel(request, user.id, void.reason))
         raise RequestConflict(void.message)
     assert record is not None
     _check_waiting_bytes(record, storage)
@@ -189,8 +191,7 @@ def decline(caller: Caller, request_id: uuid.UUID, reason: str, storage: Storage
         raise ApprovalRefused("Only approvers may decline release requests.")
     request, record = _locked(request_id)
     _pending(request)
-    approval.decline(request, user.id, reason)
-    _commit_decision(storage, record)
+    _decide(record, storage, lambda: approval.decline(request, user.id, reason))
     return request
 
 
@@ -206,8 +207,7 @@ def cancel(
     ):
         raise RequestNotFound()
     _pending(request)
-    approval.cancel(request, caller.id, reason or "withdrawn")
-    _commit_decision(storage, record)
+    _decide(record, storage, lambda: approval.cancel(request, caller.id, reason or "withdrawn"))
     return request
 
 
