@@ -187,10 +187,9 @@ def _take_content(draft: FileVersion, source: Any, note: str | None) -> None:
         deletions.owe(draft.stored_path)
     for name, value in versions.content_of(source).items():
         setattr(draft, name, value)
+    draft.change_note = note
     if isinstance(source, FileRecord):
         draft.stored_path = None
-        note = None
-    draft.change_note = note
 
 
 # --- requests: the state machine ----------------------------------------------------------
@@ -259,7 +258,7 @@ def cancel(
             _drop_draft(draft)
     _end(request, RequestState.CANCELLED, by, reason)
     if changes:
-        request.changes = json.dumps(changes, sort_keys=True, ensure_ascii=False)
+        request.changes = json.dumps(changes)
 
 
 def decline(request: ReleaseRequest, by: int, reason: str) -> None:
@@ -334,7 +333,7 @@ def approve(
     one replacement path (a new version, made by the submitter, if the bytes differ)."""
     if override_reason:
         request.override = True
-    draft = draft_of(record.id) if request.kind in HELD else None
+    draft = draft_of(record.id)  # a change's (no other request has one)
     if draft is not None:
         if draft.stored_path is not None:
             content = versions.content_of(draft)

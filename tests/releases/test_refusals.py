@@ -12,6 +12,7 @@ from app.extensions import db
 from app.models import FileRecord, ReleaseEditor
 from tests.releases.conftest import Releases
 from tests.releases.test_requests import FUTURE, pending_upload
+from tests.support import samples
 from tests.support.api import Account, Api
 
 
@@ -158,3 +159,35 @@ def test_a_request_whose_record_row_is_gone_is_cancelled_by_the_approval(
         None,
     )
     assert releases.listed(carol, state="pending").get_json()["data"] == []
+
+
+def test_a_replacement_of_an_unreleased_record_cancels_its_request_by_whom_and_why(
+    api: Api, alice: Account, admin: Account, carol: Account, releases: Releases
+):
+    record, request_id = pending_upload(api, alice)
+    replaced = api.replace(admin, record["id"], "v2.pdf", samples.pdf_bytes() + b"%v2")
+    assert replaced.status_code == 200
+    shown = api.get(f"/api/release-requests/{request_id}", alice).get_json()
+    assert (shown["state"], shown["decided_by"], shown["reason"]) == (
+        "cancelled",
+        admin.email,
+        "changed",
+    )
+    [ended] = api.get(f"/api/files/{record['id']}/versions", admin).get_json()["data"]
+    assert ended["replaced_by"] == admin.id
+    # The administrator replaced the content: not his to approve.
+    again = releases.submit(record["id"], alice)
+    refused = releases.approve(again.get_json()["id"], admin)
+    assert refused.status_code == 403 and "changed this record" in refused.get_json()["message"]
+    assert releases.approve(again.get_json()["id"], carol).status_code == 200
+
+
+def test_identical_bytes_of_an_unreleased_record_leave_nothing_behind(
+    api: Api, alice: Account, releases: Releases
+):
+    record, request_id = pending_upload(api, alice)
+    before = api.objects()
+    same = api.replace(alice, record["id"], "again.pdf", samples.pdf_bytes())
+    assert same.status_code == 200 and same.get_json()["version"] == 1
+    assert api.objects() == before
+    assert releases.state(request_id) == "pending"

@@ -245,3 +245,51 @@ def test_new_bytes_supersede_waiting_ones_and_the_approved_ones_withdraw_them(
         {"checksum_sha256": [sha256(V3), sha256(V1)]},
     )
     assert public_view(api, record["id"])[1] == V1
+
+
+def test_a_change_back_is_noted_only_for_a_field_that_waited(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    record = released(api, alice, carol, releases)
+    first = held(api.patch(record["id"], alice, {"reihenfolge": 5}))
+    # The approved title sent as it is (it never waited) beside a new description.
+    second = held(api.patch(record["id"], alice, {"titel": "Bericht", "beschreibung": "B2"}))
+    assert second["pending"]["fields"] == {"reihenfolge": 5, "beschreibung": "B2"}
+    assert decision(api, first["id"], alice) == (
+        "cancelled",
+        alice.email,
+        "superseded by a new change",
+        {"beschreibung": [None, "B2"]},
+    )
+
+
+def test_updated_at_moves_with_what_changes_at_once_not_with_what_waits(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    record = released(api, alice, carol, releases)
+
+    def updated() -> str:
+        return api.get(f"/api/files/{record['id']}", alice).get_json()["updated_at"]
+
+    approved = updated()
+    held(api.patch(record["id"], alice, {"titel": "T2"}))
+    assert updated() == approved  # only the draft changed
+    held(api.patch(record["id"], alice, {"titel": "T3", "erstellt_von": "Redaktion"}))
+    assert updated() != approved  # erstellt_von changed at once
+    again = updated()
+    # A PATCH that holds nothing is a PATCH of the record, as the specification says.
+    assert api.patch(record["id"], alice, {"freigabe": True}).status_code == 200
+    assert updated() != again
+
+
+def test_another_users_later_embargo_applies_and_the_waiting_title_stays(
+    api: Api, alice: Account, admin: Account, carol: Account, releases: Releases
+):
+    record = released(api, alice, carol, releases)
+    asked = held(api.patch(record["id"], alice, {"titel": "T2"}))
+    response = api.patch(record["id"], admin, {"sperrfrist": FUTURE})
+    assert response.status_code == 200, response.get_json()
+    again = held(response)
+    assert again["id"] != asked["id"]
+    assert again["pending"] == {"fields": {"titel": "T2"}, "content": None}
+    assert api.row(record["id"]).sperrfrist.isoformat() == FUTURE
