@@ -82,6 +82,8 @@ def require_token() -> None:
 
 
 FILES_FIELD = re.compile(r"files(\[\d*\])?")
+#: What a PATCH answer may show of the fields sent (`dump_update_result`).
+ANSWERED = frozenset(UpdateSchema().fields) - {"iab_themen"}
 
 create_schema = CreateMetadataSchema()
 update_schema = UpdateSchema()
@@ -266,7 +268,7 @@ def update_file(record_id: uuid.UUID):
     changes = load(update_schema, body)
     record = writes.update_metadata(current_user(), record_id, changes, if_match(), _storage())
     sent = dict.fromkeys(INPUT_ALIASES.get(name, name) for name in body)
-    answer = with_dois([dump_update_result(record, [name for name in sent if name in changes])])[0]
+    answer = with_dois([dump_update_result(record, [name for name in sent if name in ANSWERED])])[0]
     if approval.enabled():
         answer["release_request"] = approval.summary(approval.pending_request(record.id), record)
     return _with_etag(answer, record)

@@ -1,0 +1,57 @@
+"""Issue 49's public fields under RELEASE_APPROVAL=on (docs/approval.md, "What waits"): a
+released record's new creators, links and place in a series wait in its draft like every
+other public field, bound by the request's `public_hash`; the public keeps the approved ones
+until an approver puts the draft in place."""
+
+from __future__ import annotations
+
+import json
+
+from tests.files.test_creators import ERIKA, INSTITUTE
+from tests.releases.conftest import Releases
+from tests.releases.test_approving import expected_hash
+from tests.releases.test_held_changes import released
+from tests.support.api import Account, Api
+
+
+def test_new_creators_of_a_released_record_wait_and_are_bound_by_the_request(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    record = released(api, alice, carol, releases, autoren="Muster, Erika")
+    changed = api.patch(record["id"], alice, {"creators": [ERIKA, INSTITUTE]})
+    assert changed.status_code == 200
+    waiting = changed.get_json()["release_request"]
+    assert waiting["pending"]["fields"] == {
+        "creators": [ERIKA, INSTITUTE],
+        "autoren": "Muster, Erika; Institut für Beispiele",
+    }
+    public = api.get(f"/api/public/files/{record['id']}").get_json()
+    assert (public["creators"], public["autoren"]) == (None, "Muster, Erika")
+    # Its editors read what they asked for.
+    form = api.get(f"/api/files/{record['id']}", alice).get_json()
+    assert form["creators"] == [ERIKA, INSTITUTE]
+    shown = api.get(f"/api/release-requests/{waiting['id']}", carol).get_json()
+    assert shown["public_hash"] == expected_hash(shown["record"], shown["pending"])
+
+    # The DataHub client saves its whole form (it sends the autoren it read): nothing moves.
+    whole = {name: form[name] for name in ("titel", "autoren", "iab_themen")}
+    again = api.patch(record["id"], alice, whole).get_json()["release_request"]
+    assert again["id"] == waiting["id"]
+    assert releases.approve(waiting["id"], carol).status_code == 200
+    public = api.get(f"/api/public/files/{record['id']}").get_json()
+    assert public["creators"] == [ERIKA, INSTITUTE]
+    assert shown["public_hash"] == expected_hash(public)
+
+
+def test_a_renamed_author_in_the_whole_form_keeps_the_waiting_identifiers(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    record = released(api, alice, carol, releases, creators=json.dumps([ERIKA]))
+    form = api.get(f"/api/files/{record['id']}", alice).get_json()
+    assert form["creators"] == [ERIKA] and form["release_request"] is None
+    body = api.patch(record["id"], alice, {"autoren": "Muster, Erika; Neu, Hans"}).get_json()
+    fields = body["release_request"]["pending"]["fields"]
+    assert fields["creators"] == [ERIKA, {"family_name": "Neu", "given_name": "Hans"}]
+    back = api.patch(record["id"], alice, {"autoren": "Muster, Erika"}).get_json()
+    assert back["release_request"] is None  # the change back withdrew it
+    assert api.get(f"/api/public/files/{record['id']}").get_json()["creators"] == [ERIKA]
