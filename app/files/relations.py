@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, inspect, or_, select
+from sqlalchemy import delete, insert, or_, select
 
 from app.auth.services import Caller
 from app.exceptions import ValidationFailed
@@ -90,46 +90,43 @@ def visible_ids(
     return set(db.session.scalars(select(FileRecord.id).where(FileRecord.id.in_(wanted), seen)))
 
 
-def index(record: FileRecord, *, deleted: bool = False) -> None:
-    """Rewrite the record's rows of `record_relations` from its links, when they changed (a
-    new record, a PATCH or an approval setting them); a deleted record's go with it."""
-    state = inspect(record)
-    if (
-        not deleted
-        and state.persistent
-        and not state.attrs.related_identifiers.history.has_changes()
-    ):
-        return
+def index(record: FileRecord, *, deleted: bool = False) -> set[uuid.UUID]:
+    """Bring the record's rows of `record_relations` in line with its links (its approved
+    state: the record's own column), whatever wrote them; a deleted record's go with it.
+    Returns the records whose shown links the write may change: those it linked to before
+    or links to now, and those linking to it."""
     db.session.flush()  # the record's row first: the index points at it
-    db.session.execute(delete(RecordRelation).where(RecordRelation.record_id == record.id))
-    rows = {
-        (relation_type, target)
-        for _, relation_type, target in record_links(record.related_identifiers)
-    }
-    if rows and not deleted:
-        db.session.execute(
-            insert(RecordRelation),
-            [
-                {"record_id": record.id, "relation_type": kind, "target_id": target}
-                for kind, target in sorted(rows, key=str)
-            ],
+    had = {
+        (kind, target)
+        for kind, target in db.session.execute(
+            select(RecordRelation.relation_type, RecordRelation.target_id).where(
+                RecordRelation.record_id == record.id
+            )
         )
-
-
-def related_ids(record: FileRecord) -> set[uuid.UUID]:
-    """The records whose shown links a write of `record` may change: those it links to (now
-    and before the write) and those linking to it."""
-    state = inspect(record)
-    history = state.attrs.related_identifiers.history
-    texts = [record.related_identifiers, *(history.deleted or ())]
-    found = {target for text in texts for _, _, target in record_links(text)}
-    found |= set(
+    }
+    wanted = (
+        set()
+        if deleted
+        else {(kind, target) for _, kind, target in record_links(record.related_identifiers)}
+    )
+    if had != wanted:
+        db.session.execute(delete(RecordRelation).where(RecordRelation.record_id == record.id))
+        if wanted:
+            db.session.execute(
+                insert(RecordRelation),
+                [
+                    {"record_id": record.id, "relation_type": kind, "target_id": target}
+                    for kind, target in sorted(wanted, key=str)
+                ],
+            )
+    touched = {target for _, target in had | wanted}
+    touched |= set(
         db.session.scalars(
             select(RecordRelation.record_id).where(RecordRelation.target_id == record.id)
         )
     )
-    found.discard(record.id)
-    return found
+    touched.discard(record.id)
+    return touched
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 from babel.numbers import get_decimal_symbol
 from babel.units import format_unit
+from flask_babel import gettext as _
 from markupsafe import Markup
 
 from app.doi.lookup import url as doi_url
@@ -62,6 +63,29 @@ class KeptVersion:
     download: str
 
 
+@dataclass(frozen=True, slots=True)
+class ShownLink:
+    """A link of the record as its page shows it (app/files/relations.py decided that the
+    reader may see it): DataCite's relation type, the identifier, and what a reader follows:
+    the linked record's title and page, or the DOI's or URL's address."""
+
+    relation_type: str
+    identifier_type: str
+    identifier: str
+    text: str
+    href: str
+    #: Of a record of this service: its id, schema.org type and DOI (if it has one).
+    record_id: str | None = None
+    schema_type: str | None = None
+    doi: str | None = None
+    inverse: bool = False
+
+    @property
+    def url(self) -> str:
+        """Its address as an identifier: a DOI's resolver address where it has one."""
+        return doi_url(self.doi) if self.doi else self.href
+
+
 @dataclass(slots=True)
 class RecordPage:
     """Everything the record template prints, already cleaned and formatted."""
@@ -103,6 +127,16 @@ class RecordPage:
     kept_versions: list[KeptVersion] = field(default_factory=list)
     #: The record's DOI ("10.5072/abcd-1234", app/doi), None while it has none.
     doi: str | None = None
+    #: Its links the public may follow, its own first, then the inverse of others' (issue 49).
+    links: list[ShownLink] = field(default_factory=list)
+
+    @property
+    def link_groups(self) -> list[tuple[str, list[ShownLink]]]:
+        """The links under the heading of their relation, in the order they first appear."""
+        groups: dict[str, list[ShownLink]] = {}
+        for link in self.links:
+            groups.setdefault(relation_label(link, self), []).append(link)
+        return list(groups.items())
 
     @property
     def doi_url(self) -> str | None:
@@ -385,3 +419,35 @@ def schema_org(page: RecordPage) -> dict[str, Any]:
     else:
         data["encoding"] = {"@type": "MediaObject", **content}
     return data
+
+
+def relation_label(link: ShownLink, page: RecordPage) -> str:
+    """The heading a link stands under on the page, in the reader's language: what the
+    linked resource is to this record ("Daten zu diesem Bericht" for the data set that
+    supplements a report)."""
+    relation = link.relation_type
+    if relation == "IsSupplementedBy" and link.schema_type == "Dataset":
+        if schema_type(page.mime_type) == "Report":
+            return _("Daten zu diesem Bericht")
+        return _("Daten dazu")
+    labels = {
+        "IsSupplementTo": _("Ergänzt"),
+        "IsSupplementedBy": _("Ergänzt durch"),
+        "References": _("Verweist auf"),
+        "IsReferencedBy": _("Verwiesen von"),
+        "Cites": _("Zitiert"),
+        "IsCitedBy": _("Zitiert von"),
+        "IsPartOf": _("Teil von"),
+        "HasPart": _("Enthält"),
+        "IsNewVersionOf": _("Frühere Ausgabe"),
+        "IsPreviousVersionOf": _("Neuere Ausgabe"),
+        "IsDerivedFrom": _("Abgeleitet von"),
+        "IsSourceOf": _("Quelle für"),
+        "IsVersionOf": _("Version von"),
+        "HasVersion": _("Hat die Version"),
+        "IsDocumentedBy": _("Dokumentiert durch"),
+        "Documents": _("Dokumentiert"),
+        "IsDescribedBy": _("Beschrieben durch"),
+        "Describes": _("Beschreibt"),
+    }
+    return labels.get(relation) or _("Verknüpft (%(relation)s)", relation=relation)

@@ -20,7 +20,7 @@ from app.database import PREPARED
 from app.doi import lookup
 from app.exceptions import RecordNotFound
 from app.extensions import db
-from app.files import access, versions
+from app.files import access, relations, versions
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import PUBLIC_CACHE, base_url, external_url
 from app.links.holder import HOLDER_HEADERS, is_holder_page
@@ -43,13 +43,16 @@ from app.pages.previews import csv_rows
 from app.pages.records import (
     KeptVersion,
     RecordPage,
+    ShownLink,
     Urls,
     clean_text,
     kind_of,
     link_header,
     record_page,
+    schema_type,
     signposting,
     size_text,
+    title_of,
 )
 from app.stats import count_view
 from app.stats.queries import human
@@ -214,7 +217,38 @@ def page_of(record: Any, today: date, repository: str, doi: str | None = None) -
         (export.label, f"{page.urls.page}/export/{export.name}", export.media_type)
         for export in exports.EXPORTS.values()
     ]
+    page.links = shown_links(record, base_url())
     return page
+
+
+def shown_links(record: Any, base: str) -> list[ShownLink]:
+    """The record's links the public may follow (app/files/relations.py), each with what
+    its page prints: a linked record's title, page and DOI; a DOI's or URL's address."""
+    found = relations.links_of(record, None)
+    dois = lookup.dois_of(link.target.id for link in found if link.target is not None)
+    shown = []
+    for link in found:
+        if link.target is None:
+            href = lookup.url(link.identifier) if link.identifier_type == "DOI" else link.identifier
+            shown.append(
+                ShownLink(link.relation_type, link.identifier_type, link.identifier, href, href)
+            )
+            continue
+        target = link.target
+        shown.append(
+            ShownLink(
+                link.relation_type,
+                link.identifier_type,
+                link.identifier,
+                title_of(target),
+                f"{base}/records/{target.id}",
+                record_id=str(target.id),
+                schema_type=schema_type(target.mime_type),
+                doi=lookup.shown(dois.get(target.id)),
+                inverse=link.inverse,
+            )
+        )
+    return shown
 
 
 def _version(row: Any, today: date, page: RecordPage, repository: str) -> tuple[str, ...]:
@@ -227,6 +261,7 @@ def _version(row: Any, today: date, page: RecordPage, repository: str) -> tuple[
         page.urls.oai_record,
         repository,
         page.doi or "",
+        repr(page.links),  # what other records lend it: their titles, types, DOIs
     )
 
 

@@ -174,6 +174,12 @@ class Ror(_Identifier):
         return value
 
 
+def required(name: str) -> dict[str, str]:
+    """Laravel's wording of a missing field, and of one that is null."""
+    message = f"The {name} field is required."
+    return {"required": message, "null": message}
+
+
 class _Strict(Schema):
     """A nested object of the fields named and no others."""
 
@@ -193,7 +199,10 @@ class _Strict(Schema):
 
 class AffiliationSchema(_Strict):
     name = Text(
-        required=True, allow_none=False, metadata={"description": "The organisation's name."}
+        required=True,
+        allow_none=False,
+        error_messages=required("name"),
+        metadata={"description": "The organisation's name."},
     )
     ror = Ror(metadata={"description": "Its ROR id (https://ror.org/...), checked."})
 
@@ -253,16 +262,19 @@ class RelatedIdentifierSchema(_Strict):
 
     relation_type = fields.String(
         required=True,
+        error_messages=required("relation_type"),
         validate=lambda value: value in INVERSE or _not_relation(),
         metadata={"enum": list(RELATION_TYPES)},
     )
     identifier = Text(
         max_length=URL_MAX,
         required=True,
+        error_messages=required("identifier"),
         metadata={"description": "The record's id, the DOI (bare or as its address), or the URL."},
     )
     identifier_type = fields.String(
         required=True,
+        error_messages=required("identifier_type"),
         validate=lambda value: value in IDENTIFIER_TYPES or _not_identifier_type(),
         metadata={"enum": list(IDENTIFIER_TYPES)},
     )
@@ -331,6 +343,7 @@ class SeriesPlaceSchema(_Strict):
 
     slug = fields.String(
         required=True,
+        error_messages=required("slug"),
         metadata={
             "description": "The series' slug (`POST /api/series`).",
             "pattern": SLUG_FORM.pattern,

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 
 from tests.files.test_creators import ERIKA, INSTITUTE
+from tests.files.test_related_identifiers import link
+from tests.pages.test_related import related
 from tests.releases.conftest import Releases
 from tests.releases.test_approving import expected_hash
 from tests.releases.test_held_changes import released
@@ -55,3 +57,20 @@ def test_a_renamed_author_in_the_whole_form_keeps_the_waiting_identifiers(
     back = api.patch(record["id"], alice, {"autoren": "Muster, Erika"}).get_json()
     assert back["release_request"] is None  # the change back withdrew it
     assert api.get(f"/api/public/files/{record['id']}").get_json()["creators"] == [ERIKA]
+
+
+def test_a_new_link_waits_and_shows_on_neither_page_until_approved(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    data = released(api, alice, carol, releases, aktiv_id="D-1")
+    report = released(api, alice, carol, releases, aktiv_id="R-1")
+    wanted = [link(data["id"])]
+    waiting = api.patch(report["id"], alice, {"related_identifiers": wanted}).get_json()
+    request = waiting["release_request"]
+    assert request["pending"]["fields"] == {"related_identifiers": wanted}
+    assert related(api, data["id"]) == [] and related(api, report["id"]) == []
+    assert api.get(f"/api/public/files/{report['id']}").get_json()["related_identifiers"] == []
+    assert releases.approve(request["id"], carol).status_code == 200
+    assert related(api, data["id"]) == [
+        ("Ergänzt", [("Bericht", f"http://localhost/records/{report['id']}")])
+    ]
