@@ -24,6 +24,7 @@ from app.oai import harvest
 from app.oai import xml as oai_xml
 from app.oai.identifiers import identifier_of
 from app.oai.identifiers import namespace as oai_namespace
+from app.schemas.attribution import SERIES_SET, SLUG_FORM, series_line
 
 bp = Blueprint("oai", __name__, tag="Harvesting", errors=SERVER, security=NO_TOKEN)
 bp.before_request(read_without_transaction)
@@ -60,7 +61,7 @@ ARGUMENTS = {
     "metadataPrefix": {"type": "string", "description": "oai_dc (the only format offered)."},
     "from": {"type": "string", "description": "YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ (UTC)."},
     "until": {"type": "string", "description": "Same granularity as from; inclusive."},
-    "set": {"type": "string", "description": "A folder of path, segments joined by ':'."},
+    "set": {"type": "string", "description": "A folder (segments joined by ':') or series~<slug>."},
     "resumptionToken": {"type": "string", "description": "From the previous answer; alone."},
 }
 ANSWERS = {
@@ -94,6 +95,13 @@ def _public_files_url() -> str:
     if "oai_public_files_url" not in g:
         g.oai_public_files_url = absolute_url(url_for("public.list_released"))
     return g.oai_public_files_url
+
+
+def _series_titles() -> dict[str, str]:
+    """Every series' title by slug, read once per request (series are few)."""
+    if "oai_series" not in g:
+        g.oai_series = {slug: title for slug, title in harvest.series_sets(bare=True)}
+    return g.oai_series
 
 
 def _record_id(identifier: str) -> uuid.UUID:
@@ -250,19 +258,22 @@ def _list_sets(root: Any, args: dict[str, str]) -> None:
         state = _decode_token(args["resumptionToken"], "ListSets")
         after, cursor = state["after"], state["cursor"]
     folders, resume_after = harvest.set_page(after, PAGE_SIZE)
-    if not folders and after is None:
-        raise ProtocolError("noSetHierarchy", "No released record has a path, so no sets.")
-    if not folders:
+    # The series (few, curated) come whole on the first page, before the folders.
+    sets = harvest.series_sets() if after is None else []
+    sets += [(folder.replace("/", ":"), folder) for folder in folders]
+    if not sets and after is None:
+        raise ProtocolError("noSetHierarchy", "No series, and no released record has a path.")
+    if not sets:
         raise ProtocolError("badResumptionToken", "The sets changed: list them from the start.")
     element = oai_xml.verb_element(root, "ListSets")
-    for folder in folders:
+    for spec, name in sets:
         entry = oai_xml.sub(element, f"{{{oai_xml.OAI}}}set")
-        oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setSpec", folder.replace("/", ":"))
-        oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setName", folder)
+        oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setSpec", spec)
+        oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setName", name)
     if cursor == 0 and resume_after is None:
         return
     # No completeListSize: counting the sets would read them all.
-    state = {"verb": "ListSets", "after": resume_after, "cursor": cursor + len(folders)}
+    state = {"verb": "ListSets", "after": resume_after, "cursor": cursor + len(sets)}
     _resumption_token(element, cursor, None, resume_after, state)
 
 
@@ -308,6 +319,8 @@ def _write_item(
     """An item's header, and with its metadata its record; `doi` the record's DOI, first of
     its `dc:identifier`s as its resolver address."""
     set_specs = [folder.replace("/", ":") for folder in harvest.parents(item.path)]
+    if item.series is not None:
+        set_specs.append(SERIES_SET + item.series)
     identifier = identifier_of(item.position[1])
     if not with_metadata:
         oai_xml.header(parent, identifier, item.position[0], set_specs, item.deleted)
@@ -321,7 +334,11 @@ def _write_item(
             "record": record_url,
             "download": f"{record_url}/download",
         }
-        oai_xml.oai_dc(record, item.record, urls, today)
+        relations = []
+        if item.series is not None and item.series in _series_titles():
+            title = oai_xml.xml_text(_series_titles()[item.series])
+            relations.append(series_line(title, item.record.series_number))
+        oai_xml.oai_dc(record, item.record, urls, today, relations)
 
 
 def _parse_moment(value: str, name: str) -> tuple[datetime, str]:
@@ -355,12 +372,16 @@ def _window(args: dict[str, str]) -> harvest.Window:
         raise ProtocolError("badArgument", "from and until must have the same granularity.")
     if start is not None and end is not None and start >= end:
         raise ProtocolError("badArgument", "from must not be later than until.")
-    folder = None
-    if "set" in args:
+    folder = series = None
+    if args.get("set", "").startswith(SERIES_SET):
+        series = args["set"].removeprefix(SERIES_SET)
+        if not SLUG_FORM.fullmatch(series):
+            raise ProtocolError("noRecordsMatch", f"There is no set {args['set']}.")
+    elif "set" in args:
         if not SET_SPEC.fullmatch(args["set"]):
             raise ProtocolError("noRecordsMatch", f"There is no set {args['set']}.")
         folder = args["set"].replace(":", "/")
-    return harvest.Window(folder, start, end)
+    return harvest.Window(folder, start, end, series)
 
 
 def _encode_token(state: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -103,18 +104,25 @@ def _split(value: str | None) -> list[str]:
     return [part.strip() for part in value.replace(";", ",").split(",") if part.strip()]
 
 
-def oai_dc(parent: Any, record: Any, urls: dict[str, str], today: date) -> None:
-    """A record as Dublin Core in an OAI-PMH answer; the mapping is written down in the README."""
+def oai_dc(
+    parent: Any, record: Any, urls: dict[str, str], today: date, relations: Sequence[str] = ()
+) -> None:
+    """A record as Dublin Core in an OAI-PMH answer (docs/harvesting.md has the mapping)."""
     metadata = sub(parent, f"{{{OAI}}}metadata")
-    metadata.append(dublin_core(record, urls, today))
+    metadata.append(dublin_core(record, urls, today, relations=relations))
 
 
 def dublin_core(
-    record: Any, urls: dict[str, str], today: date, publisher: str | None = None
+    record: Any,
+    urls: dict[str, str],
+    today: date,
+    publisher: str | None = None,
+    relations: Sequence[str] = (),
 ) -> Any:
     """The `oai_dc:dc` element of a record (also the landing pages' Dublin Core export, which
     names the `publisher`); an empty or missing URL in `urls` is left out (`doi`: the DOI's
-    resolver address, first of the identifiers)."""
+    resolver address, first of the identifiers); `relations` are its `dc:relation`s (its
+    series, "IAB-Forschungsbericht; 7/2026", and the addresses of what it links to)."""
     dc = etree.Element(f"{{{OAI_DC}}}dc", nsmap={"oai_dc": OAI_DC, "dc": DC, "xsi": XSI})
     dc.set(f"{{{XSI}}}schemaLocation", f"{OAI_DC} {OAI_DC_SCHEMA}")
 
@@ -137,6 +145,8 @@ def dublin_core(
     put("identifier", urls["record"])
     put("identifier", urls["download"])
     put("identifier", record.aktiv_id)
+    for relation in relations:
+        put("relation", relation)
     if embargo_active(record, today):
         put("rights", f"Embargoed until {record.sperrfrist.isoformat()}.")
     return dc

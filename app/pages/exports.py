@@ -25,7 +25,8 @@ from lxml.builder import E
 
 from app.files.access import RecordLike
 from app.oai import xml as oai_xml
-from app.pages.records import RecordPage, schema_type
+from app.pages.records import RecordPage, SeriesRef, schema_type
+from app.schemas.attribution import series_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,16 @@ def csl_item(page: RecordPage) -> dict[str, Any]:
         item["DOI"] = page.doi
     if page.version > 1:
         item["version"] = str(page.version)
+    if page.series is not None:
+        # A report series is the report's genre and number (how "Cite them right" and
+        # reference managers print a report's), and for every type its collection.
+        item["collection-title"] = page.series.title
+        if page.series.number:
+            item["collection-number"] = page.series.number
+        if item["type"] == "report":
+            item["genre"] = page.series.title
+            if page.series.number:
+                item["number"] = page.series.number
     if authors:
         item["author"] = authors
     if page.description:
@@ -135,6 +146,10 @@ def bibtex(page: RecordPage, record: RecordLike, today: date) -> str:
     fields += [("year", str(published.year)), ("date", published.isoformat())]
     report = csl_type(page) == "report" and page.kind == "pdf"
     fields.append(("institution" if report else "publisher", latex(page.repository)))
+    if page.series is not None:
+        fields.append(("series", latex(page.series.title)))
+        if page.series.number:
+            fields.append(("number", latex(page.series.number)))
     if page.description:
         fields.append(("abstract", latex(page.description)))
     if page.keywords or page.themes:
@@ -183,6 +198,13 @@ def ris(page: RecordPage, record: RecordLike, today: date) -> str:
     }
     if page.doi:
         entry["doi"] = page.doi
+    if page.series is not None:
+        # RIS's place of a report's series and number (T2, SN), else the series title (T3)
+        # and a number (M1), as Zotero reads them.
+        report = entry["type_of_reference"] == "RPRT"
+        entry["secondary_title" if report else "tertiary_title"] = one_line(page.series.title)
+        if page.series.number:
+            entry["issn" if report else "note"] = one_line(page.series.number)
     if page.authors:
         entry["authors"] = [one_line(author) for author in page.authors]
     if page.description:
@@ -264,6 +286,8 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
         data["subjects"] = [{"subject": word} for word in page.keywords + page.themes]
     if page.description:
         data["descriptions"] = [{"description": page.description, "descriptionType": "Abstract"}]
+    if page.series is not None:
+        data["relatedItems"] = [series_item(page.series, data["types"]["resourceTypeGeneral"])]
     data = _xml_safe(data)
     if "subjects" in data:
         # The schema's subjects are unique items: a word that is both a keyword and a theme (or
@@ -272,6 +296,24 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
         words = dict.fromkeys(subject["subject"] for subject in data["subjects"])
         data["subjects"] = [{"subject": word} for word in words]
     return data
+
+
+def series_item(series: SeriesRef, resource_type: str) -> dict[str, Any]:
+    """A series as DataCite's related item: the collection the record is part of, with the
+    record's number there (a report's as its report number)."""
+    item: dict[str, Any] = {
+        "relationType": "IsPartOf",
+        "relatedItemType": "Collection",
+        "relatedItemIdentifier": {
+            "relatedItemIdentifier": series.url,
+            "relatedItemIdentifierType": "URL",
+        },
+        "titles": [{"title": series.title}],
+    }
+    if series.number:
+        item["number"] = series.number
+        item["numberType"] = "Report" if resource_type == "Text" else "Other"
+    return item
 
 
 def datacite_xml(page: RecordPage, record: RecordLike, today: date) -> bytes:
@@ -286,13 +328,21 @@ def datacite_xml(page: RecordPage, record: RecordLike, today: date) -> bytes:
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
 
 
+def dc_relations(page: RecordPage) -> list[str]:
+    """Dublin Core's `dc:relation`s of a page: its series, then the address of each link."""
+    found = [series_line(page.series.title, page.series.number)] if page.series else []
+    return found
+
+
 def dublin_core(page: RecordPage, record: RecordLike, today: date) -> bytes:
     urls = {
         "doi": page.doi_url or "",
         "record": page.urls.page,
         "download": page.urls.download if page.downloadable else "",
     }
-    element = oai_xml.dublin_core(record, urls, today, publisher=page.repository)
+    element = oai_xml.dublin_core(
+        record, urls, today, publisher=page.repository, relations=dc_relations(page)
+    )
     return etree.tostring(element, xml_declaration=True, encoding="UTF-8", pretty_print=True)
 
 

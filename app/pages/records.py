@@ -86,6 +86,16 @@ class ShownLink:
         return doi_url(self.doi) if self.doi else self.href
 
 
+@dataclass(frozen=True, slots=True)
+class SeriesRef:
+    """The series a record is part of, as its page and exports name it."""
+
+    slug: str
+    title: str
+    number: str
+    url: str
+
+
 @dataclass(slots=True)
 class RecordPage:
     """Everything the record template prints, already cleaned and formatted."""
@@ -129,6 +139,8 @@ class RecordPage:
     doi: str | None = None
     #: Its links the public may follow, its own first, then the inverse of others' (issue 49).
     links: list[ShownLink] = field(default_factory=list)
+    #: The series it is part of, with its number there.
+    series: SeriesRef | None = None
 
     @property
     def link_groups(self) -> list[tuple[str, list[ShownLink]]]:

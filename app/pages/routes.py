@@ -24,7 +24,7 @@ from app.files import access, relations, versions
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import PUBLIC_CACHE, base_url, external_url
 from app.links.holder import HOLDER_HEADERS, is_holder_page
-from app.models import FileRecord, RecordCitation, StatsDaily, record_digest
+from app.models import FileRecord, RecordCitation, Series, StatsDaily, record_digest
 from app.oai.identifiers import identifier_of
 from app.pages import (  # noqa: F401
     browse,
@@ -33,6 +33,7 @@ from app.pages import (  # noqa: F401
     front,
     holder,
     i18n,
+    series,
     sitemap,
     tombstones,
 )
@@ -43,6 +44,7 @@ from app.pages.previews import csv_rows
 from app.pages.records import (
     KeptVersion,
     RecordPage,
+    SeriesRef,
     ShownLink,
     Urls,
     clean_text,
@@ -218,7 +220,17 @@ def page_of(record: Any, today: date, repository: str, doi: str | None = None) -
         for export in exports.EXPORTS.values()
     ]
     page.links = shown_links(record, base_url())
+    page.series = series_of(record, base_url())
     return page
+
+
+def series_of(record: Any, base: str) -> SeriesRef | None:
+    """The series the record is part of, with its title and its number there."""
+    found = db.session.get(Series, record.series_slug) if record.series_slug else None
+    if found is None:
+        return None
+    url = f"{base}/series/{found.slug}"
+    return SeriesRef(found.slug, clean_text(found.title), clean_text(record.series_number), url)
 
 
 def shown_links(record: Any, base: str) -> list[ShownLink]:
@@ -262,6 +274,7 @@ def _version(row: Any, today: date, page: RecordPage, repository: str) -> tuple[
         repository,
         page.doi or "",
         repr(page.links),  # what other records lend it: their titles, types, DOIs
+        repr(page.series),  # and its series' title
     )
 
 

@@ -48,6 +48,9 @@ CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 ROR_FORM = re.compile(r"0[0-9a-hjkmnp-tv-z]{6}[0-9]{2}")
 DOI_FORM = re.compile(r"10\.[0-9]{4,9}/\S+")
 SLUG_FORM = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+#: A series' OAI-PMH setSpec is this and its slug: `~` is in no folder's setSpec (a path's
+#: segments have none), so no folder's set can be a series'.
+SERIES_SET = "series~"
 #: Prefixes an identifier may be sent with; it is stored without.
 ORCID_PREFIXES = ("https://orcid.org/", "http://orcid.org/")
 GND_PREFIXES = ("https://d-nb.info/gnd/", "http://d-nb.info/gnd/")
@@ -563,3 +566,9 @@ def stored_form(answer: dict[str, Any]) -> dict[str, Any]:
         "series_slug": place.get("slug"),
         "series_number": place.get("number"),
     }
+
+
+def series_line(title: str, number: str | None) -> str:
+    """A place in a series as one line, as Dublin Core's `dc:relation` carries it:
+    "IAB-Forschungsbericht; 7/2026"."""
+    return f"{title}; {number}" if number else title

@@ -74,3 +74,22 @@ def test_a_new_link_waits_and_shows_on_neither_page_until_approved(
     assert related(api, data["id"]) == [
         ("Ergänzt", [("Bericht", f"http://localhost/records/{report['id']}")])
     ]
+
+
+def test_a_place_in_a_series_waits_too(
+    api: Api, admin: Account, alice: Account, carol: Account, releases: Releases
+):
+    made = api.client.post(
+        "/api/series", json={"slug": "berichte", "title": "Berichte"}, headers=admin.auth
+    )
+    assert made.status_code == 201
+    record = released(api, alice, carol, releases)
+    place = {"slug": "berichte", "number": "3"}
+    waiting = api.patch(record["id"], alice, {"series": place}).get_json()["release_request"]
+    assert waiting["pending"]["fields"] == {"series": place}
+    assert api.get(f"/api/public/files/{record['id']}").get_json()["series"] is None
+    assert api.get(f"/api/files/{record['id']}", alice).get_json()["series"] == place
+    shown = api.get(f"/api/release-requests/{waiting['id']}", carol).get_json()
+    assert shown["public_hash"] == expected_hash(shown["record"], shown["pending"])
+    assert releases.approve(waiting["id"], carol).status_code == 200
+    assert api.get(f"/api/public/files/{record['id']}").get_json()["series"] == place
