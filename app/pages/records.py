@@ -143,6 +143,11 @@ class RecordPage:
     series: SeriesRef | None = None
 
     @property
+    def newer_editions(self) -> list[ShownLink]:
+        """The newer editions of this record the public may read (app/files/editions.py)."""
+        return [link for link in self.links if link.relation_type == "IsPreviousVersionOf"]
+
+    @property
     def link_groups(self) -> list[tuple[str, list[ShownLink]]]:
         """The links under the heading of their relation, in the order they first appear."""
         groups: dict[str, list[ShownLink]] = {}

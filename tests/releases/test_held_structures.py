@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from tests.files.test_creators import ERIKA, INSTITUTE
+from tests.files.test_editions import edition
 from tests.files.test_related_identifiers import link
 from tests.pages.test_related import related
 from tests.releases.conftest import Releases
@@ -93,3 +94,20 @@ def test_a_place_in_a_series_waits_too(
     assert shown["public_hash"] == expected_hash(shown["record"], shown["pending"])
     assert releases.approve(waiting["id"], carol).status_code == 200
     assert api.get(f"/api/public/files/{record['id']}").get_json()["series"] == place
+
+
+def test_a_new_edition_waits_for_its_release_and_only_then_shows_on_the_older_page(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    older = released(api, alice, carol, releases)
+    response = edition(api, alice, older["id"], titel="Zweite Auflage")
+    assert response.status_code == 201
+    body = response.get_json()
+    [newer] = body["files"]
+    assert newer["freigabe"] is False
+    [request] = body["release_requests"]
+    page = api.client.get(f"/records/{older['id']}").get_data(as_text=True)
+    assert "newer-edition" not in page and "Zweite Auflage" not in page
+    assert releases.approve(request["id"], carol).status_code == 200
+    page = api.client.get(f"/records/{older['id']}").get_data(as_text=True)
+    assert 'class="newer-edition"' in page and "Zweite Auflage" in page
