@@ -146,32 +146,55 @@ def links_of(record: Any, reader: Caller | None = None) -> list[Link]:
     """The record's links as `reader` may see them (None: the public): its own, in their
     order, but those to records the reader may not see; then the inverse of each link to it
     from a record the reader may see (newest first), unless the record states it too."""
-    own = parsed(record.related_identifiers) or []
-    targets = {uuid.UUID(link["identifier"]) for link in own if link["identifier_type"] == RECORD}
+    return links_for([record], reader)[record.id]
+
+
+def links_for(records: list[Any], reader: Caller | None = None) -> dict[uuid.UUID, list[Link]]:
+    """`links_of` of each of `records`, by id, in two queries for all of them (a page of an
+    OAI-PMH harvest)."""
+    own = {record.id: parsed(record.related_identifiers) or [] for record in records}
+    targets = {
+        uuid.UUID(link["identifier"])
+        for links in own.values()
+        for link in links
+        if link["identifier_type"] == RECORD
+    }
     rows = {}
     if targets:
         query = select(*FileRecord.__table__.columns).where(
             FileRecord.id.in_(targets), access.visible(reader)
         )
         rows = {row.id: row for row in db.session.execute(query)}
-    found: list[Link] = []
-    for link in own:
-        if link["identifier_type"] != RECORD:
-            found.append(Link(link["relation_type"], link["identifier_type"], link["identifier"]))
-        elif (row := rows.get(uuid.UUID(link["identifier"]))) is not None:
-            found.append(Link(link["relation_type"], RECORD, link["identifier"], row))
-    stated = {(link.relation_type, link.identifier) for link in found}
-    incoming = db.session.execute(
-        select(RecordRelation.relation_type, *FileRecord.__table__.columns)
-        .join(FileRecord, FileRecord.id == RecordRelation.record_id)
-        .where(RecordRelation.target_id == record.id, access.visible(reader))
-        .order_by(FileRecord.created_at.desc(), FileRecord.id.desc())
-    )
-    for row in incoming:
-        relation = INVERSE[row.relation_type]
-        if (relation, str(row.id)) not in stated and row.id != record.id:
-            stated.add((relation, str(row.id)))
-            found.append(Link(relation, RECORD, str(row.id), row, inverse=True))
+    incoming: dict[uuid.UUID, list[Any]] = {record_id: [] for record_id in own}
+    if own:
+        for row in db.session.execute(
+            select(
+                RecordRelation.target_id,
+                RecordRelation.relation_type,
+                *FileRecord.__table__.columns,
+            )
+            .join(FileRecord, FileRecord.id == RecordRelation.record_id)
+            .where(RecordRelation.target_id.in_(list(own)), access.visible(reader))
+            .order_by(FileRecord.created_at.desc(), FileRecord.id.desc())
+        ):
+            incoming[row.target_id].append(row)
+    found: dict[uuid.UUID, list[Link]] = {}
+    for record_id, links in own.items():
+        shown: list[Link] = []
+        for link in links:
+            if link["identifier_type"] != RECORD:
+                shown.append(
+                    Link(link["relation_type"], link["identifier_type"], link["identifier"])
+                )
+            elif (row := rows.get(uuid.UUID(link["identifier"]))) is not None:
+                shown.append(Link(link["relation_type"], RECORD, link["identifier"], row))
+        stated = {(link.relation_type, link.identifier) for link in shown}
+        for row in incoming[record_id]:
+            relation = INVERSE[row.relation_type]
+            if (relation, str(row.id)) not in stated and row.id != record_id:
+                stated.add((relation, str(row.id)))
+                shown.append(Link(relation, RECORD, str(row.id), row, inverse=True))
+        found[record_id] = shown
     return found
 
 

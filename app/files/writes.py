@@ -55,9 +55,11 @@ def finish(
                 versions.note_public(record)
             seen = doi_services.public_view(record) if existing else None
             step(record)
-            relations.index(record, deleted=deleted)
+            related = relations.index(record, deleted=deleted)
             versions.note_public(record)
             doi_services.follow(record, deleted=deleted, seen=seen)
+            # What others show of it (their links' inverse) may have changed.
+            doi_services.follow_related(related)
         owed = deletions.take_owed()
         db.session.commit()
     except BaseException:

@@ -10,6 +10,7 @@ import base64
 import json
 import re
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -18,7 +19,7 @@ from flask import Response, current_app, g, request, url_for
 from app.database import read_without_transaction
 from app.docs.openapi import NO_TOKEN, SERVER, Blueprint
 from app.doi import lookup
-from app.files import access
+from app.files import access, relations
 from app.http import absolute_url
 from app.oai import harvest
 from app.oai import xml as oai_xml
@@ -95,6 +96,30 @@ def _public_files_url() -> str:
     if "oai_public_files_url" not in g:
         g.oai_public_files_url = absolute_url(url_for("public.list_released"))
     return g.oai_public_files_url
+
+
+def _linked(records: list[Any]) -> dict[uuid.UUID, list[str]]:
+    """The addresses of what each record links to, as the public may follow them
+    (app/files/relations.py): a linked record's DOI's address where it shows one, else its
+    public record's; a DOI's resolver address; a URL. Three queries for a whole page."""
+    found = relations.links_for(records, None)
+    targets = [link.target.id for links in found.values() for link in links if link.target]
+    dois = lookup.dois_of(targets)
+    addresses: dict[uuid.UUID, list[str]] = {}
+    for record_id, links in found.items():
+        shown = []
+        for link in links:
+            if link.target is not None:
+                doi = lookup.shown(dois.get(link.target.id))
+                shown.append(lookup.url(doi) if doi else f"{_public_files_url()}/{link.target.id}")
+            else:
+                shown.append(
+                    lookup.url(link.identifier)
+                    if link.identifier_type == "DOI"
+                    else link.identifier
+                )
+        addresses[record_id] = shown
+    return addresses
 
 
 def _series_titles() -> dict[str, str]:
@@ -306,7 +331,9 @@ def _get_record(root: Any, args: dict[str, str]) -> None:
         raise ProtocolError("idDoesNotExist", f"No item has the identifier {args['identifier']}.")
     element = oai_xml.verb_element(root, "GetRecord")
     doi = lookup.shown(lookup.doi_of(item.position[1])) if not item.deleted else None
-    _write_item(element, item, with_metadata=True, today=_today(), doi=doi)
+    links = _linked([item.record] if not item.deleted else [])
+    found = links.get(item.position[1], [])
+    _write_item(element, item, with_metadata=True, today=_today(), doi=doi, links=found)
 
 
 def _today() -> date:
@@ -314,10 +341,17 @@ def _today() -> date:
 
 
 def _write_item(
-    parent: Any, item: harvest.Item, *, with_metadata: bool, today: date, doi: str | None = None
+    parent: Any,
+    item: harvest.Item,
+    *,
+    with_metadata: bool,
+    today: date,
+    doi: str | None = None,
+    links: Sequence[str] = (),
 ) -> None:
     """An item's header, and with its metadata its record; `doi` the record's DOI, first of
-    its `dc:identifier`s as its resolver address."""
+    its `dc:identifier`s as its resolver address; `links` the addresses of what it links to
+    (`_linked`)."""
     set_specs = [folder.replace("/", ":") for folder in harvest.parents(item.path)]
     if item.series is not None:
         set_specs.append(SERIES_SET + item.series)
@@ -338,7 +372,7 @@ def _write_item(
         if item.series is not None and item.series in _series_titles():
             title = oai_xml.xml_text(_series_titles()[item.series])
             relations.append(series_line(title, item.record.series_number))
-        oai_xml.oai_dc(record, item.record, urls, today, relations)
+        oai_xml.oai_dc(record, item.record, urls, today, [*relations, *links])
 
 
 def _parse_moment(value: str, name: str) -> tuple[datetime, str]:
@@ -454,9 +488,11 @@ def _list(root: Any, args: dict[str, str], verb: str) -> None:
     with_metadata = verb == "ListRecords"
     live = [item.position[1] for item in items if not item.deleted] if with_metadata else []
     dois = lookup.dois_of(live)
+    links = _linked([item.record for item in items if not item.deleted] if with_metadata else [])
     for item in items:
         doi = lookup.shown(dois.get(item.position[1]))
-        _write_item(element, item, with_metadata=with_metadata, today=today, doi=doi)
+        found = links.get(item.position[1], [])
+        _write_item(element, item, with_metadata=with_metadata, today=today, doi=doi, links=found)
     if cursor == 0 and not more:
         return
     last = items[-1].position

@@ -9,7 +9,8 @@ from typing import Any
 
 from lxml import etree
 
-from app.files.access import embargo_active
+from app.files.access import embargo_active, publication_date
+from app.schemas.attribution import display_name, people_of
 
 OAI = "http://www.openarchives.org/OAI/2.0/"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
@@ -131,13 +132,13 @@ def dublin_core(
             sub(dc, f"{{{DC}}}{name}", value)
 
     put("title", title_of(record))
-    for creator in (record.autoren or "").split(";"):
-        put("creator", creator.strip())
+    for creator in people_of(record):
+        put("creator", display_name(creator).strip())
     for subject in _split(record.sachschlagwoerter) + _split(record.org_themen):
         put("subject", subject)
     put("description", record.beschreibung)
     put("publisher", publisher)
-    put("date", record.created_at.astimezone(UTC).date().isoformat())
+    put("date", publication_date(record).isoformat())
     put("type", _dcmi_type(record.mime_type))
     put("type", record.reprotyp)
     put("format", record.mime_type)

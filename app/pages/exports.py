@@ -23,10 +23,11 @@ from datacite import schema45
 from lxml import etree
 from lxml.builder import E
 
+from app.doi import payload
 from app.files.access import RecordLike
 from app.oai import xml as oai_xml
-from app.pages.records import RecordPage, SeriesRef, schema_type
-from app.schemas.attribution import series_line
+from app.pages.records import Person, RecordPage, ShownLink, schema_type
+from app.schemas.attribution import GND_URL, ROR_URL, series_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +47,6 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _name_parts(author: str) -> tuple[str, str] | None:
-    """(family, given) of an author written "Last, First"; None for any other form."""
-    family, comma, given = author.partition(",")
-    if comma and family.strip() and given.strip():
-        return family.strip(), given.strip()
-    return None
-
-
 def csl_type(page: RecordPage) -> str:
     kind = schema_type(page.mime_type)
     return {
@@ -67,10 +60,7 @@ def csl_type(page: RecordPage) -> str:
 
 def csl_item(page: RecordPage) -> dict[str, Any]:
     """The record as a CSL-JSON item (what citeproc-py renders and reference managers read)."""
-    authors = []
-    for author in page.authors:
-        parts = _name_parts(author)
-        authors.append({"family": parts[0], "given": parts[1]} if parts else {"literal": author})
+    authors = [csl_name(found) for found in page.people]
     published = page.published
     item: dict[str, Any] = {
         "id": page.id,
@@ -103,6 +93,13 @@ def csl_item(page: RecordPage) -> dict[str, Any]:
     return item
 
 
+def csl_name(found: Person) -> dict[str, str]:
+    """A creator as CSL names one: a person's family and given names, anything else whole."""
+    if found.family:
+        return {"family": found.family, **({"given": found.given} if found.given else {})}
+    return {"literal": found.name}
+
+
 def csl_json(page: RecordPage, record: RecordLike, today: date) -> str:
     return json.dumps([csl_item(page)], ensure_ascii=False, indent=2)
 
@@ -129,20 +126,19 @@ def latex(text: str) -> str:
     return _LATEX_SPECIAL.sub(lambda match: _LATEX[match.group()], one_line(text))
 
 
-def _bibtex_name(author: str) -> str:
-    """A name BibTeX splits as meant: "Last, First" as it is, any other form (an organisation,
+def _bibtex_name(found: Person) -> str:
+    """A name BibTeX splits as meant: a person "Last, First", anything else (an organisation,
     a name containing "and") kept whole in braces."""
-    parts = _name_parts(author)
-    if parts and " and " not in f" {author.lower()} ":
-        return f"{latex(parts[0])}, {latex(parts[1])}"
-    return "{" + latex(author) + "}"
+    if found.family and " and " not in f" {found.name.lower()} ":
+        return latex(found.family) + (f", {latex(found.given)}" if found.given else "")
+    return "{" + latex(found.name) + "}"
 
 
 def bibtex(page: RecordPage, record: RecordLike, today: date) -> str:
     published = page.published
     fields = [("title", latex(page.title))]
-    if page.authors:
-        fields.append(("author", " and ".join(_bibtex_name(author) for author in page.authors)))
+    if page.people:
+        fields.append(("author", " and ".join(_bibtex_name(found) for found in page.people)))
     fields += [("year", str(published.year)), ("date", published.isoformat())]
     report = csl_type(page) == "report" and page.kind == "pdf"
     fields.append(("institution" if report else "publisher", latex(page.repository)))
@@ -216,6 +212,15 @@ def ris(page: RecordPage, record: RecordLike, today: date) -> str:
     return rispy.dumps([entry], implementation=RisWriter)
 
 
+#: DataCite's general resource types of the schema.org types (as `resource_type_general`).
+DATACITE_TYPES = {
+    "Dataset": "Dataset",
+    "AudioObject": "Sound",
+    "VideoObject": "Audiovisual",
+    "ImageObject": "Image",
+}
+
+
 def resource_type_general(page: RecordPage) -> str:
     kind = schema_type(page.mime_type)
     if kind == "Dataset":
@@ -238,20 +243,21 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
     identifier and the page's address an alternate identifier (as Zenodo writes it); without
     one the page's address is the identifier (`datacite_xml`). An unnamed author is
     DataCite's standard value `:unav`."""
-    creators = []
-    for author in page.authors or [":unav"]:
-        parts = _name_parts(author)
-        if parts:
-            creators.append(
-                {
-                    "name": f"{parts[0]}, {parts[1]}",
-                    "nameType": "Personal",
-                    "familyName": parts[0],
-                    "givenName": parts[1],
-                }
-            )
-        else:
-            creators.append({"name": author})
+    creators = [
+        payload.creator_attributes(
+            found.name,
+            family=found.family,
+            given=found.given,
+            organisation=found.organisation,
+            orcid=found.orcid_id,
+            gnd=found.gnd.removeprefix(GND_URL) if found.gnd else None,
+            affiliations=[
+                (name, ror.removeprefix(ROR_URL) if ror else None)
+                for name, ror in found.affiliations
+            ],
+        )
+        for found in page.people
+    ] or [{"name": payload.UNKNOWN}]
     dates = [{"date": page.published.isoformat(), "dateType": "Issued"}]
     if page.embargo_until:
         dates.append({"date": page.embargo_until.isoformat(), "dateType": "Available"})
@@ -286,8 +292,14 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
         data["subjects"] = [{"subject": word} for word in page.keywords + page.themes]
     if page.description:
         data["descriptions"] = [{"description": page.description, "descriptionType": "Abstract"}]
+    if page.links:
+        data["relatedIdentifiers"] = [datacite_link(link) for link in page.links]
     if page.series is not None:
-        data["relatedItems"] = [series_item(page.series, data["types"]["resourceTypeGeneral"])]
+        general = data["types"]["resourceTypeGeneral"]
+        series = page.series
+        data["relatedItems"] = [
+            payload.series_item(series.title, series.number, series.url, general)
+        ]
     data = _xml_safe(data)
     if "subjects" in data:
         # The schema's subjects are unique items: a word that is both a keyword and a theme (or
@@ -298,22 +310,16 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
     return data
 
 
-def series_item(series: SeriesRef, resource_type: str) -> dict[str, Any]:
-    """A series as DataCite's related item: the collection the record is part of, with the
-    record's number there (a report's as its report number)."""
-    item: dict[str, Any] = {
-        "relationType": "IsPartOf",
-        "relatedItemType": "Collection",
-        "relatedItemIdentifier": {
-            "relatedItemIdentifier": series.url,
-            "relatedItemIdentifierType": "URL",
-        },
-        "titles": [{"title": series.title}],
-    }
-    if series.number:
-        item["number"] = series.number
-        item["numberType"] = "Report" if resource_type == "Text" else "Other"
-    return item
+def datacite_link(link: ShownLink) -> dict[str, Any]:
+    """A link as DataCite's related identifier: a DOI where there is one, else the address."""
+    general = None
+    if link.schema_type is not None:
+        general = DATACITE_TYPES.get(link.schema_type, "Text")
+    if link.doi or link.identifier_type == "DOI":
+        return payload.related_identifier(
+            link.relation_type, "DOI", link.doi or link.identifier, general
+        )
+    return payload.related_identifier(link.relation_type, "URL", link.href, general)
 
 
 def datacite_xml(page: RecordPage, record: RecordLike, today: date) -> bytes:
@@ -331,7 +337,7 @@ def datacite_xml(page: RecordPage, record: RecordLike, today: date) -> bytes:
 def dc_relations(page: RecordPage) -> list[str]:
     """Dublin Core's `dc:relation`s of a page: its series, then the address of each link."""
     found = [series_line(page.series.title, page.series.number)] if page.series else []
-    return found
+    return found + [link.url for link in page.links]
 
 
 def dublin_core(page: RecordPage, record: RecordLike, today: date) -> bytes:

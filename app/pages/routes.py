@@ -202,7 +202,18 @@ def page_of(record: Any, today: date, repository: str, doi: str | None = None) -
     if record.version > 1:
         replaced = versions.last_replaced_at(record.id)
         changed = replaced.astimezone(UTC).date() if replaced else None
-    page = record_page(record, today, urls, repository, folders, changed, doi)
+    base = base_url()
+    page = record_page(
+        record,
+        today,
+        urls,
+        repository,
+        folders,
+        changed,
+        doi,
+        links=shown_links(record, base),
+        series=series_of(record, base),
+    )
     if record.version > 1:
         page.kept_versions = [
             KeptVersion(
@@ -219,8 +230,6 @@ def page_of(record: Any, today: date, repository: str, doi: str | None = None) -
         (export.label, f"{page.urls.page}/export/{export.name}", export.media_type)
         for export in exports.EXPORTS.values()
     ]
-    page.links = shown_links(record, base_url())
-    page.series = series_of(record, base_url())
     return page
 
 

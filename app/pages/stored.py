@@ -11,7 +11,6 @@ row whose key no longer fits; its page then renders the citation itself
 from __future__ import annotations
 
 import logging
-from datetime import UTC
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,10 +20,12 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Mapper
 
+from app.files.access import publication_date
 from app.models import FileRecord, RecordCitation, Series
 from app.pages import exports
 from app.pages.citation import ADDRESS, citation_key, stored_citations
-from app.pages.records import SeriesRef, clean_text, split_list, title_of
+from app.pages.records import SeriesRef, clean_text, person, title_of
+from app.schemas.attribution import people_of
 
 #: The attributes a citation is made from (`record_page` and `exports.csl_item`).
 CITED = (
@@ -36,6 +37,8 @@ CITED = (
     "version",
     "series_slug",
     "series_number",
+    "creators",
+    "sperrfrist",
 )
 _TABLE = RecordCitation.__table__
 log = logging.getLogger(__name__)
@@ -50,11 +53,12 @@ def cited_item(record: Any, repository: str, series_title: str | None = None) ->
     if record.series_slug and series_title is not None:
         number = clean_text(record.series_number)
         series = SeriesRef(record.series_slug, clean_text(series_title), number, "")
+    people = [found for found in map(person, people_of(record)) if found.name]
     cited = SimpleNamespace(
         id=str(record.id),
         title=title_of(record),
-        authors=split_list(record.autoren, ";"),
-        published=record.created_at.astimezone(UTC).date(),
+        people=people,
+        published=publication_date(record),
         mime_type=record.mime_type,
         repository=repository,
         urls=SimpleNamespace(page=ADDRESS),

@@ -572,3 +572,17 @@ def series_line(title: str, number: str | None) -> str:
     """A place in a series as one line, as Dublin Core's `dc:relation` carries it:
     "IAB-Forschungsbericht; 7/2026"."""
     return f"{title}; {number}" if number else title
+
+
+def people_of(record: Any) -> list[dict[str, Any]]:
+    """A record's creators, structured: its `creators`, or without them the names of its
+    `autoren` ("Family, Given" a person, any other name an organisation's, kept whole)."""
+    stored = parsed(record.creators)
+    if stored is not None:
+        return stored
+    return [creator_of_name(name) for name in names_of(record.autoren)]
+
+
+ORCID_URL = "https://orcid.org/"
+GND_URL = "https://d-nb.info/gnd/"
+ROR_URL = "https://ror.org/"
