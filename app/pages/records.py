@@ -182,6 +182,11 @@ class RecordPage:
     people: list[Person] = field(default_factory=list)
 
     @property
+    def kind_type(self) -> str:
+        """Its schema.org type by its content (`Dataset`, `Report`, ...)."""
+        return schema_type(self.mime_type)
+
+    @property
     def newer_editions(self) -> list[ShownLink]:
         """The newer editions of this record the public may read (app/files/editions.py)."""
         return [link for link in self.links if link.relation_type == "IsPreviousVersionOf"]
@@ -354,6 +359,8 @@ def signposting(page: RecordPage) -> list[tuple[str, str, str | None]]:
         (f"https://schema.org/{page_type(page)}", "type", None),
         ("https://schema.org/AboutPage", "type", None),
     ]
+    if schema_type(page.mime_type) == "Dataset":  # its DCAT-AP description (app/pages/dcat.py)
+        links.append((page.urls.page, "describedby", "text/turtle"))
     if page.downloadable:
         links.append((page.urls.download, "item", page.mime_type))
     return links

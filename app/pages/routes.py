@@ -29,6 +29,7 @@ from app.oai.identifiers import identifier_of
 from app.pages import (  # noqa: F401
     browse,
     citation,
+    dcat,
     exports,
     front,
     holder,
@@ -96,6 +97,7 @@ LAYOUT_LIBRARIES = (
     "bibtexparser",
     "rispy",
     "datacite",
+    "rdflib",
     "Babel",
     "flask-babel",
     "Jinja2",
@@ -301,17 +303,34 @@ def _read(record_id: uuid.UUID, *, for_page: bool = False) -> Read:
 @tombstones.answered
 def record(record_id: uuid.UUID) -> Response:
     """The page, or by content negotiation (`Accept`) one of the exports."""
-    wanted = (
-        request.accept_mimetypes.best_match(exports.OFFERS) if request.accept_mimetypes else None
-    )
+    offers = exports.OFFERS
+    if request.accept_mimetypes and any(t in request.accept_mimetypes for t in dcat.FORMATS):
+        # A data set also answers its DCAT-AP description (an unknown id is 404 here).
+        if schema_type(access.read_record(None, record_id).mime_type) == "Dataset":
+            offers = [*offers, *dcat.FORMATS]
+    wanted = request.accept_mimetypes.best_match(offers) if request.accept_mimetypes else None
     if request.accept_mimetypes and wanted is None:
         _read(record_id)  # an unknown id is 404 whatever was asked for
-        response = not_acceptable()
+        response = not_acceptable(offers)
     elif wanted in exports.BY_MEDIA_TYPE:
         response = _export(_read(record_id), exports.BY_MEDIA_TYPE[wanted])
+    elif wanted in dcat.FORMATS:
+        response = _dcat(_read(record_id), wanted)
     else:
         response = _page(_read(record_id, for_page=True))
     response.vary.add("Accept")
+    return response
+
+
+def _dcat(read: Read, media_type: str) -> Response:
+    """A data set's DCAT-AP description (app/pages/dcat.py), with an ETag of its own."""
+    etag = _etag(*read.version, media_type)
+    if request.if_none_match.contains_weak(etag):
+        response = Response(status=304)
+    else:
+        body = dcat.serialized(read.page, media_type)
+        response = Response(body, content_type=f"{media_type}; charset=utf-8")
+    response.set_etag(etag)
     return response
 
 
@@ -373,9 +392,9 @@ def _export(read: Read, chosen: exports.Export) -> Response:
     return response
 
 
-def not_acceptable() -> Response:
+def not_acceptable(offers: list[str] | None = None) -> Response:
     """406 with the list of what `/records/{id}` can answer."""
-    lines = [_("Diese Seite gibt es in diesen Formaten (Accept):"), *exports.OFFERS]
+    lines = [_("Diese Seite gibt es in diesen Formaten (Accept):"), *(offers or exports.OFFERS)]
     return Response("\n".join(lines) + "\n", status=406, content_type="text/plain; charset=utf-8")
 
 
