@@ -25,6 +25,7 @@ import html
 import re
 import secrets
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -291,13 +292,22 @@ def mark_embargoes_ended() -> int:
 # --- what a record's DataCite metadata takes from other records (issue 49) -----------------
 
 
-def related_of(record: FileRecord) -> list[dict[str, Any]]:
+def related_of(
+    record: Any,
+    found: list[relations.Link] | None = None,
+    dois: dict[uuid.UUID, Doi] | None = None,
+    landing: Callable[[uuid.UUID], str] = landing_url,
+) -> list[dict[str, Any]]:
     """The record's links in DataCite's form, as the public may follow them
     (app/files/relations.py: a link to or from a record the public may not see is left
-    out): a linked record by its DOI where it shows one, else by its landing page; the
-    inverse of other records' links too (`IsPreviousVersionOf` a newer edition)."""
-    found = relations.links_of(record, None)
-    dois = lookup.dois_of(link.target.id for link in found if link.target is not None)
+    out): a linked record by its DOI where it shows one, else by its `landing` page; the
+    inverse of other records' links too (`IsPreviousVersionOf` a newer edition). `found`
+    and `dois` are its links and their records' DOIs where the caller read them already (a
+    page of an OAI-PMH harvest)."""
+    if found is None:
+        found = relations.links_of(record, None)
+    if dois is None:
+        dois = lookup.dois_of(link.target.id for link in found if link.target is not None)
     related = []
     for link in found:
         if link.target is None:
@@ -308,18 +318,20 @@ def related_of(record: FileRecord) -> list[dict[str, Any]]:
             )
             continue
         doi = lookup.shown(dois.get(link.target.id))
-        kind, identifier = ("DOI", doi) if doi else ("URL", landing_url(link.target.id))
+        kind, identifier = ("DOI", doi) if doi else ("URL", landing(link.target.id))
         general = payload.resource_type_general(link.target.mime_type)
         related.append(payload.related_identifier(link.relation_type, kind, identifier, general))
     return related
 
 
-def series_of(record: FileRecord) -> dict[str, Any] | None:
-    """The record's series as DataCite's related item (None: none)."""
+def series_of(record: Any, base: str | None = None) -> dict[str, Any] | None:
+    """The record's series as DataCite's related item (None: none); its page under `base`
+    (default `PUBLIC_BASE_URL`)."""
     series = db.session.get(Series, record.series_slug) if record.series_slug else None
     if series is None:
         return None
-    base = (current_app.config.get("PUBLIC_BASE_URL") or "").rstrip("/")
+    if base is None:
+        base = (current_app.config.get("PUBLIC_BASE_URL") or "").rstrip("/")
     general = payload.resource_type_general(record.mime_type)
     return payload.series_item(
         series.title, record.series_number, f"{base}/series/{series.slug}", general

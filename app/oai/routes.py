@@ -1,5 +1,6 @@
-"""OAI-PMH 2.0 at GET|POST /oai: the six verbs over released records, `oai_dc` metadata, sets
-from the folders of `path`, persistent deletions, keyset resumption tokens.
+"""OAI-PMH 2.0 at GET|POST /oai: the six verbs over released records, `oai_dc` and
+`oai_datacite` metadata (app/oai/datacite.py), sets from the folders of `path` and the series,
+persistent deletions, keyset resumption tokens.
 
 Protocol errors are answers too (HTTP 200 with an `<error>` element), as the protocol says.
 """
@@ -10,7 +11,7 @@ import base64
 import json
 import re
 import uuid
-from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -19,9 +20,10 @@ from flask import Response, current_app, g, request, url_for
 from app.database import read_without_transaction
 from app.docs.openapi import NO_TOKEN, SERVER, Blueprint
 from app.doi import lookup
+from app.doi import services as doi_services
 from app.files import access, relations
 from app.http import absolute_url
-from app.oai import harvest
+from app.oai import datacite, harvest
 from app.oai import xml as oai_xml
 from app.oai.identifiers import identifier_of
 from app.oai.identifiers import namespace as oai_namespace
@@ -59,7 +61,7 @@ ARGUMENTS = {
         "description": "The OAI-PMH request.",
     },
     "identifier": {"type": "string", "description": "oai:<OAI_NAMESPACE>:<record id>"},
-    "metadataPrefix": {"type": "string", "description": "oai_dc (the only format offered)."},
+    "metadataPrefix": {"type": "string", "description": "oai_dc or oai_datacite."},
     "from": {"type": "string", "description": "YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ (UTC)."},
     "until": {"type": "string", "description": "Same granularity as from; inclusive."},
     "set": {"type": "string", "description": "A folder (segments joined by ':') or series~<slug>."},
@@ -98,30 +100,6 @@ def _public_files_url() -> str:
     return g.oai_public_files_url
 
 
-def _linked(records: list[Any]) -> dict[uuid.UUID, list[str]]:
-    """The addresses of what each record links to, as the public may follow them
-    (app/files/relations.py): a linked record's DOI's address where it shows one, else its
-    public record's; a DOI's resolver address; a URL. Three queries for a whole page."""
-    found = relations.links_for(records, None)
-    targets = [link.target.id for links in found.values() for link in links if link.target]
-    dois = lookup.dois_of(targets)
-    addresses: dict[uuid.UUID, list[str]] = {}
-    for record_id, links in found.items():
-        shown = []
-        for link in links:
-            if link.target is not None:
-                doi = lookup.shown(dois.get(link.target.id))
-                shown.append(lookup.url(doi) if doi else f"{_public_files_url()}/{link.target.id}")
-            else:
-                shown.append(
-                    lookup.url(link.identifier)
-                    if link.identifier_type == "DOI"
-                    else link.identifier
-                )
-        addresses[record_id] = shown
-    return addresses
-
-
 def _series_titles() -> dict[str, str]:
     """Every series' title by slug, read once per request (series are few)."""
     if "oai_series" not in g:
@@ -151,10 +129,11 @@ def _record_id(identifier: str) -> uuid.UUID:
 def endpoint() -> Response:
     """OAI-PMH request
 
-    OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of `path`,
-    datestamps are `updated_at` in UTC seconds, deletions and unreleases stay as
-    `<header status="deleted">` (persistent). Lists and sets come in pages with a
-    `resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for records).
+    OAI-PMH 2.0 for harvesters: released records as `oai_dc` or `oai_datacite`, sets from the
+    folders of `path` and the series, datestamps are `updated_at` in UTC seconds, deletions and
+    unreleases stay as `<header status="deleted">` (persistent). Lists and sets come in pages
+    with a `resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for
+    records).
     """
     return _answer_request(request.args)
 
@@ -175,10 +154,11 @@ def endpoint() -> Response:
 def form_endpoint() -> Response:
     """OAI-PMH request (form-encoded body)
 
-    OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of `path`,
-    datestamps are `updated_at` in UTC seconds, deletions and unreleases stay as
-    `<header status="deleted">` (persistent). Lists and sets come in pages with a
-    `resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for records).
+    OAI-PMH 2.0 for harvesters: released records as `oai_dc` or `oai_datacite`, sets from the
+    folders of `path` and the series, datestamps are `updated_at` in UTC seconds, deletions and
+    unreleases stay as `<header status="deleted">` (persistent). Lists and sets come in pages
+    with a `resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for
+    records).
     """
     return _answer_request(request.form)
 
@@ -330,28 +310,41 @@ def _get_record(root: Any, args: dict[str, str]) -> None:
     if item is None:
         raise ProtocolError("idDoesNotExist", f"No item has the identifier {args['identifier']}.")
     element = oai_xml.verb_element(root, "GetRecord")
-    doi = lookup.shown(lookup.doi_of(item.position[1])) if not item.deleted else None
-    links = _linked([item.record] if not item.deleted else [])
-    found = links.get(item.position[1], [])
-    _write_item(element, item, with_metadata=True, today=_today(), doi=doi, links=found)
+    context = _context(args["metadataPrefix"], [item])
+    _write_item(element, item, context, with_metadata=True)
 
 
 def _today() -> date:
     return access.today()
 
 
-def _write_item(
-    parent: Any,
-    item: harvest.Item,
-    *,
-    with_metadata: bool,
-    today: date,
-    doi: str | None = None,
-    links: Sequence[str] = (),
-) -> None:
-    """An item's header, and with its metadata its record; `doi` the record's DOI, first of
-    its `dc:identifier`s as its resolver address; `links` the addresses of what it links to
-    (`_linked`)."""
+@dataclass(frozen=True)
+class Context:
+    """What the items of one answer share: the format, the day (embargoes), the records'
+    DOIs and links and their linked records' DOIs (read once for the whole page)."""
+
+    prefix: str
+    today: date
+    dois: dict[uuid.UUID, Any]
+    links: dict[uuid.UUID, list[relations.Link]]
+    linked_dois: dict[uuid.UUID, Any]
+
+
+def _context(prefix: str, items: list[harvest.Item], with_metadata: bool = True) -> Context:
+    live = [item.record for item in items if not item.deleted] if with_metadata else []
+    links = relations.links_for(live, None)
+    targets = [link.target.id for found in links.values() for link in found if link.target]
+    return Context(
+        prefix,
+        _today(),
+        lookup.dois_of(record.id for record in live),
+        links,
+        lookup.dois_of(targets),
+    )
+
+
+def _write_item(parent: Any, item: harvest.Item, context: Context, *, with_metadata: bool) -> None:
+    """An item's header, and with its metadata its record in the context's format."""
     set_specs = [folder.replace("/", ":") for folder in harvest.parents(item.path)]
     if item.series is not None:
         set_specs.append(SERIES_SET + item.series)
@@ -361,18 +354,55 @@ def _write_item(
         return
     record = oai_xml.sub(parent, f"{{{oai_xml.OAI}}}record")
     oai_xml.header(record, identifier, item.position[0], set_specs, item.deleted)
-    if not item.deleted:
-        record_url = f"{_public_files_url()}/{item.position[1]}"
-        urls = {
-            "doi": lookup.url(doi) if doi else "",
-            "record": record_url,
-            "download": f"{record_url}/download",
-        }
-        relations = []
-        if item.series is not None and item.series in _series_titles():
-            title = oai_xml.xml_text(_series_titles()[item.series])
-            relations.append(series_line(title, item.record.series_number))
-        oai_xml.oai_dc(record, item.record, urls, today, [*relations, *links])
+    if item.deleted:
+        return
+    record_id = item.position[1]
+    doi = lookup.shown(context.dois.get(record_id))
+    links = context.links.get(record_id, [])
+    if context.prefix == "oai_datacite":
+        datacite.oai_datacite(
+            record,
+            item.record,
+            doi=doi,
+            landing=_page_url(record_id),
+            related=doi_services.related_of(
+                item.record, links, context.linked_dois, landing=_page_url
+            ),
+            series=doi_services.series_of(item.record, _pages_base()),
+        )
+        return
+    record_url = f"{_public_files_url()}/{record_id}"
+    urls = {
+        "doi": lookup.url(doi) if doi else "",
+        "record": record_url,
+        "download": f"{record_url}/download",
+    }
+    lines = []
+    if item.series is not None and item.series in _series_titles():
+        title = oai_xml.xml_text(_series_titles()[item.series])
+        lines.append(series_line(title, item.record.series_number))
+    lines += [_address(link, context) for link in links]
+    oai_xml.oai_dc(record, item.record, urls, context.today, lines)
+
+
+def _address(link: relations.Link, context: Context) -> str:
+    """A link's address in Dublin Core: a linked record's DOI's where it shows one, else its
+    public record's; a DOI's resolver address; a URL as it is."""
+    if link.target is not None:
+        doi = lookup.shown(context.linked_dois.get(link.target.id))
+        return lookup.url(doi) if doi else f"{_public_files_url()}/{link.target.id}"
+    return lookup.url(link.identifier) if link.identifier_type == "DOI" else link.identifier
+
+
+def _pages_base() -> str:
+    """Where the landing pages are (`/records/...`, `/series/...`), once per request."""
+    if "oai_pages_base" not in g:
+        g.oai_pages_base = absolute_url(request.script_root or "")
+    return g.oai_pages_base
+
+
+def _page_url(record_id: uuid.UUID) -> str:
+    return f"{_pages_base()}/records/{record_id}"
 
 
 def _parse_moment(value: str, name: str) -> tuple[datetime, str]:
@@ -446,6 +476,9 @@ def _decode_token(token: str, verb: str) -> dict[str, Any]:
             if not all(isinstance(value, str) for value in arguments.values()):
                 raise ValueError(token)
             state["window"] = _window(arguments)
+            state["prefix"] = state.get("prefix", "oai_dc")
+            if state["prefix"] not in oai_xml.METADATA_FORMATS:
+                raise ValueError(token)
     except (ValueError, KeyError, TypeError, UnicodeError, OverflowError, RecursionError):
         raise ProtocolError("badResumptionToken", "The resumptionToken is not valid.") from None
     except ProtocolError:
@@ -474,9 +507,10 @@ def _list(root: Any, args: dict[str, str], verb: str) -> None:
         state = _decode_token(args["resumptionToken"], verb)
         query = {k: state[k] for k in ("from", "until", "set") if state.get(k) is not None}
         window, after = state["window"], state["after"]
-        cursor, size = state["cursor"], state["size"]
+        cursor, size, prefix = state["cursor"], state["size"], state["prefix"]
     else:
-        _check_prefix(args["metadataPrefix"])
+        prefix = args["metadataPrefix"]
+        _check_prefix(prefix)
         window, after, cursor = _window(args), None, 0
         size = harvest.count(window)
         query = {k: args[k] for k in ("from", "until", "set") if k in args}
@@ -484,21 +518,18 @@ def _list(root: Any, args: dict[str, str], verb: str) -> None:
     if not items:
         raise ProtocolError("noRecordsMatch", "No records match these arguments.")
     element = oai_xml.verb_element(root, verb)
-    today = _today()
     with_metadata = verb == "ListRecords"
-    live = [item.position[1] for item in items if not item.deleted] if with_metadata else []
-    dois = lookup.dois_of(live)
-    links = _linked([item.record for item in items if not item.deleted] if with_metadata else [])
+    context = _context(prefix, items, with_metadata)
     for item in items:
-        doi = lookup.shown(dois.get(item.position[1]))
-        found = links.get(item.position[1], [])
-        _write_item(element, item, with_metadata=with_metadata, today=today, doi=doi, links=found)
+        _write_item(element, item, context, with_metadata=with_metadata)
     if cursor == 0 and not more:
         return
     last = items[-1].position
     state = {
         "verb": verb,
         **query,
+        # Tokens issued before there was a second format name none: oai_dc.
+        **({"prefix": prefix} if prefix != "oai_dc" else {}),
         "after": [last[0].astimezone(UTC).isoformat(), str(last[1])],
         "cursor": cursor + len(items),
         "size": size,

@@ -20,7 +20,14 @@ OAI_SCHEMA = "http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd"
 OAI_DC_SCHEMA = "http://www.openarchives.org/OAI/2.0/oai_dc.xsd"
 IDENTIFIER_SCHEMA = "http://www.openarchives.org/OAI/2.0/oai-identifier.xsd"
 
-METADATA_FORMATS = {"oai_dc": (OAI_DC_SCHEMA, OAI_DC)}
+METADATA_FORMATS = {
+    "oai_dc": (OAI_DC_SCHEMA, OAI_DC),
+    # DataCite's OAI schema 1.1 (app/oai/datacite.py), which OpenAIRE and BASE read.
+    "oai_datacite": (
+        "http://schema.datacite.org/oai/oai-1.1/oai.xsd",
+        "http://schema.datacite.org/oai/oai-1.1/",
+    ),
+}
 
 
 def datestamp(moment: datetime) -> str:

@@ -187,7 +187,10 @@ def test_get_record_and_metadata_formats(api: Api, alice: Account):
     }
     assert b"Intern" not in etree.tostring(root)
     formats = oai(api, verb="ListMetadataFormats")
-    assert [e.text for e in formats.iterfind(".//oai:metadataPrefix", NS)] == ["oai_dc"]
+    assert [e.text for e in formats.iterfind(".//oai:metadataPrefix", NS)] == [
+        "oai_dc",
+        "oai_datacite",
+    ]
 
 
 def test_list_identifiers_pages_with_resumption_tokens(api: Api, alice: Account, small_pages):
