@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, or_, select
+from sqlalchemy import delete, insert, inspect, or_, select
 
 from app.auth.services import Caller
 from app.exceptions import ValidationFailed
@@ -94,37 +94,37 @@ def index(record: FileRecord, *, deleted: bool = False) -> set[uuid.UUID]:
     """Bring the record's rows of `record_relations` in line with its links (its approved
     state: the record's own column), whatever wrote them; a deleted record's go with it.
     Returns the records whose shown links the write may change: those it linked to before
-    or links to now, and those linking to it."""
-    db.session.flush()  # the record's row first: the index points at it
-    had = {
-        (kind, target)
-        for kind, target in db.session.execute(
-            select(RecordRelation.relation_type, RecordRelation.target_id).where(
-                RecordRelation.record_id == record.id
+    or links to now, and those linking to it. Reads and writes only the index (no flush of
+    the write's other rows), but for a new record's first links, which need its row."""
+    wanted = set()
+    if not deleted:
+        wanted = {(kind, target) for _, kind, target in record_links(record.related_identifiers)}
+    with db.session.no_autoflush:
+        had = {
+            (kind, target)
+            for kind, target in db.session.execute(
+                select(RecordRelation.relation_type, RecordRelation.target_id).where(
+                    RecordRelation.record_id == record.id
+                )
+            )
+        }
+        if had != wanted:
+            db.session.execute(delete(RecordRelation).where(RecordRelation.record_id == record.id))
+        touched = set(
+            db.session.scalars(
+                select(RecordRelation.record_id).where(RecordRelation.target_id == record.id)
             )
         )
-    }
-    wanted = (
-        set()
-        if deleted
-        else {(kind, target) for _, kind, target in record_links(record.related_identifiers)}
-    )
-    if had != wanted:
-        db.session.execute(delete(RecordRelation).where(RecordRelation.record_id == record.id))
-        if wanted:
-            db.session.execute(
-                insert(RecordRelation),
-                [
-                    {"record_id": record.id, "relation_type": kind, "target_id": target}
-                    for kind, target in sorted(wanted, key=str)
-                ],
-            )
-    touched = {target for _, target in had | wanted}
-    touched |= set(
-        db.session.scalars(
-            select(RecordRelation.record_id).where(RecordRelation.target_id == record.id)
-        )
-    )
+    if wanted and had != wanted:
+        if inspect(record).pending:
+            db.session.flush()  # the record's row first: the index points at it
+        rows = [
+            {"record_id": record.id, "relation_type": kind, "target_id": target}
+            for kind, target in sorted(wanted, key=str)
+        ]
+        with db.session.no_autoflush:
+            db.session.execute(insert(RecordRelation), rows)
+    touched |= {target for _, target in had | wanted}
     touched.discard(record.id)
     return touched
 
