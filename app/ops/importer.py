@@ -590,8 +590,10 @@ def import_command(
 
     \b
     Manifest (--metadata): UTF-8 CSV, comma or semicolon separated, with a 'file' column and
-    any of the metadata fields (titel, aktiv_id, sperrfrist, freigabe, reihenfolge, ...).
-    Empty cells leave a field unset. Files not listed are imported without metadata.
+    any of the metadata fields (titel, aktiv_id, sperrfrist, freigabe, reihenfolge, ...);
+    creators, related_identifiers and series as JSON text, as in an upload's form (a series
+    must exist, a linked record be the owner's or public). Empty cells leave a field unset.
+    Files not listed are imported without metadata.
 
     Hidden files and folders are skipped; symbolic links never lead out of DIRECTORY. Ends
     with a summary; exits 1 if any file was rejected.

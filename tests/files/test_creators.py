@@ -178,3 +178,22 @@ def test_the_import_manifest_carries_creators(api: Api, app, alice: Account, tmp
     [row] = api.rows()
     assert row.titel == "A" and json.loads(row.creators) == [ERIKA]
     assert row.autoren == "Muster, Erika"
+    # A series and links, as JSON text; what they name must exist for the owner.
+    (folder / "c.csv").write_text("jahr;quote\n2027;6,3\n")
+    (folder / "d.csv").write_text("jahr;quote\n2028;6,4\n")
+    link = json.dumps(
+        [{"relation_type": "References", "identifier": str(row.id), "identifier_type": "record"}]
+    )
+    series = json.dumps({"slug": "keine"}).replace('"', '""')
+    manifest.write_text(
+        f'file,related_identifiers,series\nc.csv,"{link.replace(chr(34), chr(34) * 2)}",\n'
+        f'd.csv,,"{series}"\n'
+    )
+    result = app.test_cli_runner().invoke(
+        args=["import", str(folder), "--owner", alice.email, "--metadata", str(manifest)]
+    )
+    assert "series.slug: There is no series keine" in result.output
+    linked = [r for r in api.rows() if r.related_identifiers]
+    assert [json.loads(r.related_identifiers)[0]["identifier"] for r in linked] == [str(row.id)]
+    # b.csv, no longer listed, comes without metadata; d.csv is rejected.
+    assert len(api.rows()) == 3 and len(api.objects()) == 3
