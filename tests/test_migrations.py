@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -275,6 +276,92 @@ def test_migration_0023_adds_release_approval_and_its_downgrade_removes_it(
         db.engine.dispose()
     tables, users = tables_and_user_columns()
     assert not added & tables and "is_approver" not in users
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
+def test_migration_0027_moves_a_waiting_change_into_a_draft_and_back(
+    dialect: str, make_postgres_database, tmp_path: Path
+):
+    """A change waiting on its request (0025's columns) becomes its record's draft: the
+    record's public fields with the wanted ones over them, and the waiting content; the
+    downgrade puts it back on the request."""
+    from flask_migrate import downgrade, upgrade
+
+    from app import create_app
+    from tests.conftest import base_config
+
+    url = f"sqlite:///{tmp_path / 'fresh.sqlite3'}" if dialect == "sqlite" else None
+    url = url or make_postgres_database()
+    app = create_app(
+        base_config(SQLALCHEMY_DATABASE_URI=url, STORAGE_LOCAL_ROOT=str(tmp_path / "unused"))
+    )
+    record, request = uuid.uuid4(), uuid.uuid4()
+    ids = (sa.bindparam("record", type_=sa.Uuid), sa.bindparam("request", type_=sa.Uuid))
+    with app.app_context():
+        upgrade(revision="0026")
+        db.session.execute(
+            sa.text(
+                "INSERT INTO users (id, email, name, password_hash, is_admin, is_active,"
+                " created_at, updated_at) VALUES (1, 'a@example.org', 'A', 'x', false, true,"
+                " :now, :now)"
+            ),
+            {"now": "2026-11-01 00:00:00"},
+        )
+        db.session.execute(
+            sa.text(
+                "INSERT INTO file_records (id, user_id, stored_path, checksum_sha256,"
+                " original_name, mime_type, size, titel, autoren, reihenfolge, freigabe,"
+                " created_at, updated_at, version, content_was_public) VALUES (:record, 1,"
+                " 'files/r/v1', 'sha-v1', 'v1.pdf', 'application/pdf', 10, 'Alt', 'Muster',"
+                " 3, true, :now, :now, 1, true)"
+            ).bindparams(ids[0]),
+            {"record": record, "now": "2026-11-01 00:00:00"},
+        )
+        db.session.execute(
+            sa.text(
+                "INSERT INTO release_requests (id, record_id, kind, state, content_sha256,"
+                " public_hash, submitted_at, override, pending_fields, pending_stored_path,"
+                " pending_size, pending_mime_type, pending_original_name, pending_change_note)"
+                " VALUES (:request, :record, 'change', 'pending', 'sha-v2', 'p', :now, false,"
+                ' \'{"sperrfrist": "2027-01-01", "titel": "Neu"}\', \'files/r/v2\', 20,'
+                " 'application/pdf', 'v2.pdf', 'Tabelle 3')"
+            ).bindparams(*ids),
+            {"record": record, "request": request, "now": "2026-11-01 00:00:00"},
+        )
+        db.session.commit()
+        upgrade(revision="0027")
+        draft = db.session.execute(
+            sa.text(
+                "SELECT number, state, stored_path, checksum_sha256, size, original_name,"
+                " change_note, titel, autoren, reihenfolge, sperrfrist FROM file_versions"
+            )
+        ).one()
+        assert tuple(draft)[:10] == (
+            0,
+            "draft",
+            "files/r/v2",
+            "sha-v2",
+            20,
+            "v2.pdf",
+            "Tabelle 3",
+            "Neu",
+            "Muster",
+            3,
+        )
+        assert str(draft.sperrfrist) == "2027-01-01"
+        db.session.commit()
+        downgrade(revision="0026")
+        back = db.session.execute(
+            sa.text(
+                "SELECT pending_fields, pending_stored_path, pending_size, pending_original_name,"
+                " pending_change_note FROM release_requests"
+            )
+        ).one()
+        assert json.loads(back.pending_fields) == {"sperrfrist": "2027-01-01", "titel": "Neu"}
+        assert tuple(back)[1:] == ("files/r/v2", 20, "v2.pdf", "Tabelle 3")
+        assert db.session.execute(sa.text("SELECT count(*) FROM file_versions")).scalar() == 0
+        db.session.commit()
+        db.engine.dispose()
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])

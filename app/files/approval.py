@@ -408,7 +408,8 @@ def create(record: FileRecord, caller_id: int) -> None:
 
 def update(record: FileRecord, changes: dict[str, Any], caller_id: int | None) -> bool:
     """Put a PATCH's `changes` where the rule says (see the module's docstring); whether the
-    record's own columns changed (False: all of it waits in the draft, or nothing changed)."""
+    record's `updated_at` moves: not when the write only changed (or repeated) what waits in
+    the draft."""
     if not enabled():
         _set(record, changes, caller_id)
         return True
@@ -469,8 +470,8 @@ def _hold_fields(record: FileRecord, changes: dict[str, Any], caller_id: int | N
     if applied:  # a later embargo holds nothing back: at once
         record.sperrfrist = draft.sperrfrist
     record_changed = any(getattr(record, name) != value for name, value in before.items())
-    if not asked and not back:
-        return record_changed
+    if not asked and not back:  # nothing waits that did not: a plain PATCH of the record
+        return True
     now_waiting = waiting(record, draft)
     if pending is not None and not applied and now_waiting == was_waiting:
         return record_changed  # the same wish again (a client saving what it sent before)

@@ -144,7 +144,7 @@ def downgrade() -> None:
                 "pending_stored_path = :key, pending_size = :size, pending_mime_type = :mime, "
                 "pending_original_name = :name, pending_change_note = :note "
                 "WHERE record_id = :record AND state = 'pending'"
-            ).bindparams(sa.bindparam("record", type_=sa.Uuid)),
+            ),
             {
                 "fields": json.dumps(fields, sort_keys=True, ensure_ascii=False),
                 "key": row["stored_path"],
