@@ -78,14 +78,6 @@ def split_list(value: str | None, separators: str = ";,") -> list[str]:
     return [item.strip() for item in text.split(separators[0]) if item.strip()]
 
 
-def creator(author: str) -> dict[str, Any]:
-    """An author written "Last, First" as a person, any other form as a name kept whole."""
-    family, comma, given = author.partition(",")
-    if comma and family.strip() and given.strip():
-        return creator_attributes(f"{family.strip()}, {given.strip()}", family=family, given=given)
-    return {"name": author}
-
-
 def creator_attributes(
     name: str,
     *,
