@@ -151,6 +151,7 @@ def _register_blueprints(app: Flask) -> None:
     from app.pages.routes import bp as pages_bp
     from app.public.routes import bp as public_bp
     from app.releases.routes import bp as releases_bp
+    from app.series.routes import bp as series_bp
     from app.stats.routes import bp as stats_bp
     from app.tus.routes import bp as tus_bp
 
@@ -169,6 +170,7 @@ def _register_blueprints(app: Flask) -> None:
     app.register_blueprint(shared_bp)
     app.register_blueprint(stats_bp)
     app.register_blueprint(releases_bp)
+    app.register_blueprint(series_bp)
     app.register_blueprint(pages_bp)
 
 

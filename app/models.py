@@ -166,6 +166,8 @@ class FileRecord(db.Model):
         ),
         # Feeds list the embargoes that ended most recently (app/feeds).
         Index("ix_file_records_sperrfrist", "sperrfrist"),
+        # A series' page and feed read its records newest first (app/pages/series.py).
+        Index("ix_file_records_series", "series_slug", "created_at", "id"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid.uuid4)
@@ -190,6 +192,13 @@ class FileRecord(db.Model):
     freigabe: Mapped[bool] = mapped_column(Boolean, default=True)
     erstellt_von: Mapped[str | None] = mapped_column(String(255))
     freigegeben_von: Mapped[str | None] = mapped_column(String(255))
+    #: Who made it and what it belongs to (issue 49, app/schemas/attribution.py): the
+    #: structured creators and the related identifiers as canonical JSON text (None: none;
+    #: `autoren` is then the whole statement of authors), the series and the number in it.
+    creators: Mapped[str | None] = mapped_column(Text)
+    related_identifiers: Mapped[str | None] = mapped_column(Text)
+    series_slug: Mapped[str | None] = mapped_column(String(64))
+    series_number: Mapped[str | None] = mapped_column(String(64))
 
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -265,6 +274,11 @@ class FileVersion(db.Model):
     org_themen: Mapped[str | None] = mapped_column(String(255))
     sperrfrist: Mapped[date | None] = mapped_column(Date)
     reihenfolge: Mapped[int | None] = mapped_column(Integer)
+    # Added with issue 49 (migration 0029), as on the record.
+    creators: Mapped[str | None] = mapped_column(Text)
+    related_identifiers: Mapped[str | None] = mapped_column(Text)
+    series_slug: Mapped[str | None] = mapped_column(String(64))
+    series_number: Mapped[str | None] = mapped_column(String(64))
 
     @property
     def kept(self) -> bool:
@@ -273,6 +287,36 @@ class FileVersion(db.Model):
 
 #: The number of a record's draft (ended versions count from 1).
 DRAFT_NUMBER = 0
+
+
+class Series(db.Model):
+    """A named, curated list of records ("IAB-Forschungsbericht"), made by an administrator
+    (app/series); a record names its series and its number in it (`FileRecord.series_*`)."""
+
+    __tablename__ = "series"
+
+    slug: Mapped[str] = mapped_column(String(64), primary_key=True)
+    title: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    created_by: Mapped[int | None] = mapped_column(Integer)
+
+
+class RecordRelation(db.Model):
+    """A link of a record to another record of this service, as its approved state says
+    (`FileRecord.related_identifiers`, identifier type `record`): an index written by every
+    write of the record (app/files/relations.py), so that the other record finds the links
+    to it (and shows their inverse) without reading every record. Never the truth: the
+    record's column is."""
+
+    __tablename__ = "record_relations"
+    __table_args__ = (Index("ix_record_relations_target", "target_id"),)
+
+    record_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("file_records.id", ondelete="CASCADE"), primary_key=True
+    )
+    relation_type: Mapped[str] = mapped_column(String(32), primary_key=True)
+    target_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
 
 
 class FilePathCount(db.Model):
@@ -342,6 +386,8 @@ class OaiTombstone(db.Model):
 
     record_id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     path: Mapped[str | None] = mapped_column(String(255))
+    #: The series it was in (migration 0029), so that its series' set still harvests it.
+    series_slug: Mapped[str | None] = mapped_column(String(64))
     deleted_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 

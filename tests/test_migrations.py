@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import sqlalchemy as sa
@@ -360,4 +361,83 @@ def test_migration_0027_moves_a_waiting_change_into_a_draft_and_back(
         assert tuple(back)[1:] == ("files/r/v2", 20, "v2.pdf", "Tabelle 3")
         assert db.session.execute(sa.text("SELECT count(*) FROM file_versions")).scalar() == 0
         db.session.commit()
+        db.engine.dispose()
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_migration_0029_adds_issue_49s_fields_and_keeps_hashes_and_triggers(
+    dialect: str, make_postgres_database, tmp_path: Path
+):
+    """Issue 49: records keep what they had (no structured creators, no links, no series), a
+    release request bound before the upgrade stays bound (its `public_hash` is the same), the
+    count triggers survive both ways, and the downgrade removes what it added."""
+    import hashlib
+    import json
+
+    from flask_migrate import downgrade, upgrade
+
+    from app import create_app
+    from app.files.approval import public_hash
+    from tests.conftest import base_config
+
+    url = f"sqlite:///{tmp_path / 'fresh.sqlite3'}" if dialect == "sqlite" else None
+    url = url or make_postgres_database()
+    app = create_app(
+        base_config(SQLALCHEMY_DATABASE_URI=url, STORAGE_LOCAL_ROOT=str(tmp_path / "unused"))
+    )
+    record_id = uuid.UUID("00000000-0000-4000-8000-000000000049")
+    insert = sa.text(
+        "INSERT INTO file_records (id, user_id, stored_path, checksum_sha256, original_name, "
+        "mime_type, size, reihenfolge, freigabe, titel, autoren, created_at, updated_at, "
+        "version, content_was_public) VALUES (:id, 1, :key, :sha, 'a.pdf', 'application/pdf', "
+        "1, 0, true, 'Bericht', 'Muster, Erika', '2026-01-01 00:00:00', "
+        "'2026-01-01 00:00:00', 1, false)"
+    ).bindparams(sa.bindparam("id", type_=sa.Uuid))
+    hashed = ("original_name", "mime_type", "aktiv_id", "path", "reprotyp", "titel")
+    hashed += ("beschreibung", "autoren", "sachschlagwoerter", "org_themen", "sperrfrist")
+    before = {name: None for name in hashed} | {"reihenfolge": 0}
+    before |= {"original_name": "a.pdf", "mime_type": "application/pdf", "titel": "Bericht"}
+    before["autoren"] = "Muster, Erika"
+    text = json.dumps(before, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    old_hash = hashlib.sha256(text.encode()).hexdigest()
+
+    def columns(table: str) -> set[str]:
+        return {column["name"] for column in sa.inspect(db.engine).get_columns(table)}
+
+    def count() -> int:
+        return db.session.execute(sa.text("SELECT n FROM user_file_counts")).scalar_one()
+
+    with app.app_context():
+        upgrade(revision="0027")
+        db.session.execute(
+            sa.text(
+                "INSERT INTO users (id, email, name, password_hash, is_admin, is_active, "
+                "is_approver, created_at, updated_at) VALUES (1, 'a@example.org', 'a', 'x', "
+                "false, true, false, '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            )
+        )
+        db.session.execute(insert, {"id": record_id, "key": "files/a", "sha": "0" * 64})
+        db.session.commit()
+        upgrade(revision="0029")
+        added = {"creators", "related_identifiers", "series_slug", "series_number"}
+        assert added <= columns("file_records") and added <= columns("file_versions")
+        assert {"series", "record_relations"} <= set(sa.inspect(db.engine).get_table_names())
+        row = (
+            db.session.execute(sa.select(sa.text("*")).select_from(sa.table("file_records")))
+            .mappings()
+            .one()
+        )
+        assert [row[name] for name in sorted(added)] == [None] * 4
+        assert public_hash(SimpleNamespace(**row)) == old_hash
+        db.session.execute(insert, {"id": uuid.uuid4(), "key": "files/b", "sha": "1" * 64})
+        db.session.commit()
+        assert count() == 2  # the trigger still counts
+        downgrade(revision="0027")
+        assert not added & columns("file_records") and not added & columns("file_versions")
+        assert "series" not in sa.inspect(db.engine).get_table_names()
+        assert "series_slug" not in columns("oai_tombstones")
+        db.session.execute(insert, {"id": uuid.uuid4(), "key": "files/c", "sha": "2" * 64})
+        db.session.commit()
+        assert count() == 3
+        db.session.remove()
         db.engine.dispose()

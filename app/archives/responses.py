@@ -15,6 +15,7 @@ from app.auth.services import Caller
 from app.docs.openapi import header
 from app.files import access
 from app.files.downloads import RECHECK_SECONDS, content_disposition, still_allowed
+from app.files.relations import SeenLinks
 from app.http import load
 from app.schemas.fast_dump import public_record_rows, record_rows
 from app.schemas.field_types import PlainString
@@ -98,9 +99,8 @@ def archive_response(
         return services.scope(user, path, today)
 
     app = current_app._get_current_object()
-    manifest = services.Manifest(
-        app, members, scope, record_rows if isinstance(user, Caller) else public_record_rows
-    )
+    dump = record_rows if isinstance(user, Caller) else SeenLinks(public_record_rows, user)
+    manifest = services.Manifest(app, members, scope, dump)
     manifest.measure()
     if manifest.size >= streaming.SMALL_BODY_BYTES:
         # Measuring read every record once: the pages that left empty go back before the

@@ -43,6 +43,7 @@ from app.exceptions import ValidationFailed
 from app.extensions import db
 from app.files import access
 from app.files.listing import Listing
+from app.files.relations import SeenLinks
 from app.models import FileRecord
 from app.schemas.fast_dump import FastDump
 from app.storage import Storage
@@ -282,7 +283,7 @@ class Manifest:
         app: Flask,
         members: Members,
         scope: Callable[[], Select[Any]],
-        dump: FastDump,
+        dump: FastDump | SeenLinks,
     ) -> None:
         self.app = app
         self.members = members

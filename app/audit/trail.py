@@ -57,8 +57,13 @@ HASHED = tuple(name for name in ENTRY_FIELDS if name not in ("seq", "hash"))
 
 #: What a record's content is, as `file.create`, `file.replace` and `file.delete` show it.
 CONTENT = ("original_name", "size", "mime_type", "checksum_sha256", "version")
-#: Business metadata, as the API names it (what create and PATCH accept).
-METADATA = tuple(name for name, field in MetadataSchema().fields.items() if not field.load_only)
+#: Business metadata, as the API names it (what create and PATCH accept), and the two
+#: columns a record's `series` is kept in.
+METADATA = (
+    *(name for name, field in MetadataSchema().fields.items() if not field.load_only),
+    "series_slug",
+    "series_number",
+)
 ACCOUNT = ("email", "name", "is_admin", "is_active")
 # Names in the trail: `sha256` reads better than the column's name.
 _LABEL = {"checksum_sha256": "sha256"}

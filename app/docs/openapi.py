@@ -609,6 +609,7 @@ TAGS = {
     "Audit": "Who changed what, and when: the audit trail (administrators) and a record's "
     "history (its owner too).",
     "Statistics": "Downloads counted by the COUNTER rules; no address is kept.",
+    "Series": "Curated lists of records (a report series): a page, a feed, an OAI-PMH set each.",
 }
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Sequence
 from datetime import UTC, date
 from typing import Any
 
@@ -22,7 +23,9 @@ from datacite import schema45
 from sqlalchemy import func, select
 
 from app.extensions import db
+from app.files import access
 from app.models import FileRecord, FileVersion
+from app.schemas.attribution import GND_URL, ORCID_URL, ROR_URL, display_name, people_of
 
 #: Types whose content is data: DataCite's `Dataset`, and schema.org's `Dataset` on the
 #: landing page (app/pages/records.py uses this list).
@@ -75,18 +78,109 @@ def split_list(value: str | None, separators: str = ";,") -> list[str]:
     return [item.strip() for item in text.split(separators[0]) if item.strip()]
 
 
-def creator(author: str) -> dict[str, Any]:
-    """An author written "Last, First" as a person, any other form as a name kept whole."""
-    family, comma, given = author.partition(",")
-    if comma and family.strip() and given.strip():
-        family, given = family.strip(), given.strip()
-        return {
-            "name": f"{family}, {given}",
-            "nameType": "Personal",
-            "familyName": family,
-            "givenName": given,
-        }
-    return {"name": author}
+def creator_attributes(
+    name: str,
+    *,
+    family: str | None = None,
+    given: str | None = None,
+    organisation: bool = False,
+    orcid: str | None = None,
+    gnd: str | None = None,
+    affiliations: Iterable[tuple[str, str | None]] = (),
+) -> dict[str, Any]:
+    """A creator in DataCite's form (schema 4.5): a person (`family`, `given`) or an
+    organisation (`organisation`; neither: a name of unknown kind, from free-text `autoren`),
+    its ORCID iD and GND id (bare) as name identifiers, its affiliations (name, ROR id or
+    None) with their ROR ids, each identifier as its address with its scheme."""
+    found: dict[str, Any] = {"name": clean(name)}
+    if family:
+        found["nameType"] = "Personal"
+        if given and clean(given):
+            found["givenName"] = clean(given)
+        found["familyName"] = clean(family)
+    elif organisation:
+        found["nameType"] = "Organizational"
+    identifiers = []
+    if orcid:
+        identifiers.append(
+            {
+                "nameIdentifier": ORCID_URL + orcid,
+                "nameIdentifierScheme": "ORCID",
+                "schemeUri": "https://orcid.org",
+            }
+        )
+    if gnd:
+        identifiers.append(
+            {"nameIdentifier": GND_URL + gnd, "nameIdentifierScheme": "GND", "schemeUri": GND_URL}
+        )
+    if identifiers:
+        found["nameIdentifiers"] = identifiers
+    shown = []
+    for affiliation, ror in affiliations:
+        if not clean(affiliation):
+            continue
+        entry: dict[str, Any] = {"name": clean(affiliation)}
+        if ror:
+            entry["affiliationIdentifier"] = ROR_URL + ror
+            entry["affiliationIdentifierScheme"] = "ROR"
+            entry["schemeUri"] = "https://ror.org"
+        shown.append(entry)
+    if shown:
+        found["affiliation"] = shown
+    return found
+
+
+def record_creators(record: Any) -> list[dict[str, Any]]:
+    """A record's creators in DataCite's form: its structured `creators`, else the names of
+    its `autoren`; DataCite's `:unav` without any."""
+    structured = record.creators is not None
+    found = []
+    for person in people_of(record):
+        name = clean(display_name(person))
+        if not name:
+            continue
+        found.append(
+            creator_attributes(
+                name,
+                family=person.get("family_name"),
+                given=person.get("given_name"),
+                organisation=structured and "name" in person,
+                orcid=person.get("orcid"),
+                gnd=person.get("gnd"),
+                affiliations=[(a["name"], a.get("ror")) for a in person.get("affiliations", ())],
+            )
+        )
+    return found or [{"name": UNKNOWN}]
+
+
+def related_identifier(
+    relation: str, kind: str, identifier: str, resource_type: str | None = None
+) -> dict[str, Any]:
+    """A related identifier in DataCite's form: a DOI or a URL (`kind`), the relation from the
+    record's side, and the related resource's general type where it is known."""
+    found = {
+        "relatedIdentifier": identifier,
+        "relatedIdentifierType": kind,
+        "relationType": relation,
+    }
+    if resource_type:
+        found["resourceTypeGeneral"] = resource_type
+    return found
+
+
+def series_item(title: str, number: str | None, url: str, resource_type: str) -> dict[str, Any]:
+    """A series as DataCite's related item: the collection the record is part of, identified
+    by its page, with the record's number there (a text's as its report number)."""
+    item: dict[str, Any] = {
+        "relationType": "IsPartOf",
+        "relatedItemType": "Collection",
+        "relatedItemIdentifier": {"relatedItemIdentifier": url, "relatedItemIdentifierType": "URL"},
+        "titles": [{"title": clean(title) or UNKNOWN}],
+    }
+    if number and clean(number):
+        item["number"] = clean(number)
+        item["numberType"] = "Report" if resource_type == "Text" else "Other"
+    return item
 
 
 def resource_type_general(mime_type: str) -> str:
@@ -113,14 +207,17 @@ def attributes(
     publisher: str,
     available: date | None,
     updated: date | None = None,
+    related: Sequence[dict[str, Any]] = (),
+    series: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The record as DataCite's REST attributes. `available` is DataCite's `Available` date
     (the end of an embargo); `updated` the day the current version began, looked up in the
     versions when not given for a record past version 1. The publication (`publicationYear`,
     `Issued`) is the day the record became public: its creation, or the end of a later
-    embargo, as DataCite asks for embargoed resources."""
-    created = record.created_at.astimezone(UTC).date()
-    published = max(created, record.sperrfrist) if record.sperrfrist else created
+    embargo, as DataCite asks for embargoed resources (`access.publication_date`, what every
+    page and export says). `related` are its related identifiers (`related_identifier`),
+    `series` its series' related item (`series_item`)."""
+    published = access.publication_date(record)
     if updated is None:
         updated = version_date(record)
     title = clean(record.titel) or clean(record.original_name) or str(record.id)
@@ -132,7 +229,7 @@ def attributes(
     found: dict[str, Any] = {
         "doi": doi,
         "url": landing_url,
-        "creators": [creator(author) for author in split_list(record.autoren, ";") or [UNKNOWN]],
+        "creators": record_creators(record),
         "titles": [{"title": title}],
         "publisher": {"name": clean(publisher) or UNKNOWN},
         "publicationYear": f"{published.year:04d}",
@@ -160,6 +257,10 @@ def attributes(
         found["subjects"] = [{"subject": word} for word in words]
     if description := clean(record.beschreibung):
         found["descriptions"] = [{"description": description, "descriptionType": "Abstract"}]
+    if related:
+        found["relatedIdentifiers"] = list(related)
+    if series is not None:
+        found["relatedItems"] = [series]
     return found
 
 

@@ -25,18 +25,20 @@ import html
 import re
 import secrets
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from app.doi import lookup
+from app.doi import lookup, payload
 from app.exceptions import DomainError
 from app.extensions import db
-from app.files import access
-from app.models import Doi, FileRecord, RecordCitation, utcnow
+from app.files import access, relations
+from app.models import Doi, FileRecord, RecordCitation, Series, utcnow
 
 DRAFT = "draft"
 REGISTERED = "registered"
@@ -285,3 +287,70 @@ def mark_embargoes_ended() -> int:
         follow(record)
     db.session.commit()
     return len(rows)
+
+
+# --- what a record's DataCite metadata takes from other records (issue 49) -----------------
+
+
+def related_of(
+    record: Any,
+    found: list[relations.Link] | None = None,
+    dois: dict[uuid.UUID, Doi] | None = None,
+    landing: Callable[[uuid.UUID], str] = landing_url,
+) -> list[dict[str, Any]]:
+    """The record's links in DataCite's form, as the public may follow them
+    (app/files/relations.py: a link to or from a record the public may not see is left
+    out): a linked record by its DOI where it shows one, else by its `landing` page; the
+    inverse of other records' links too (`IsPreviousVersionOf` a newer edition). `found`
+    and `dois` are its links and their records' DOIs where the caller read them already (a
+    page of an OAI-PMH harvest)."""
+    if found is None:
+        found = relations.links_of(record, None)
+    if dois is None:
+        dois = lookup.dois_of(link.target.id for link in found if link.target is not None)
+    related = []
+    for link in found:
+        if link.target is None:
+            related.append(
+                payload.related_identifier(
+                    link.relation_type, link.identifier_type, link.identifier
+                )
+            )
+            continue
+        doi = lookup.shown(dois.get(link.target.id))
+        kind, identifier = ("DOI", doi) if doi else ("URL", landing(link.target.id))
+        general = payload.resource_type_general(link.target.mime_type)
+        related.append(payload.related_identifier(link.relation_type, kind, identifier, general))
+    return related
+
+
+def series_of(record: Any, base: str | None = None) -> dict[str, Any] | None:
+    """The record's series as DataCite's related item (None: none); its page under `base`
+    (default `PUBLIC_BASE_URL`)."""
+    series = db.session.get(Series, record.series_slug) if record.series_slug else None
+    if series is None:
+        return None
+    if base is None:
+        base = (current_app.config.get("PUBLIC_BASE_URL") or "").rstrip("/")
+    general = payload.resource_type_general(record.mime_type)
+    return payload.series_item(
+        series.title, record.series_number, f"{base}/series/{series.slug}", general
+    )
+
+
+def follow_related(record_ids: set[uuid.UUID]) -> None:
+    """Make due the DOIs of records whose DataCite metadata a write of another record may
+    have changed (what it links to and what links to it): the worker sends only what
+    changed. Withdrawn DOIs hold their tombstone and stay as they are."""
+    if not enabled() or not record_ids:
+        return
+    with db.session.no_autoflush:
+        found = db.session.scalars(
+            select(Doi).where(
+                Doi.record_id.in_(record_ids),
+                Doi.withdrawn_at.is_(None),
+                Doi.wanted.in_((DRAFT, FINDABLE)),
+            )
+        ).all()
+    for doi in found:
+        _due(doi)

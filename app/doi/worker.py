@@ -52,6 +52,8 @@ def _attributes(record: FileRecord, doi: Doi) -> dict[str, Any]:
         landing_url=services.landing_url(record.id),
         publisher=current_app.config["REPOSITORY_NAME"],
         available=record.sperrfrist,
+        related=services.related_of(record),
+        series=services.series_of(record),
     )
     payload.validate(attributes)
     return attributes

@@ -22,9 +22,12 @@ from app.docs.openapi import (
     in_query,
 )
 from app.doi import lookup
+from app.exceptions import ValidationFailed
+from app.extensions import db
 from app.feeds import services
 from app.files import access
 from app.http import absolute_url, load
+from app.models import Series
 from app.oai.xml import title_of, xml_text
 from app.schemas.field_types import PlainString
 
@@ -53,6 +56,9 @@ class FeedQuerySchema(Schema):
         unknown = EXCLUDE
 
     path = PlainString(metadata={"description": PATH_ABOUT})
+    series = PlainString(
+        metadata={"description": "A series' slug: only its records (422 for no such series)."}
+    )
 
 
 feed_query_schema = FeedQuerySchema()
@@ -81,9 +87,15 @@ def _feed_operation(operation_id: str, media_type: str) -> Any:
     return lambda view: declare(bp.errors("ValidationFailed")(view))
 
 
-def _path() -> str | None:
+def _query() -> tuple[str | None, Series | None]:
+    """The feed's folder (`path`) and series (`series`, 422 when there is none such)."""
     args = {k: v for k, v in request.args.to_dict().items() if v != ""}
-    return load(feed_query_schema, args).get("path")
+    query = load(feed_query_schema, args)
+    slug = query.get("series")
+    series = db.session.get(Series, slug) if slug is not None else None
+    if slug is not None and series is None:
+        raise ValidationFailed({"series": [f"There is no series {slug}."]})
+    return query.get("path"), series
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,8 @@ class Feed:
     modified: datetime | None  # Last-Modified, and what an empty feed's ETag depends on
     #: The entries' covers by record id (every entry may be downloaded: app/covers).
     covers: dict[uuid.UUID, covers.Shown]
+    #: The series it lists (`series=`), by slug and title, or "".
+    series: str = ""
 
     def shown(self) -> str:
         """What the feed prints of its covers, for its ETag."""
@@ -101,11 +115,19 @@ class Feed:
 
 
 def _feed(media_only: bool) -> Feed:
-    path = _path()
+    path, series = _query()
     config = current_app.config
-    found = services.entries(path, access.today(), config["APP_TIMEZONE"], media_only=media_only)
+    found = services.entries(
+        path,
+        access.today(),
+        config["APP_TIMEZONE"],
+        media_only=media_only,
+        series=series.slug if series else None,
+    )
     name = config.get("REPOSITORY_NAME") or "File repository"
     title = xml_text(f"{name}: {path}" if path else name)
+    if series is not None:
+        title = xml_text(f"{title}: {series.title}")
     self_url = xml_text(absolute_url(request.full_path.rstrip("?")))
     fg = FeedGenerator()
     fg.id(self_url)
@@ -114,9 +136,10 @@ def _feed(media_only: bool) -> Feed:
     fg.link(href=self_url, rel="self")
     # People read a feed's releases on the nearest folder page that holds all of them.
     folder = (path or "").rpartition("/")[0]
-    fg.link(
-        href=absolute_url(url_for("pages.browse", folder=folder)), rel="alternate", type="text/html"
-    )
+    page = url_for("pages.browse", folder=folder)
+    if series is not None:  # the series' page holds its releases
+        page = url_for("pages.series", slug=series.slug)
+    fg.link(href=absolute_url(page), rel="alternate", type="text/html")
     fg.description(f"Newest releases of {title}.")
     fg.language("de")
     modified = services.last_modified(found) or services.last_public_change()
@@ -128,7 +151,8 @@ def _feed(media_only: bool) -> Feed:
         for record_id, cover in made.items()
         if (shown := covers.shown_at(cover, absolute_url(f"/records/{record_id}")))
     }
-    return Feed(fg, found, path, modified, pictures)
+    named = f"{series.slug}\0{series.title}" if series is not None else ""
+    return Feed(fg, found, path, modified, pictures, named)
 
 
 def _add_entry(fg: FeedGenerator, entry: services.Entry) -> Any:
@@ -161,7 +185,9 @@ def _conditional(
     """The feed with its ETag (of `shown` too: what it prints besides its records' values)
     and Last-Modified, or 304."""
     response = Response(body, content_type=content_type)
-    response.set_etag(services.version(kind, feed.path, feed.entries, feed.modified, shown))
+    response.set_etag(
+        services.version(kind, feed.path, feed.entries, feed.modified, f"{feed.series}|{shown}")
+    )
     if feed.modified is not None:
         response.last_modified = feed.modified
     return response.make_conditional(request)

@@ -34,10 +34,16 @@ def _released_at(record: Any, timezone: str) -> datetime:
 
 
 def entries(
-    path: str | None, today: date, timezone: str, *, media_only: bool, size: int = FEED_SIZE
+    path: str | None,
+    today: date,
+    timezone: str,
+    *,
+    media_only: bool,
+    size: int = FEED_SIZE,
+    series: str | None = None,
 ) -> list[Entry]:
-    """The newest `size` downloadable records under `path`, newest release first (the front
-    page, app/pages/front.py, shows the newest few of them).
+    """The newest `size` downloadable records under `path` (and of `series`), newest release
+    first (the front page, app/pages/front.py, shows the newest few of them).
 
     Two short reads cover both ways a record becomes available: the newest creations without
     an active embargo, and the embargoes that ended most recently.
@@ -45,6 +51,8 @@ def entries(
     # What the public may download today (which implies what it may see).
     query = select(FileRecord).where(access.downloadable(None, today))
     query = filtered(query, {"path": path} if path is not None else {})
+    if series is not None:  # a series' feed (issue 49)
+        query = query.where(FileRecord.series_slug == series)
     if media_only:
         query = query.where(
             or_(FileRecord.mime_type.like("audio/%"), FileRecord.mime_type.like("video/%"))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -102,6 +102,15 @@ def downloadable(caller: Caller | LinkHolder | None, today: date) -> ColumnEleme
 def embargo_active(record: RecordLike, today: date) -> bool:
     """Download is blocked while the embargo date is after today; on the day it is allowed."""
     return record.sperrfrist is not None and record.sperrfrist > today
+
+
+def publication_date(record: RecordLike) -> date:
+    """The day a record is published, told the same everywhere (pages, citations, exports,
+    OAI-PMH, DataCite's `publicationYear`): the day its content is public to all, its upload
+    day (UTC) or the end of a later embargo, as DataCite asks for embargoed resources. Under
+    embargo it lies ahead (the page says "Verfügbar ab" that day)."""
+    created = record.created_at.astimezone(UTC).date()
+    return max(created, record.sperrfrist) if record.sperrfrist else created
 
 
 def public_now(record: RecordLike, today: date) -> bool:

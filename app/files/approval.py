@@ -68,6 +68,7 @@ from app.models import (
     VersionState,
     utcnow,
 )
+from app.schemas.attribution import STRUCTURED, shown_values, stored_form, structures
 
 #: What the public sees of a record besides its bytes (the public answer's fields but the
 #: id, the timestamps and `freigabe`): a request binds their hash.
@@ -121,8 +122,13 @@ def _plain(value: Any) -> Any:
 
 def public_hash(source: Any) -> str:
     """SHA-256 of the public fields' values of a record or a draft, as canonical JSON (the
-    contract is in `ReleaseRequestSchema.public_hash`)."""
-    values = {name: _plain(getattr(source, name)) for name in PUBLIC_FIELDS}
+    contract is in `ReleaseRequestSchema.public_hash`). The structured fields of issue 49
+    enter it, as the answers show them, only when they hold a value: a request bound before
+    they existed stays bound."""
+    values = {
+        name: _plain(getattr(source, name)) for name in PUBLIC_FIELDS if name not in STRUCTURED
+    }
+    values |= {name: value for name, value in structures(source).items() if value}
     text = json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -544,7 +550,7 @@ def pending_change(request: ReleaseRequest, record: Any, draft: FileVersion | No
     if request.kind not in HELD or request.state != RequestState.PENDING or draft is None:
         return None
     return {
-        "fields": {name: _plain(value) for name, value in waiting(record, draft).items()},
+        "fields": shown_values(waiting(record, draft), draft, _plain),
         "content": None
         if draft.stored_path is None
         else {
@@ -602,7 +608,10 @@ def as_editors_see(answers: list[dict[str, Any]]) -> None:
     columns stay the record's: they describe the bytes a download gives."""
     if not enabled():
         return
-    records = [SimpleNamespace(**{**answer, "id": uuid.UUID(answer["id"])}) for answer in answers]
+    records = [
+        SimpleNamespace(**{**answer, **stored_form(answer), "id": uuid.UUID(answer["id"])})
+        for answer in answers
+    ]
     found = waiting_for(records)
     for answer, record in zip(answers, records, strict=True):
         request, draft = found.get(record.id, (None, None))
@@ -611,7 +620,8 @@ def as_editors_see(answers: list[dict[str, Any]]) -> None:
             continue
         if request.kind == RequestKind.RELEASE:
             answer["freigabe"] = True
-        for name, value in ({} if draft is None else waiting(record, draft)).items():
-            answer[name] = _plain(value)
+        wanted = {} if draft is None else waiting(record, draft)
+        for name, value in shown_values(wanted, draft, _plain).items():
+            answer[name] = value
             if name == "org_themen":
                 answer["iab_themen"] = value

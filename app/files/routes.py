@@ -28,7 +28,7 @@ from app.doi import services as doi_services
 from app.doi.schemas import DoiFieldsSchema, ReservedDoiSchema
 from app.exceptions import ValidationFailed
 from app.extensions import db, limiter
-from app.files import access, approval, versions, writes
+from app.files import access, approval, editions, versions, writes
 from app.files.downloads import download_response, still_allowed, stored_file_response
 from app.files.listing import Listing, Page
 from app.files.pagination import list_response, page_envelope
@@ -82,6 +82,8 @@ def require_token() -> None:
 
 
 FILES_FIELD = re.compile(r"files(\[\d*\])?")
+#: What a PATCH answer may show of the fields sent (`dump_update_result`).
+ANSWERED = frozenset(UpdateSchema().fields) - {"iab_themen"}
 
 create_schema = CreateMetadataSchema()
 update_schema = UpdateSchema()
@@ -172,6 +174,11 @@ def create_files():
         raise
     staged = [(record_ids[file.index], file) for file in upload.files]
     records = writes.create_records(owner_id, staged, metadata, _storage())
+    return _created(records), 201
+
+
+def _created(records: list) -> dict:
+    """The answer of a create: the records, and with RELEASE_APPROVAL=on their requests."""
     answer = {"files": with_dois(created_record_schema.dump(records, many=True))}
     if approval.enabled():
         waiting = approval.waiting_for(records)
@@ -181,7 +188,50 @@ def create_files():
             if record.id in waiting
             for request, draft in [waiting[record.id]]
         ]
-    return answer, 201
+    return answer
+
+
+@bp.post("/<uuid:record_id>/editions", parameters=[ID_PARAMETER])
+@limiter.limit(_upload_rate, key_func=user_rate_key)
+@bp.doc(operationId="createFileEdition", requestBody=form_body(FileUploadFormSchema))
+@bp.alt_response(
+    201, schema=CreatedFilesSchema, description="The new edition.", headers=RATE_LIMIT_HEADERS
+)
+@bp.errors(*BODY_ERRORS, "NotFound", "Conflict", "TooManyRequests")
+def create_edition(record_id: uuid.UUID):
+    """Make a new edition of a released record
+
+    Owner or administrator. One file and the metadata of an upload; what is not sent comes from
+    the older record (not its embargo). A new record, its owner's, linked `IsNewVersionOf` it,
+    with a DOI of its own where the older has one. 409 for an unreleased record.
+    """
+    caller = current_user()
+    older = editions.snapshot(access.find_record(caller, record_id))
+    new_id = uuid.uuid4()
+    upload = _receive(
+        lambda name: FILES_FIELD.fullmatch(name) is not None,
+        lambda index: f"files.{index}",
+        lambda index: writes.new_object_key(new_id),
+        1,
+        "files",
+    )
+    try:
+        loaded = validated(
+            create_schema,
+            upload.fields,
+            unreadable=upload.field_errors,
+            files=upload.files,
+        )
+    except ValidationFailed:
+        upload.discard(_storage())
+        raise
+    metadata = editions.metadata(older, loaded, list(upload.fields))
+    [record] = writes.create_records(
+        older["user_id"], [(new_id, upload.files[0])], metadata, _storage()
+    )
+    if doi_services.enabled() and doi_lookup.shown(doi_lookup.doi_of(record_id)):
+        doi_services.reserve(record, caller.id)
+    return _created([record]), 201
 
 
 @bp.get("")
@@ -266,7 +316,7 @@ def update_file(record_id: uuid.UUID):
     changes = load(update_schema, body)
     record = writes.update_metadata(current_user(), record_id, changes, if_match(), _storage())
     sent = dict.fromkeys(INPUT_ALIASES.get(name, name) for name in body)
-    answer = with_dois([dump_update_result(record, [name for name in sent if name in changes])])[0]
+    answer = with_dois([dump_update_result(record, [name for name in sent if name in ANSWERED])])[0]
     if approval.enabled():
         answer["release_request"] = approval.summary(approval.pending_request(record.id), record)
     return _with_etag(answer, record)

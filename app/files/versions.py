@@ -46,6 +46,11 @@ METADATA = (
     "org_themen",
     "sperrfrist",
     "reihenfolge",
+    # Issue 49: who made it and what it belongs to (app/schemas/attribution.py).
+    "creators",
+    "related_identifiers",
+    "series_slug",
+    "series_number",
 )
 #: SQL: the versions replacements ended (not a draft).
 ENDED = FileVersion.state == VersionState.ENDED

@@ -21,10 +21,11 @@ from app.auth.services import Caller
 from app.covers import services as covers
 from app.doi import services as doi_services
 from app.extensions import db
-from app.files import approval, deletions, versions
+from app.files import approval, deletions, relations, versions
 from app.files.access import find_record
 from app.files.uploads import StagedFile, discard
-from app.models import FileRecord, FileVersion, utcnow
+from app.models import FileRecord, FileVersion, User, utcnow
+from app.schemas.attribution import in_step
 from app.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,12 @@ def finish(
                 versions.note_public(record)
             seen = doi_services.public_view(record) if existing else None
             step(record)
+            related = relations.index(record, deleted=deleted)
             versions.note_public(record)
             doi_services.follow(record, deleted=deleted, seen=seen)
             covers.follow(record, deleted=deleted)
+            # What others show of it (their links' inverse) may have changed.
+            doi_services.follow_related(related)
         owed = deletions.take_owed()
         db.session.commit()
     except BaseException:
@@ -69,6 +73,12 @@ def finish(
         deletions.retry(storage, limit=deletions.RETRIES_PER_REQUEST)
 
 
+def writer(user_id: int) -> Caller:
+    """The account `user_id` as the writer of a record it owns (an upload, tus, an import)."""
+    user = db.session.get(User, user_id)
+    return Caller(token_id=0, id=user_id, is_admin=bool(user and user.is_admin))
+
+
 def create_records(
     owner_id: int,
     files: Sequence[tuple[uuid.UUID, StagedFile]],
@@ -77,7 +87,7 @@ def create_records(
 ) -> list[FileRecord]:
     """Insert one record per stored file (record id, staged file), all or none, committing
     whatever else the session holds in the same transaction; on failure no object stays
-    behind."""
+    behind. What the metadata names (a series, linked records) must exist for the owner."""
     now = utcnow()
     records = [
         FileRecord(
@@ -90,8 +100,9 @@ def create_records(
         )
         for record_id, staged in files
     ]
-    db.session.add_all(records)
     try:
+        relations.check_references(metadata, writer(owner_id))
+        db.session.add_all(records)
         finish(records, storage, lambda record: approval.create(record, owner_id))
     except BaseException:
         discard([staged for _, staged in files], storage)
@@ -113,7 +124,11 @@ def update_metadata(
     versions.check_if_match(if_match, record)
 
     def step(record: FileRecord) -> None:
-        if approval.update(record, changes, caller.id):
+        # What its editors see: the draft of a waiting change, else the record.
+        current = approval.draft_of(record.id) or record
+        settled = in_step(changes, current)
+        relations.check_references(settled, caller, current, record.id)
+        if approval.update(record, settled, caller.id):
             record.updated_at = utcnow()
 
     finish([record], storage, step)

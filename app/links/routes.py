@@ -29,6 +29,7 @@ from app.files import access
 from app.files.downloads import download_response
 from app.files.listing import Listing
 from app.files.pagination import list_response, page_envelope
+from app.files.relations import SeenLinks
 from app.http import base_url, json_body, load
 from app.links import services
 from app.links.holder import (
@@ -290,10 +291,11 @@ def read_shared(secret: str):
     holder = link.holder
     if holder.record_id is not None:
         record = access.read_record(holder, holder.record_id)
-        body = {**public_record_rows.dump(record), "link_expires_at": _time(link.expires_at)}
+        shown = SeenLinks(public_record_rows, holder).dump(record)
+        body = {**shown, "link_expires_at": _time(link.expires_at)}
     else:
         params = load(page_query, request.args.to_dict())
-        body = list_response(Listing(holder, {}), params, public_record_rows)
+        body = list_response(Listing(holder, {}), params, SeenLinks(public_record_rows, holder))
         body.update(folder=holder.path, link_expires_at=_time(link.expires_at))
     services.note_use(link.id, download=False)
     return body

@@ -21,7 +21,8 @@ from sqlalchemy import and_, func, or_, select, tuple_
 
 from app.extensions import db
 from app.files import access
-from app.models import FilePathCount, FileRecord, OaiTombstone
+from app.models import FilePathCount, FileRecord, OaiTombstone, Series
+from app.schemas.attribution import SERIES_SET
 
 #: A place in harvest order: (datestamp with microseconds, record id).
 Position = tuple[datetime, uuid.UUID]
@@ -34,6 +35,8 @@ class Window:
     folder: str | None = None
     start: datetime | None = None  # inclusive
     end: datetime | None = None  # exclusive
+    #: A series' set (`series~<slug>`): its records, and the tombstones of those it had.
+    series: str | None = None
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Item:
     position: Position
     path: str | None
     record: Any  # a row with FileRecord's columns, or None for a deleted record
+    series: str | None = None
 
     @property
     def deleted(self) -> bool:
@@ -52,9 +56,11 @@ def _like_prefix(folder: str) -> str:
     return escaped + "/%"
 
 
-def _in_window(query: Any, stamp: Any, path: Any, window: Window) -> Any:
+def _in_window(query: Any, stamp: Any, path: Any, window: Window, series: Any) -> Any:
     if window.folder is not None:
         query = query.where(_in_folder(path, window.folder))
+    if window.series is not None:
+        query = query.where(series == window.series)
     if window.start is not None:
         query = query.where(stamp >= window.start)
     if window.end is not None:
@@ -67,12 +73,14 @@ def _released() -> Any:
 
 
 def _live(window: Window) -> Any:
-    return _in_window(_released(), FileRecord.updated_at, FileRecord.path, window)
+    return _in_window(
+        _released(), FileRecord.updated_at, FileRecord.path, window, FileRecord.series_slug
+    )
 
 
 def _gone(window: Window) -> Any:
     t = OaiTombstone
-    return _in_window(select(t), t.deleted_at, t.path, window)
+    return _in_window(select(t), t.deleted_at, t.path, window, t.series_slug)
 
 
 def count(window: Window) -> int:
@@ -102,8 +110,8 @@ def page(window: Window, after: Position | None, size: int) -> tuple[list[Item],
 
 
 def _merge(live_rows: list[Any], gone_rows: list[OaiTombstone]) -> Iterator[Item]:
-    live = (Item((row.updated_at, row.id), row.path, row) for row in live_rows)
-    gone = (Item((t.deleted_at, t.record_id), t.path, None) for t in gone_rows)
+    live = (Item((row.updated_at, row.id), row.path, row, row.series_slug) for row in live_rows)
+    gone = (Item((t.deleted_at, t.record_id), t.path, None, t.series_slug) for t in gone_rows)
     return heapq.merge(live, gone, key=lambda item: item.position)
 
 
@@ -115,10 +123,11 @@ def find(record_id: uuid.UUID) -> Item | None:
         .where(FileRecord.id == record_id)
     ).first()
     if row is not None:
-        return Item((row.updated_at, row.id), row.path, row)
+        return Item((row.updated_at, row.id), row.path, row, row.series_slug)
     tombstone = db.session.get(OaiTombstone, record_id)
     if tombstone is not None:
-        return Item((tombstone.deleted_at, tombstone.record_id), tombstone.path, None)
+        position = (tombstone.deleted_at, tombstone.record_id)
+        return Item(position, tombstone.path, None, tombstone.series_slug)
     return None
 
 
@@ -203,3 +212,14 @@ def parents(path: str | None) -> list[str]:
         return []
     segments = path.split("/")
     return ["/".join(segments[: i + 1]) for i in range(len(segments))]
+
+
+def series_sets(*, bare: bool = False) -> list[tuple[str, str]]:
+    """(setSpec, setName) of every series, by slug: few, curated, listed whole (`bare`: the
+    slug instead of the setSpec)."""
+    return [
+        (slug if bare else SERIES_SET + slug, title)
+        for slug, title in db.session.execute(
+            select(Series.slug, Series.title).order_by(Series.slug)
+        )
+    ]

@@ -1,5 +1,6 @@
-"""OAI-PMH 2.0 at GET|POST /oai: the six verbs over released records, `oai_dc` metadata, sets
-from the folders of `path`, persistent deletions, keyset resumption tokens.
+"""OAI-PMH 2.0 at GET|POST /oai: the six verbs over released records, `oai_dc` and
+`oai_datacite` metadata (app/oai/datacite.py), sets from the folders of `path` and the series,
+persistent deletions, keyset resumption tokens.
 
 Protocol errors are answers too (HTTP 200 with an `<error>` element), as the protocol says.
 """
@@ -10,6 +11,7 @@ import base64
 import json
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -18,12 +20,14 @@ from flask import Response, current_app, g, request, url_for
 from app.database import read_without_transaction
 from app.docs.openapi import NO_TOKEN, SERVER, Blueprint
 from app.doi import lookup
-from app.files import access
+from app.doi import services as doi_services
+from app.files import access, relations
 from app.http import absolute_url
-from app.oai import harvest
+from app.oai import datacite, harvest
 from app.oai import xml as oai_xml
 from app.oai.identifiers import identifier_of
 from app.oai.identifiers import namespace as oai_namespace
+from app.schemas.attribution import SERIES_SET, SLUG_FORM, series_line
 
 bp = Blueprint("oai", __name__, tag="Harvesting", errors=SERVER, security=NO_TOKEN)
 bp.before_request(read_without_transaction)
@@ -57,10 +61,10 @@ ARGUMENTS = {
         "description": "The OAI-PMH request.",
     },
     "identifier": {"type": "string", "description": "oai:<OAI_NAMESPACE>:<record id>"},
-    "metadataPrefix": {"type": "string", "description": "oai_dc (the only format offered)."},
+    "metadataPrefix": {"type": "string", "description": "oai_dc or oai_datacite."},
     "from": {"type": "string", "description": "YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ (UTC)."},
     "until": {"type": "string", "description": "Same granularity as from; inclusive."},
-    "set": {"type": "string", "description": "A folder of path, segments joined by ':'."},
+    "set": {"type": "string", "description": "A folder (segments joined by ':') or series~<slug>."},
     "resumptionToken": {"type": "string", "description": "From the previous answer; alone."},
 }
 ANSWERS = {
@@ -96,6 +100,13 @@ def _public_files_url() -> str:
     return g.oai_public_files_url
 
 
+def _series_titles() -> dict[str, str]:
+    """Every series' title by slug, read once per request (series are few)."""
+    if "oai_series" not in g:
+        g.oai_series = {slug: title for slug, title in harvest.series_sets(bare=True)}
+    return g.oai_series
+
+
 def _record_id(identifier: str) -> uuid.UUID:
     prefix = f"oai:{oai_namespace()}:"
     try:
@@ -118,10 +129,11 @@ def _record_id(identifier: str) -> uuid.UUID:
 def endpoint() -> Response:
     """OAI-PMH request
 
-    OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of `path`,
-    datestamps are `updated_at` in UTC seconds, deletions and unreleases stay as
-    `<header status="deleted">` (persistent). Lists and sets come in pages with a
-    `resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for records).
+    OAI-PMH 2.0 for harvesters: released records as `oai_dc` or `oai_datacite`, sets from the
+    folders of `path` and the series, datestamps are `updated_at` in UTC seconds, deletions and
+    unreleases stay as `<header status="deleted">` (persistent). Lists and sets come in pages
+    with a `resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for
+    records).
     """
     return _answer_request(request.args)
 
@@ -142,10 +154,11 @@ def endpoint() -> Response:
 def form_endpoint() -> Response:
     """OAI-PMH request (form-encoded body)
 
-    OAI-PMH 2.0 for harvesters: released records as `oai_dc`, sets from the folders of `path`,
-    datestamps are `updated_at` in UTC seconds, deletions and unreleases stay as
-    `<header status="deleted">` (persistent). Lists and sets come in pages with a
-    `resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for records).
+    OAI-PMH 2.0 for harvesters: released records as `oai_dc` or `oai_datacite`, sets from the
+    folders of `path` and the series, datestamps are `updated_at` in UTC seconds, deletions and
+    unreleases stay as `<header status="deleted">` (persistent). Lists and sets come in pages
+    with a `resumptionToken` (cursor, expirationDate after 24 hours; completeListSize for
+    records).
     """
     return _answer_request(request.form)
 
@@ -250,19 +263,22 @@ def _list_sets(root: Any, args: dict[str, str]) -> None:
         state = _decode_token(args["resumptionToken"], "ListSets")
         after, cursor = state["after"], state["cursor"]
     folders, resume_after = harvest.set_page(after, PAGE_SIZE)
-    if not folders and after is None:
-        raise ProtocolError("noSetHierarchy", "No released record has a path, so no sets.")
-    if not folders:
+    # The series (few, curated) come whole on the first page, before the folders.
+    sets = harvest.series_sets() if after is None else []
+    sets += [(folder.replace("/", ":"), folder) for folder in folders]
+    if not sets and after is None:
+        raise ProtocolError("noSetHierarchy", "No series, and no released record has a path.")
+    if not sets:
         raise ProtocolError("badResumptionToken", "The sets changed: list them from the start.")
     element = oai_xml.verb_element(root, "ListSets")
-    for folder in folders:
+    for spec, name in sets:
         entry = oai_xml.sub(element, f"{{{oai_xml.OAI}}}set")
-        oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setSpec", folder.replace("/", ":"))
-        oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setName", folder)
+        oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setSpec", spec)
+        oai_xml.sub(entry, f"{{{oai_xml.OAI}}}setName", name)
     if cursor == 0 and resume_after is None:
         return
     # No completeListSize: counting the sets would read them all.
-    state = {"verb": "ListSets", "after": resume_after, "cursor": cursor + len(folders)}
+    state = {"verb": "ListSets", "after": resume_after, "cursor": cursor + len(sets)}
     _resumption_token(element, cursor, None, resume_after, state)
 
 
@@ -294,34 +310,99 @@ def _get_record(root: Any, args: dict[str, str]) -> None:
     if item is None:
         raise ProtocolError("idDoesNotExist", f"No item has the identifier {args['identifier']}.")
     element = oai_xml.verb_element(root, "GetRecord")
-    doi = lookup.shown(lookup.doi_of(item.position[1])) if not item.deleted else None
-    _write_item(element, item, with_metadata=True, today=_today(), doi=doi)
+    context = _context(args["metadataPrefix"], [item])
+    _write_item(element, item, context, with_metadata=True)
 
 
 def _today() -> date:
     return access.today()
 
 
-def _write_item(
-    parent: Any, item: harvest.Item, *, with_metadata: bool, today: date, doi: str | None = None
-) -> None:
-    """An item's header, and with its metadata its record; `doi` the record's DOI, first of
-    its `dc:identifier`s as its resolver address."""
+@dataclass(frozen=True)
+class Context:
+    """What the items of one answer share: the format, the day (embargoes), the records'
+    DOIs and links and their linked records' DOIs (read once for the whole page)."""
+
+    prefix: str
+    today: date
+    dois: dict[uuid.UUID, Any]
+    links: dict[uuid.UUID, list[relations.Link]]
+    linked_dois: dict[uuid.UUID, Any]
+
+
+def _context(prefix: str, items: list[harvest.Item], with_metadata: bool = True) -> Context:
+    live = [item.record for item in items if not item.deleted] if with_metadata else []
+    links = relations.links_for(live, None)
+    targets = [link.target.id for found in links.values() for link in found if link.target]
+    return Context(
+        prefix,
+        _today(),
+        lookup.dois_of(record.id for record in live),
+        links,
+        lookup.dois_of(targets),
+    )
+
+
+def _write_item(parent: Any, item: harvest.Item, context: Context, *, with_metadata: bool) -> None:
+    """An item's header, and with its metadata its record in the context's format."""
     set_specs = [folder.replace("/", ":") for folder in harvest.parents(item.path)]
+    if item.series is not None:
+        set_specs.append(SERIES_SET + item.series)
     identifier = identifier_of(item.position[1])
     if not with_metadata:
         oai_xml.header(parent, identifier, item.position[0], set_specs, item.deleted)
         return
     record = oai_xml.sub(parent, f"{{{oai_xml.OAI}}}record")
     oai_xml.header(record, identifier, item.position[0], set_specs, item.deleted)
-    if not item.deleted:
-        record_url = f"{_public_files_url()}/{item.position[1]}"
-        urls = {
-            "doi": lookup.url(doi) if doi else "",
-            "record": record_url,
-            "download": f"{record_url}/download",
-        }
-        oai_xml.oai_dc(record, item.record, urls, today)
+    if item.deleted:
+        return
+    record_id = item.position[1]
+    doi = lookup.shown(context.dois.get(record_id))
+    links = context.links.get(record_id, [])
+    if context.prefix == "oai_datacite":
+        datacite.oai_datacite(
+            record,
+            item.record,
+            doi=doi,
+            landing=_page_url(record_id),
+            related=doi_services.related_of(
+                item.record, links, context.linked_dois, landing=_page_url
+            ),
+            series=doi_services.series_of(item.record, _pages_base()),
+        )
+        return
+    record_url = f"{_public_files_url()}/{record_id}"
+    urls = {
+        "doi": lookup.url(doi) if doi else "",
+        "record": record_url,
+        "download": f"{record_url}/download",
+    }
+    lines = []
+    if item.series is not None and item.series in _series_titles():
+        title = oai_xml.xml_text(_series_titles()[item.series])
+        lines.append(series_line(title, item.record.series_number))
+    lines += [_address(link, context) for link in links]
+    oai_xml.oai_dc(record, item.record, urls, context.today, lines)
+
+
+def _address(link: relations.Link, context: Context) -> str:
+    """A link's address in Dublin Core: a linked record's DOI's where it shows one, else its
+    public record's; a DOI's resolver address; a URL as it is."""
+    if link.target is not None:
+        doi = lookup.shown(context.linked_dois.get(link.target.id))
+        return lookup.url(doi) if doi else f"{_public_files_url()}/{link.target.id}"
+    return lookup.url(link.identifier) if link.identifier_type == "DOI" else link.identifier
+
+
+def _pages_base() -> str:
+    """Where the landing pages are (`/records/...`, `/series/...`), once per request."""
+    if "oai_pages_base" not in g:
+        g.oai_pages_base = absolute_url(request.script_root or "")
+    return g.oai_pages_base
+
+
+def _page_url(record_id: uuid.UUID) -> str:
+    return f"{_pages_base()}/records/{record_id}"
 
 
 def _parse_moment(value: str, name: str) -> tuple[datetime, str]:
@@ -355,12 +436,16 @@ def _window(args: dict[str, str]) -> harvest.Window:
         raise ProtocolError("badArgument", "from and until must have the same granularity.")
     if start is not None and end is not None and start >= end:
         raise ProtocolError("badArgument", "from must not be later than until.")
-    folder = None
-    if "set" in args:
+    folder = series = None
+    if args.get("set", "").startswith(SERIES_SET):
+        series = args["set"].removeprefix(SERIES_SET)
+        if not SLUG_FORM.fullmatch(series):
+            raise ProtocolError("noRecordsMatch", f"There is no set {args['set']}.")
+    elif "set" in args:
         if not SET_SPEC.fullmatch(args["set"]):
             raise ProtocolError("noRecordsMatch", f"There is no set {args['set']}.")
         folder = args["set"].replace(":", "/")
-    return harvest.Window(folder, start, end)
+    return harvest.Window(folder, start, end, series)
 
 
 def _encode_token(state: dict[str, Any]) -> str:
@@ -391,6 +476,9 @@ def _decode_token(token: str, verb: str) -> dict[str, Any]:
             if not all(isinstance(value, str) for value in arguments.values()):
                 raise ValueError(token)
             state["window"] = _window(arguments)
+            state["prefix"] = state.get("prefix", "oai_dc")
+            if state["prefix"] not in oai_xml.METADATA_FORMATS:
+                raise ValueError(token)
     except (ValueError, KeyError, TypeError, UnicodeError, OverflowError, RecursionError):
         raise ProtocolError("badResumptionToken", "The resumptionToken is not valid.") from None
     except ProtocolError:
@@ -419,9 +507,10 @@ def _list(root: Any, args: dict[str, str], verb: str) -> None:
         state = _decode_token(args["resumptionToken"], verb)
         query = {k: state[k] for k in ("from", "until", "set") if state.get(k) is not None}
         window, after = state["window"], state["after"]
-        cursor, size = state["cursor"], state["size"]
+        cursor, size, prefix = state["cursor"], state["size"], state["prefix"]
     else:
-        _check_prefix(args["metadataPrefix"])
+        prefix = args["metadataPrefix"]
+        _check_prefix(prefix)
         window, after, cursor = _window(args), None, 0
         size = harvest.count(window)
         query = {k: args[k] for k in ("from", "until", "set") if k in args}
@@ -429,19 +518,18 @@ def _list(root: Any, args: dict[str, str], verb: str) -> None:
     if not items:
         raise ProtocolError("noRecordsMatch", "No records match these arguments.")
     element = oai_xml.verb_element(root, verb)
-    today = _today()
     with_metadata = verb == "ListRecords"
-    live = [item.position[1] for item in items if not item.deleted] if with_metadata else []
-    dois = lookup.dois_of(live)
+    context = _context(prefix, items, with_metadata)
     for item in items:
-        doi = lookup.shown(dois.get(item.position[1]))
-        _write_item(element, item, with_metadata=with_metadata, today=today, doi=doi)
+        _write_item(element, item, context, with_metadata=with_metadata)
     if cursor == 0 and not more:
         return
     last = items[-1].position
     state = {
         "verb": verb,
         **query,
+        # Tokens issued before there was a second format name none: oai_dc.
+        **({"prefix": prefix} if prefix != "oai_dc" else {}),
         "after": [last[0].astimezone(UTC).isoformat(), str(last[1])],
         "cursor": cursor + len(items),
         "size": size,

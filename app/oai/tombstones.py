@@ -27,11 +27,21 @@ def _path_before(record: FileRecord) -> str | None:
     return (history.deleted or history.unchanged or [record.path])[0]
 
 
+def _series_before(record: FileRecord) -> str | None:
+    history = inspect(record).attrs.series_slug.history
+    return (history.deleted or history.unchanged or [record.series_slug])[0]
+
+
 def _bury(session: Session, record: FileRecord) -> None:
     tombstone = session.get(OaiTombstone, record.id)
     if tombstone is None:
         session.add(
-            OaiTombstone(record_id=record.id, path=_path_before(record), deleted_at=utcnow())
+            OaiTombstone(
+                record_id=record.id,
+                path=_path_before(record),
+                series_slug=_series_before(record),
+                deleted_at=utcnow(),
+            )
         )
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
 from lxml import etree
 
-from app.files.access import embargo_active
+from app.files.access import embargo_active, publication_date
+from app.schemas.attribution import display_name, people_of
 
 OAI = "http://www.openarchives.org/OAI/2.0/"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
@@ -18,7 +20,14 @@ OAI_SCHEMA = "http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd"
 OAI_DC_SCHEMA = "http://www.openarchives.org/OAI/2.0/oai_dc.xsd"
 IDENTIFIER_SCHEMA = "http://www.openarchives.org/OAI/2.0/oai-identifier.xsd"
 
-METADATA_FORMATS = {"oai_dc": (OAI_DC_SCHEMA, OAI_DC)}
+METADATA_FORMATS = {
+    "oai_dc": (OAI_DC_SCHEMA, OAI_DC),
+    # DataCite's OAI schema 1.1 (app/oai/datacite.py), which OpenAIRE and BASE read.
+    "oai_datacite": (
+        "http://schema.datacite.org/oai/oai-1.1/oai.xsd",
+        "http://schema.datacite.org/oai/oai-1.1/",
+    ),
+}
 
 
 def datestamp(moment: datetime) -> str:
@@ -103,18 +112,25 @@ def _split(value: str | None) -> list[str]:
     return [part.strip() for part in value.replace(";", ",").split(",") if part.strip()]
 
 
-def oai_dc(parent: Any, record: Any, urls: dict[str, str], today: date) -> None:
-    """A record as Dublin Core in an OAI-PMH answer; the mapping is written down in the README."""
+def oai_dc(
+    parent: Any, record: Any, urls: dict[str, str], today: date, relations: Sequence[str] = ()
+) -> None:
+    """A record as Dublin Core in an OAI-PMH answer (docs/harvesting.md has the mapping)."""
     metadata = sub(parent, f"{{{OAI}}}metadata")
-    metadata.append(dublin_core(record, urls, today))
+    metadata.append(dublin_core(record, urls, today, relations=relations))
 
 
 def dublin_core(
-    record: Any, urls: dict[str, str], today: date, publisher: str | None = None
+    record: Any,
+    urls: dict[str, str],
+    today: date,
+    publisher: str | None = None,
+    relations: Sequence[str] = (),
 ) -> Any:
     """The `oai_dc:dc` element of a record (also the landing pages' Dublin Core export, which
     names the `publisher`); an empty or missing URL in `urls` is left out (`doi`: the DOI's
-    resolver address, first of the identifiers)."""
+    resolver address, first of the identifiers); `relations` are its `dc:relation`s (its
+    series, "IAB-Forschungsbericht; 7/2026", and the addresses of what it links to)."""
     dc = etree.Element(f"{{{OAI_DC}}}dc", nsmap={"oai_dc": OAI_DC, "dc": DC, "xsi": XSI})
     dc.set(f"{{{XSI}}}schemaLocation", f"{OAI_DC} {OAI_DC_SCHEMA}")
 
@@ -123,13 +139,13 @@ def dublin_core(
             sub(dc, f"{{{DC}}}{name}", value)
 
     put("title", title_of(record))
-    for creator in (record.autoren or "").split(";"):
-        put("creator", creator.strip())
+    for creator in people_of(record):
+        put("creator", display_name(creator).strip())
     for subject in _split(record.sachschlagwoerter) + _split(record.org_themen):
         put("subject", subject)
     put("description", record.beschreibung)
     put("publisher", publisher)
-    put("date", record.created_at.astimezone(UTC).date().isoformat())
+    put("date", publication_date(record).isoformat())
     put("type", _dcmi_type(record.mime_type))
     put("type", record.reprotyp)
     put("format", record.mime_type)
@@ -137,6 +153,8 @@ def dublin_core(
     put("identifier", urls["record"])
     put("identifier", urls["download"])
     put("identifier", record.aktiv_id)
+    for relation in relations:
+        put("relation", relation)
     if embargo_active(record, today):
         put("rights", f"Embargoed until {record.sperrfrist.isoformat()}.")
     return dc

@@ -31,6 +31,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.auth.services import find_user
+from app.exceptions import ValidationFailed
 from app.extensions import db
 from app.files.uploads import READ_SIZE, StagedFile, stage_file
 from app.files.writes import create_records, new_object_key
@@ -361,7 +362,12 @@ def _file_reason(staged: StagedFile, max_size: int) -> str:
 
 
 def _metadata_reasons(errors: dict[str, list[str]]) -> list[str]:
-    return [f"invalid metadata: {message}" for messages in errors.values() for message in messages]
+    """Each message; one inside a structured field (`creators.0.orcid`) names where."""
+    return [
+        f"invalid metadata: {key + ': ' if '.' in key else ''}{message}"
+        for key, messages in errors.items()
+        for message in messages
+    ]
 
 
 class Importer:
@@ -438,8 +444,13 @@ class Importer:
             self.report.skipped.append(candidate.relative)
             return
         if store:
-            # The service of `POST /api/files`; it removes the object if the insert fails.
-            create_records(self.owner_id, [(record_id, staged)], metadata, self.storage)
+            # The service of `POST /api/files`; it removes the object if the insert fails,
+            # or if what the metadata names (a series, a linked record) is not there.
+            try:
+                create_records(self.owner_id, [(record_id, staged)], metadata, self.storage)
+            except ValidationFailed as exc:
+                self.reject(candidate.relative, _metadata_reasons(exc.errors))
+                return
         self.seen.add(staged.sha256)
         self.report.imported.append(candidate.relative)
         self.report.imported_bytes += staged.size
@@ -579,8 +590,10 @@ def import_command(
 
     \b
     Manifest (--metadata): UTF-8 CSV, comma or semicolon separated, with a 'file' column and
-    any of the metadata fields (titel, aktiv_id, sperrfrist, freigabe, reihenfolge, ...).
-    Empty cells leave a field unset. Files not listed are imported without metadata.
+    any of the metadata fields (titel, aktiv_id, sperrfrist, freigabe, reihenfolge, ...);
+    creators, related_identifiers and series as JSON text, as in an upload's form (a series
+    must exist, a linked record be the owner's or public). Empty cells leave a field unset.
+    Files not listed are imported without metadata.
 
     Hidden files and folders are skipped; symbolic links never lead out of DIRECTORY. Ends
     with a summary; exits 1 if any file was rejected.

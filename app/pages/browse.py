@@ -9,7 +9,6 @@ there are. Records come from app/files/access.py and app/files/listing.py, as in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC
 from typing import Any
 
 from flask import Response, request
@@ -98,7 +97,7 @@ def record_item(row: Any, today: Any) -> RecordItem:
         file_name=clean_text(row.original_name),
         mime_type=row.mime_type,
         size_text=size_text(row.size),
-        published=row.created_at.astimezone(UTC).date(),
+        published=access.publication_date(row),
         embargo_until=row.sperrfrist if access.embargo_active(row, today) else None,
         folder=clean_text(row.path),
     )

@@ -56,7 +56,18 @@ VERSION = hashlib.sha256(
     STYLE.read_bytes() + Path(__file__).read_bytes() + metadata.version("citeproc-py").encode()
 ).hexdigest()
 #: The item's values the style prints, besides the address (`URL`, or `DOI` where there is one).
-PRINTED = ("type", "title", "author", "issued", "version", "publisher")
+PRINTED = (
+    "type",
+    "title",
+    "author",
+    "issued",
+    "version",
+    "publisher",
+    "genre",
+    "number",
+    "collection-title",
+    "collection-number",
+)
 _REPLACEMENTS = {
     marker: tag
     for opening, closing, opening_tag, closing_tag in _TAGS.values()

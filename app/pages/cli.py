@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from app.database import lock_database_on_sqlite
 from app.extensions import db
-from app.models import FileRecord, RecordCitation
+from app.models import FileRecord, RecordCitation, Series
 from app.pages.stored import citation_row, keep, key_of
 
 pages_cli = AppGroup("pages", help="Landing pages.")
@@ -38,8 +38,9 @@ def refresh_citations(repository: str) -> tuple[int, int]:
     last = None
     while True:
         query = (
-            select(*columns, table.c.key)
+            select(*columns, table.c.key, Series.title.label("series_title"))
             .outerjoin(table, table.c.record_id == FileRecord.id)
+            .outerjoin(Series, Series.slug == FileRecord.series_slug)
             .order_by(FileRecord.id)
             .limit(BATCH)
         )
@@ -51,7 +52,9 @@ def refresh_citations(repository: str) -> tuple[int, int]:
         if not rows:
             return checked, written
         stale = [
-            citation_row(row, repository) for row in rows if row.key != key_of(row, repository)
+            citation_row(row, repository, row.series_title)
+            for row in rows
+            if row.key != key_of(row, repository, row.series_title)
         ]
         keep(db.session.connection(), stale)
         db.session.commit()

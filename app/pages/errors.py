@@ -13,7 +13,9 @@ from app.links.holder import PAGE_PREFIX
 from app.pages.i18n import render_page
 
 #: First path segments served by this package; an error under them is an HTML page.
-PAGE_ROOTS = frozenset({"records", "browse", "search", PAGE_PREFIX.strip("/"), "robots.txt"})
+PAGE_ROOTS = frozenset(
+    {"records", "browse", "search", "series", PAGE_PREFIX.strip("/"), "robots.txt"}
+)
 #: The sitemap and its parts (`/sitemap.xml`, `/sitemap-2.xml`).
 SITEMAPS = re.compile(r"sitemap(-[^/]*)?\.xml")
 

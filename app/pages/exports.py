@@ -23,9 +23,11 @@ from datacite import schema45
 from lxml import etree
 from lxml.builder import E
 
+from app.doi import payload
 from app.files.access import RecordLike
 from app.oai import xml as oai_xml
-from app.pages.records import RecordPage, schema_type
+from app.pages.records import Person, RecordPage, ShownLink, schema_type
+from app.schemas.attribution import GND_URL, ROR_URL, series_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +47,6 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _name_parts(author: str) -> tuple[str, str] | None:
-    """(family, given) of an author written "Last, First"; None for any other form."""
-    family, comma, given = author.partition(",")
-    if comma and family.strip() and given.strip():
-        return family.strip(), given.strip()
-    return None
-
-
 def csl_type(page: RecordPage) -> str:
     kind = schema_type(page.mime_type)
     return {
@@ -66,10 +60,7 @@ def csl_type(page: RecordPage) -> str:
 
 def csl_item(page: RecordPage) -> dict[str, Any]:
     """The record as a CSL-JSON item (what citeproc-py renders and reference managers read)."""
-    authors = []
-    for author in page.authors:
-        parts = _name_parts(author)
-        authors.append({"family": parts[0], "given": parts[1]} if parts else {"literal": author})
+    authors = [csl_name(found) for found in page.people]
     published = page.published
     item: dict[str, Any] = {
         "id": page.id,
@@ -83,6 +74,16 @@ def csl_item(page: RecordPage) -> dict[str, Any]:
         item["DOI"] = page.doi
     if page.version > 1:
         item["version"] = str(page.version)
+    if page.series is not None:
+        # A report series is the report's genre and number (how "Cite them right" and
+        # reference managers print a report's), and for every type its collection.
+        item["collection-title"] = page.series.title
+        if page.series.number:
+            item["collection-number"] = page.series.number
+        if item["type"] == "report":
+            item["genre"] = page.series.title
+            if page.series.number:
+                item["number"] = page.series.number
     if authors:
         item["author"] = authors
     if page.description:
@@ -90,6 +91,13 @@ def csl_item(page: RecordPage) -> dict[str, Any]:
     if page.keywords or page.themes:
         item["keyword"] = ", ".join(page.keywords + page.themes)
     return item
+
+
+def csl_name(found: Person) -> dict[str, str]:
+    """A creator as CSL names one: a person's family and given names, anything else whole."""
+    if found.family:
+        return {"family": found.family, **({"given": found.given} if found.given else {})}
+    return {"literal": found.name}
 
 
 def csl_json(page: RecordPage, record: RecordLike, today: date) -> str:
@@ -118,23 +126,26 @@ def latex(text: str) -> str:
     return _LATEX_SPECIAL.sub(lambda match: _LATEX[match.group()], one_line(text))
 
 
-def _bibtex_name(author: str) -> str:
-    """A name BibTeX splits as meant: "Last, First" as it is, any other form (an organisation,
+def _bibtex_name(found: Person) -> str:
+    """A name BibTeX splits as meant: a person "Last, First", anything else (an organisation,
     a name containing "and") kept whole in braces."""
-    parts = _name_parts(author)
-    if parts and " and " not in f" {author.lower()} ":
-        return f"{latex(parts[0])}, {latex(parts[1])}"
-    return "{" + latex(author) + "}"
+    if found.family and " and " not in f" {found.name.lower()} ":
+        return latex(found.family) + (f", {latex(found.given)}" if found.given else "")
+    return "{" + latex(found.name) + "}"
 
 
 def bibtex(page: RecordPage, record: RecordLike, today: date) -> str:
     published = page.published
     fields = [("title", latex(page.title))]
-    if page.authors:
-        fields.append(("author", " and ".join(_bibtex_name(author) for author in page.authors)))
+    if page.people:
+        fields.append(("author", " and ".join(_bibtex_name(found) for found in page.people)))
     fields += [("year", str(published.year)), ("date", published.isoformat())]
     report = csl_type(page) == "report" and page.kind == "pdf"
     fields.append(("institution" if report else "publisher", latex(page.repository)))
+    if page.series is not None:
+        fields.append(("series", latex(page.series.title)))
+        if page.series.number:
+            fields.append(("number", latex(page.series.number)))
     if page.description:
         fields.append(("abstract", latex(page.description)))
     if page.keywords or page.themes:
@@ -183,6 +194,13 @@ def ris(page: RecordPage, record: RecordLike, today: date) -> str:
     }
     if page.doi:
         entry["doi"] = page.doi
+    if page.series is not None:
+        # RIS's place of a report's series and number (T2, SN), else the series title (T3)
+        # and a number (M1), as Zotero reads them.
+        report = entry["type_of_reference"] == "RPRT"
+        entry["secondary_title" if report else "tertiary_title"] = one_line(page.series.title)
+        if page.series.number:
+            entry["issn" if report else "note"] = one_line(page.series.number)
     if page.authors:
         entry["authors"] = [one_line(author) for author in page.authors]
     if page.description:
@@ -192,6 +210,15 @@ def ris(page: RecordPage, record: RecordLike, today: date) -> str:
     if page.downloadable:
         entry["file_attachments1"] = page.urls.download
     return rispy.dumps([entry], implementation=RisWriter)
+
+
+#: DataCite's general resource types of the schema.org types (as `resource_type_general`).
+DATACITE_TYPES = {
+    "Dataset": "Dataset",
+    "AudioObject": "Sound",
+    "VideoObject": "Audiovisual",
+    "ImageObject": "Image",
+}
 
 
 def resource_type_general(page: RecordPage) -> str:
@@ -216,20 +243,21 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
     identifier and the page's address an alternate identifier (as Zenodo writes it); without
     one the page's address is the identifier (`datacite_xml`). An unnamed author is
     DataCite's standard value `:unav`."""
-    creators = []
-    for author in page.authors or [":unav"]:
-        parts = _name_parts(author)
-        if parts:
-            creators.append(
-                {
-                    "name": f"{parts[0]}, {parts[1]}",
-                    "nameType": "Personal",
-                    "familyName": parts[0],
-                    "givenName": parts[1],
-                }
-            )
-        else:
-            creators.append({"name": author})
+    creators = [
+        payload.creator_attributes(
+            found.name,
+            family=found.family,
+            given=found.given,
+            organisation=found.organisation,
+            orcid=found.orcid_id,
+            gnd=found.gnd.removeprefix(GND_URL) if found.gnd else None,
+            affiliations=[
+                (name, ror.removeprefix(ROR_URL) if ror else None)
+                for name, ror in found.affiliations
+            ],
+        )
+        for found in page.people
+    ] or [{"name": payload.UNKNOWN}]
     dates = [{"date": page.published.isoformat(), "dateType": "Issued"}]
     if page.embargo_until:
         dates.append({"date": page.embargo_until.isoformat(), "dateType": "Available"})
@@ -264,6 +292,14 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
         data["subjects"] = [{"subject": word} for word in page.keywords + page.themes]
     if page.description:
         data["descriptions"] = [{"description": page.description, "descriptionType": "Abstract"}]
+    if page.links:
+        data["relatedIdentifiers"] = [datacite_link(link) for link in page.links]
+    if page.series is not None:
+        general = data["types"]["resourceTypeGeneral"]
+        series = page.series
+        data["relatedItems"] = [
+            payload.series_item(series.title, series.number, series.url, general)
+        ]
     data = _xml_safe(data)
     if "subjects" in data:
         # The schema's subjects are unique items: a word that is both a keyword and a theme (or
@@ -272,6 +308,18 @@ def datacite_metadata(page: RecordPage) -> dict[str, Any]:
         words = dict.fromkeys(subject["subject"] for subject in data["subjects"])
         data["subjects"] = [{"subject": word} for word in words]
     return data
+
+
+def datacite_link(link: ShownLink) -> dict[str, Any]:
+    """A link as DataCite's related identifier: a DOI where there is one, else the address."""
+    general = None
+    if link.schema_type is not None:
+        general = DATACITE_TYPES.get(link.schema_type, "Text")
+    if link.doi or link.identifier_type == "DOI":
+        return payload.related_identifier(
+            link.relation_type, "DOI", link.doi or link.identifier, general
+        )
+    return payload.related_identifier(link.relation_type, "URL", link.href, general)
 
 
 def datacite_xml(page: RecordPage, record: RecordLike, today: date) -> bytes:
@@ -286,13 +334,21 @@ def datacite_xml(page: RecordPage, record: RecordLike, today: date) -> bytes:
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
 
 
+def dc_relations(page: RecordPage) -> list[str]:
+    """Dublin Core's `dc:relation`s of a page: its series, then the address of each link."""
+    found = [series_line(page.series.title, page.series.number)] if page.series else []
+    return found + [link.url for link in page.links]
+
+
 def dublin_core(page: RecordPage, record: RecordLike, today: date) -> bytes:
     urls = {
         "doi": page.doi_url or "",
         "record": page.urls.page,
         "download": page.urls.download if page.downloadable else "",
     }
-    element = oai_xml.dublin_core(record, urls, today, publisher=page.repository)
+    element = oai_xml.dublin_core(
+        record, urls, today, publisher=page.repository, relations=dc_relations(page)
+    )
     return etree.tostring(element, xml_declaration=True, encoding="UTF-8", pretty_print=True)
 
 

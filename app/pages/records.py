@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, date
+from datetime import date
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import cache
 from typing import Any
@@ -22,8 +22,9 @@ from markupsafe import Markup
 from app.covers.services import Shown
 from app.doi.lookup import url as doi_url
 from app.doi.payload import DATASET_TYPES  # schema.org `Dataset`, as DataCite's `Dataset`
-from app.files.access import RecordLike, embargo_active
+from app.files.access import RecordLike, embargo_active, publication_date
 from app.pages.i18n import page_language
+from app.schemas.attribution import GND_URL, ORCID_URL, ROR_URL, display_name, people_of
 
 #: The page's language as OpenGraph names it (the metadata's own language stays German).
 OG_LOCALES = {"de": "de_DE", "en": "en_GB"}
@@ -62,6 +63,75 @@ class KeptVersion:
     sha256: str
     size_text: str
     download: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShownLink:
+    """A link of the record as its page shows it (app/files/relations.py decided that the
+    reader may see it): DataCite's relation type, the identifier, and what a reader follows:
+    the linked record's title and page, or the DOI's or URL's address."""
+
+    relation_type: str
+    identifier_type: str
+    identifier: str
+    text: str
+    href: str
+    #: Of a record of this service: its id, schema.org type and DOI (if it has one).
+    record_id: str | None = None
+    schema_type: str | None = None
+    doi: str | None = None
+    inverse: bool = False
+
+    @property
+    def url(self) -> str:
+        """Its address as an identifier: a DOI's resolver address where it has one."""
+        return doi_url(self.doi) if self.doi else self.href
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    """A creator as the page and its exports show it (app/schemas/attribution.py): a person
+    (`family`, `given`) or an organisation (`organisation`), its ORCID iD's and GND id's
+    addresses, and its affiliations as (name, ROR address or None)."""
+
+    name: str
+    family: str | None = None
+    given: str | None = None
+    organisation: bool = False
+    orcid: str | None = None
+    gnd: str | None = None
+    affiliations: tuple[tuple[str, str | None], ...] = ()
+
+    @property
+    def orcid_id(self) -> str | None:
+        return self.orcid.removeprefix(ORCID_URL) if self.orcid else None
+
+
+def person(creator: dict[str, Any]) -> Person:
+    """A stored creator, cleaned for the page."""
+    affiliations = tuple(
+        (clean_text(a["name"]), ROR_URL + a["ror"] if a.get("ror") else None)
+        for a in creator.get("affiliations", ())
+    )
+    return Person(
+        name=clean_text(display_name(creator)),
+        family=clean_text(creator.get("family_name")) or None,
+        given=clean_text(creator.get("given_name")) or None,
+        organisation="name" in creator,
+        orcid=ORCID_URL + creator["orcid"] if creator.get("orcid") else None,
+        gnd=GND_URL + creator["gnd"] if creator.get("gnd") else None,
+        affiliations=affiliations,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesRef:
+    """The series a record is part of, as its page and exports name it."""
+
+    slug: str
+    title: str
+    number: str
+    url: str
 
 
 @dataclass(slots=True)
@@ -107,6 +177,30 @@ class RecordPage:
     doi: str | None = None
     #: Its cover picture (app/covers), only while the public may download its content.
     cover: Shown | None = None
+    #: Its links the public may follow, its own first, then the inverse of others' (issue 49).
+    links: list[ShownLink] = field(default_factory=list)
+    #: The series it is part of, with its number there.
+    series: SeriesRef | None = None
+    #: Its creators, structured (`authors` are their names).
+    people: list[Person] = field(default_factory=list)
+
+    @property
+    def kind_type(self) -> str:
+        """Its schema.org type by its content (`Dataset`, `Report`, ...)."""
+        return schema_type(self.mime_type)
+
+    @property
+    def newer_editions(self) -> list[ShownLink]:
+        """The newer editions of this record the public may read (app/files/editions.py)."""
+        return [link for link in self.links if link.relation_type == "IsPreviousVersionOf"]
+
+    @property
+    def link_groups(self) -> list[tuple[str, list[ShownLink]]]:
+        """The links under the heading of their relation, in the order they first appear."""
+        groups: dict[str, list[ShownLink]] = {}
+        for link in self.links:
+            groups.setdefault(relation_label(link, self), []).append(link)
+        return list(groups.items())
 
     @property
     def doi_url(self) -> str | None:
@@ -216,16 +310,21 @@ def record_page(
     version_changed: date | None = None,
     doi: str | None = None,
     cover: Shown | None = None,
+    links: list[ShownLink] | None = None,
+    series: SeriesRef | None = None,
 ) -> RecordPage:
     """The page of one record the public may see; under embargo it offers no content. Its
     folders link to their pages under `browse`; `version_changed` is the day a replacement
     made its current version; `doi` is its DOI as readers see it (app/doi/lookup.py);
-    `cover` its picture, given only while the content may be downloaded (app/covers)."""
+    `cover` its picture, given only while the content may be downloaded (app/covers);
+    `links` and `series` what app/files/relations.py and its series lend it."""
+    people = [person(creator) for creator in people_of(record)]
+    people = [found for found in people if found.name]
     page = RecordPage(
         id=str(record.id),
         title=title_of(record),
-        authors=split_list(record.autoren, ";"),
-        published=record.created_at.astimezone(UTC).date(),
+        authors=[found.name for found in people],
+        published=publication_date(record),
         description=clean_text(record.beschreibung),
         keywords=split_list(record.sachschlagwoerter),
         themes=split_list(record.org_themen),
@@ -244,6 +343,9 @@ def record_page(
         version_changed=version_changed,
         doi=doi,
         cover=None if embargo_active(record, today) else cover,
+        links=links or [],
+        series=series,
+        people=people,
     )
     page.meta = highwire_tags(page)
     page.properties = open_graph_tags(page)
@@ -263,6 +365,8 @@ def signposting(page: RecordPage) -> list[tuple[str, str, str | None]]:
         (f"https://schema.org/{page_type(page)}", "type", None),
         ("https://schema.org/AboutPage", "type", None),
     ]
+    if schema_type(page.mime_type) == "Dataset":  # its DCAT-AP description (app/pages/dcat.py)
+        links.append((page.urls.page, "describedby", "text/turtle"))
     if page.downloadable:
         links.append((page.urls.download, "item", page.mime_type))
     return links
@@ -279,13 +383,26 @@ def link_header(links: list[tuple[str, str, str | None]]) -> str:
 def highwire_tags(page: RecordPage) -> list[tuple[str, str]]:
     """Google Scholar's `citation_*` tags; the PDF's address only while it can be downloaded."""
     tags = [("citation_title", page.title)]
-    tags += [("citation_author", author) for author in page.authors]
+    for found in page.people:
+        tags.append(("citation_author", found.name))
+        if found.orcid:
+            tags.append(("citation_author_orcid", found.orcid))
+        tags += [("citation_author_institution", name) for name, _ in found.affiliations]
     tags.append(("citation_publication_date", page.published.strftime("%Y/%m/%d")))
     if page.keywords:
         tags.append(("citation_keywords", "; ".join(page.keywords)))
     tags.append(("citation_publisher", page.repository))
+    if citation_type(page) == "report":
+        # What makes Zotero (and Scholar) take it for a report of this institution.
+        tags.append(("citation_technical_report_institution", page.repository))
+        if page.series is not None and page.series.number:
+            tags.append(("citation_technical_report_number", page.series.number))
+    if page.series is not None:
+        tags.append(("citation_series_title", page.series.title))
     if page.doi:
         tags.append(("citation_doi", page.doi))
+    # Dublin Core's type (DCMI Type Vocabulary): a reference manager's data set.
+    tags.append(("DC.type", DCMI_TYPES.get(page_kind_type(page), "Text")))
     if page.kind == "pdf" and page.downloadable:
         tags.append(("citation_pdf_url", page.urls.download))
     large = page.kind == "image" or page.cover is not None
@@ -311,7 +428,7 @@ def _summary(text: str, limit: int = 300) -> str:
 def open_graph_tags(page: RecordPage) -> list[tuple[str, str]]:
     """OpenGraph, for link previews; the content itself only while it can be downloaded."""
     tags = [
-        ("og:type", "article"),
+        ("og:type", OG_TYPES.get(page.kind, "article")),
         ("og:title", page.title),
         ("og:url", page.urls.page),
         ("og:site_name", page.repository),
@@ -329,6 +446,32 @@ def open_graph_tags(page: RecordPage) -> list[tuple[str, str]]:
         tags.append(("og:image:height", str(page.cover.height_at(1200))))
         tags.append(("og:image:alt", cover_alt(page.title)))
     return tags
+
+
+#: OpenGraph's type of a record's content, where it has one (else `article`): what makes
+#: Zotero take an audio or video record for a recording, not an article.
+OG_TYPES = {"audio": "music.song", "video": "video.other"}
+#: DCMI types of the schema.org types.
+DCMI_TYPES = {
+    "Dataset": "Dataset",
+    "AudioObject": "Sound",
+    "VideoObject": "MovingImage",
+    "ImageObject": "StillImage",
+}
+
+
+def page_kind_type(page: RecordPage) -> str:
+    return schema_type(page.mime_type)
+
+
+def citation_type(page: RecordPage) -> str:
+    """The record's CSL type (`report`, `dataset`, `song`, `motion_picture`, `graphic`)."""
+    return {
+        "Dataset": "dataset",
+        "AudioObject": "song",
+        "VideoObject": "motion_picture",
+        "ImageObject": "graphic",
+    }.get(schema_type(page.mime_type), "report")
 
 
 def schema_type(mime_type: str) -> str:
@@ -378,8 +521,13 @@ def schema_org(page: RecordPage) -> dict[str, Any]:
         data["dateModified"] = page.version_changed.isoformat()
     if page.description:
         data["description"] = page.description
-    if page.authors:
-        data["author"] = [{"@type": "Person", "name": author} for author in page.authors]
+    if page.people:
+        data["author"] = [agent(found) for found in page.people]
+    if page.series is not None:
+        data["isPartOf"] = [series_ld(page.series)]
+    for link in page.links:
+        if link.relation_type in JSON_LD_RELATIONS:
+            data.setdefault(JSON_LD_RELATIONS[link.relation_type], []).append(work(link))
     if page.keywords:
         data["keywords"] = page.keywords
     if page.themes:
@@ -410,3 +558,86 @@ def schema_org(page: RecordPage) -> dict[str, Any]:
     else:
         data["encoding"] = {"@type": "MediaObject", **content}
     return data
+
+
+def relation_label(link: ShownLink, page: RecordPage) -> str:
+    """The heading a link stands under on the page, in the reader's language: what the
+    linked resource is to this record ("Daten zu diesem Bericht" for the data set that
+    supplements a report)."""
+    relation = link.relation_type
+    if relation == "IsSupplementedBy" and link.schema_type == "Dataset":
+        if schema_type(page.mime_type) == "Report":
+            return _("Daten zu diesem Bericht")
+        return _("Daten dazu")
+    labels = {
+        "IsSupplementTo": _("Ergänzt"),
+        "IsSupplementedBy": _("Ergänzt durch"),
+        "References": _("Verweist auf"),
+        "IsReferencedBy": _("Verwiesen von"),
+        "Cites": _("Zitiert"),
+        "IsCitedBy": _("Zitiert von"),
+        "IsPartOf": _("Teil von"),
+        "HasPart": _("Enthält"),
+        "IsNewVersionOf": _("Frühere Ausgabe"),
+        "IsPreviousVersionOf": _("Neuere Ausgabe"),
+        "IsDerivedFrom": _("Abgeleitet von"),
+        "IsSourceOf": _("Quelle für"),
+        "IsVersionOf": _("Version von"),
+        "HasVersion": _("Hat die Version"),
+        "IsDocumentedBy": _("Dokumentiert durch"),
+        "Documents": _("Dokumentiert"),
+        "IsDescribedBy": _("Beschrieben durch"),
+        "Describes": _("Beschreibt"),
+    }
+    return labels.get(relation) or _("Verknüpft (%(relation)s)", relation=relation)
+
+
+#: schema.org's properties of DataCite's relation types, where it has one.
+JSON_LD_RELATIONS = {
+    "IsPartOf": "isPartOf",
+    "HasPart": "hasPart",
+    "References": "citation",
+    "Cites": "citation",
+    "IsDerivedFrom": "isBasedOn",
+}
+
+
+def agent(found: Person) -> dict[str, Any]:
+    """A creator as schema.org's Person or Organization: its ORCID iD its `@id`, its GND id
+    in `sameAs`, its affiliations as Organizations (their ROR id their `@id`)."""
+    data: dict[str, Any] = {"@type": "Organization" if found.organisation else "Person"}
+    if found.orcid:
+        data["@id"] = found.orcid
+    data["name"] = found.name
+    if found.family:
+        data["familyName"] = found.family
+    if found.given:
+        data["givenName"] = found.given
+    if found.gnd:
+        data["sameAs"] = found.gnd
+    if found.affiliations:
+        data["affiliation"] = [
+            {"@type": "Organization", **({"@id": ror} if ror else {}), "name": name}
+            for name, ror in found.affiliations
+        ]
+    return data
+
+
+def series_ld(series: SeriesRef) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "@type": "CreativeWorkSeries",
+        "@id": series.url,
+        "name": series.title,
+        "url": series.url,
+    }
+    if series.number:
+        data["position"] = series.number
+    return data
+
+
+def work(link: ShownLink) -> dict[str, Any]:
+    """A linked resource as schema.org names it: a record of this service as its type, its
+    DOI's address its `@id`; a DOI or URL as a CreativeWork at that address."""
+    if link.record_id is None:
+        return {"@type": "CreativeWork", "@id": link.url, "url": link.url}
+    return {"@type": link.schema_type, "@id": link.url, "name": link.text, "url": link.href}

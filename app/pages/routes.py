@@ -21,20 +21,22 @@ from app.database import PREPARED
 from app.doi import lookup
 from app.exceptions import RecordNotFound
 from app.extensions import db
-from app.files import access, versions
+from app.files import access, relations, versions
 from app.files.downloads import OFFLOAD_DISPOSITION, download_response
 from app.http import PUBLIC_CACHE, base_url, external_url
 from app.links.holder import HOLDER_HEADERS, is_holder_page
-from app.models import FileRecord, RecordCitation, StatsDaily, record_digest
+from app.models import FileRecord, RecordCitation, Series, StatsDaily, record_digest
 from app.oai.identifiers import identifier_of
 from app.pages import (  # noqa: F401
     browse,
     citation,
+    dcat,
     exports,
     front,
     holder,
     i18n,
     pictures,
+    series,
     sitemap,
     tombstones,
 )
@@ -45,13 +47,17 @@ from app.pages.previews import csv_rows
 from app.pages.records import (
     KeptVersion,
     RecordPage,
+    SeriesRef,
+    ShownLink,
     Urls,
     clean_text,
     kind_of,
     link_header,
     record_page,
+    schema_type,
     signposting,
     size_text,
+    title_of,
 )
 from app.stats import count_view
 from app.stats.queries import human
@@ -93,6 +99,7 @@ LAYOUT_LIBRARIES = (
     "bibtexparser",
     "rispy",
     "datacite",
+    "rdflib",
     "Babel",
     "flask-babel",
     "Jinja2",
@@ -201,8 +208,19 @@ def page_of(record: Any, today: date, repository: str, doi: str | None = None) -
         changed = replaced.astimezone(UTC).date() if replaced else None
     # Shown only where the public may download the content (app/covers).
     cover = covers.shown(record) if access.public_now(record, today) else None
-    shown = covers.shown_at(cover, urls.page)
-    page = record_page(record, today, urls, repository, folders, changed, doi, shown)
+    base = base_url()
+    page = record_page(
+        record,
+        today,
+        urls,
+        repository,
+        folders,
+        changed,
+        doi,
+        covers.shown_at(cover, urls.page),
+        links=shown_links(record, base),
+        series=series_of(record, base),
+    )
     if record.version > 1:
         page.kept_versions = [
             KeptVersion(
@@ -222,6 +240,45 @@ def page_of(record: Any, today: date, repository: str, doi: str | None = None) -
     return page
 
 
+def series_of(record: Any, base: str) -> SeriesRef | None:
+    """The series the record is part of, with its title and its number there."""
+    found = db.session.get(Series, record.series_slug) if record.series_slug else None
+    if found is None:
+        return None
+    url = f"{base}/series/{found.slug}"
+    return SeriesRef(found.slug, clean_text(found.title), clean_text(record.series_number), url)
+
+
+def shown_links(record: Any, base: str) -> list[ShownLink]:
+    """The record's links the public may follow (app/files/relations.py), each with what
+    its page prints: a linked record's title, page and DOI; a DOI's or URL's address."""
+    found = relations.links_of(record, None)
+    dois = lookup.dois_of(link.target.id for link in found if link.target is not None)
+    shown = []
+    for link in found:
+        if link.target is None:
+            href = lookup.url(link.identifier) if link.identifier_type == "DOI" else link.identifier
+            shown.append(
+                ShownLink(link.relation_type, link.identifier_type, link.identifier, href, href)
+            )
+            continue
+        target = link.target
+        shown.append(
+            ShownLink(
+                link.relation_type,
+                link.identifier_type,
+                link.identifier,
+                title_of(target),
+                f"{base}/records/{target.id}",
+                record_id=str(target.id),
+                schema_type=schema_type(target.mime_type),
+                doi=lookup.shown(dois.get(target.id)),
+                inverse=link.inverse,
+            )
+        )
+    return shown
+
+
 def _version(row: Any, today: date, page: RecordPage, repository: str) -> tuple[str, ...]:
     """What a page's or export's ETag is made of, besides the layout (and for a page its
     reach and language)."""
@@ -233,6 +290,8 @@ def _version(row: Any, today: date, page: RecordPage, repository: str) -> tuple[
         repository,
         page.doi or "",
         "" if page.cover is None else page.cover.url(1200, "jpg") + str(page.cover.height),
+        repr(page.links),  # what other records lend it: their titles, types, DOIs
+        repr(page.series),  # and its series' title
     )
 
 
@@ -250,17 +309,34 @@ def _read(record_id: uuid.UUID, *, for_page: bool = False) -> Read:
 @tombstones.answered
 def record(record_id: uuid.UUID) -> Response:
     """The page, or by content negotiation (`Accept`) one of the exports."""
-    wanted = (
-        request.accept_mimetypes.best_match(exports.OFFERS) if request.accept_mimetypes else None
-    )
+    offers = exports.OFFERS
+    if request.accept_mimetypes and any(t in request.accept_mimetypes for t in dcat.FORMATS):
+        # A data set also answers its DCAT-AP description (an unknown id is 404 here).
+        if schema_type(access.read_record(None, record_id).mime_type) == "Dataset":
+            offers = [*offers, *dcat.FORMATS]
+    wanted = request.accept_mimetypes.best_match(offers) if request.accept_mimetypes else None
     if request.accept_mimetypes and wanted is None:
         _read(record_id)  # an unknown id is 404 whatever was asked for
-        response = not_acceptable()
+        response = not_acceptable(offers)
     elif wanted in exports.BY_MEDIA_TYPE:
         response = _export(_read(record_id), exports.BY_MEDIA_TYPE[wanted])
+    elif wanted in dcat.FORMATS:
+        response = _dcat(_read(record_id), wanted)
     else:
         response = _page(_read(record_id, for_page=True))
     response.vary.add("Accept")
+    return response
+
+
+def _dcat(read: Read, media_type: str) -> Response:
+    """A data set's DCAT-AP description (app/pages/dcat.py), with an ETag of its own."""
+    etag = _etag(*read.version, media_type)
+    if request.if_none_match.contains_weak(etag):
+        response = Response(status=304)
+    else:
+        body = dcat.serialized(read.page, media_type)
+        response = Response(body, content_type=f"{media_type}; charset=utf-8")
+    response.set_etag(etag)
     return response
 
 
@@ -322,9 +398,9 @@ def _export(read: Read, chosen: exports.Export) -> Response:
     return response
 
 
-def not_acceptable() -> Response:
+def not_acceptable(offers: list[str] | None = None) -> Response:
     """406 with the list of what `/records/{id}` can answer."""
-    lines = [_("Diese Seite gibt es in diesen Formaten (Accept):"), *exports.OFFERS]
+    lines = [_("Diese Seite gibt es in diesen Formaten (Accept):"), *(offers or exports.OFFERS)]
     return Response("\n".join(lines) + "\n", status=406, content_type="text/plain; charset=utf-8")
 
 

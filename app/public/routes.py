@@ -22,6 +22,7 @@ from app.files import access, versions
 from app.files.downloads import download_response, still_allowed, stored_file_response
 from app.files.listing import Listing
 from app.files.pagination import list_response
+from app.files.relations import SeenLinks
 from app.http import PUBLIC_CACHE, load
 from app.schemas.fast_dump import public_record_rows
 from app.schemas.records import public_record_schema
@@ -38,6 +39,8 @@ bp = Blueprint(
     security=NO_TOKEN,
 )
 bp.before_request(read_without_transaction)
+#: Records as the public sees them: no link to a record it may not see.
+public_records = SeenLinks(public_record_rows, None)
 
 RECORD_ID = {**ID_PARAMETER, "description": "Unreleased, unknown and malformed ids are all 404."}
 
@@ -52,7 +55,7 @@ def list_released():
     Released records only, newest first; a `freigabe` parameter is ignored.
     """
     params = load(list_query_schema, request.args.to_dict())
-    return list_response(Listing.of(None, params), params, public_record_rows)
+    return list_response(Listing.of(None, params), params, public_records)
 
 
 @bp.get("/<uuid:record_id>", parameters=[RECORD_ID])
@@ -73,7 +76,7 @@ def read_released(record_id: uuid.UUID):
     with a DOI that left public view is 410, never 404.
     """
     record = access.read_record(None, record_id)
-    return public_record_rows.dump(record), {"ETag": f'"{versions.etag(record)}"'}
+    return public_records.dump(record), {"ETag": f'"{versions.etag(record)}"'}
 
 
 @bp.get("/<uuid:record_id>/download", parameters=[RECORD_ID])

@@ -127,7 +127,10 @@ class ReleaseRequestSchema(Schema):
             "approver's tool to check against `record`: the lowercase hex SHA-256 of the UTF-8 "
             "bytes of the JSON object of `original_name`, `mime_type`, `aktiv_id`, `path`, "
             "`reprotyp`, `titel`, `beschreibung`, `autoren`, `sachschlagwoerter`, "
-            "`org_themen`, `sperrfrist` and `reihenfolge`, with its keys sorted, the "
+            "`org_themen`, `sperrfrist` and `reihenfolge`, and of `creators`, "
+            "`related_identifiers` and `series` (as the record answer shows them) only those "
+            "that hold a value (not null, not empty), with its keys sorted (nested ones too), "
+            "the "
             'separators "," and ":" (no spaces), non-ASCII characters as they are (not '
             "escaped), dates as YYYY-MM-DD and null for a missing value (what Python's "
             "`json.dumps(values, sort_keys=True, separators=(',', ':'), ensure_ascii=False)` "

@@ -15,7 +15,22 @@ ABOUT = {
     "reprotyp": "Representation type (free text).",
     "titel": "Title.",
     "beschreibung": "Short description, at most 5000 characters.",
-    "autoren": "Author statement.",
+    "autoren": (
+        "Author statement: names separated by ';', a person as 'Family, Given'. Kept in step "
+        "with creators (docs/contract.md): sent alone it renames them, keeping the identifiers "
+        "of every name it still has."
+    ),
+    "creators": (
+        "The creators, structured (null: none beyond the text of autoren). Sending them sets "
+        "autoren to their names joined by '; '; [] removes every author. Forms send JSON text."
+    ),
+    "related_identifiers": (
+        "Links to other resources with DataCite's relation types: another record of this "
+        "service by id (its page shows the inverse), a DOI or a URL. Forms send JSON text."
+    ),
+    "series": (
+        "The series the record is part of and its number there, or null. Forms send JSON text."
+    ),
     "sachschlagwoerter": "Subject keywords.",
     "org_themen": "Subject area of the organisation.",
     "sperrfrist": (

@@ -22,6 +22,20 @@ from marshmallow import (
 
 from app.detection.mime import ALLOWED_MIME_TYPES
 from app.schemas.about import about, query_about
+from app.schemas.attribution import (
+    MAX_CREATORS,
+    MAX_RELATIONS,
+    CreatorSchema,
+    JsonInput,
+    RelatedIdentifierSchema,
+    SeriesPlace,
+    SeriesPlaceSchema,
+    StoredList,
+    canonical,
+    derived_autoren,
+    display_name,
+    names_of,
+)
 from app.schemas.field_types import (
     BESCHREIBUNG_MAX,
     CalendarDate,
@@ -67,6 +81,49 @@ class MetadataSchema(Schema):
             "deprecated": True,
         },
     )
+    creators = JsonInput(CreatorSchema, many=True, most=MAX_CREATORS, metadata=about("creators"))
+    related_identifiers = JsonInput(
+        RelatedIdentifierSchema,
+        many=True,
+        most=MAX_RELATIONS,
+        metadata=about("related_identifiers"),
+    )
+    # Loaded into the record's two columns (`series_slug`, `series_number`).
+    series = JsonInput(SeriesPlaceSchema, many=False, load_only=True, metadata=about("series"))
+
+    @post_load
+    def structures(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """The structured fields as the record's columns: canonical JSON text, the series'
+        two columns, and `autoren` from `creators` (docs/contract.md)."""
+        if "creators" in data:
+            creators = data["creators"]
+            if creators is None:
+                pass  # the structure goes; autoren stays the statement of authors
+            else:
+                try:
+                    derived = derived_autoren(creators)
+                except ValidationError as exc:
+                    raise ValidationError(exc.messages, "creators") from None
+                sent = data.get("autoren", derived)
+                if names_of(sent) != [display_name(creator) for creator in creators]:
+                    raise ValidationError(
+                        [
+                            "The autoren field must name the creators, in their order, when "
+                            f"both are sent ({derived or 'null'}); send one of them."
+                        ],
+                        "autoren",
+                    )
+                data["autoren"] = derived if sent is None or derived is None else sent
+                data["creators"] = canonical(creators)
+        if "related_identifiers" in data:
+            links = data["related_identifiers"] or []
+            unique = list({canonical(link): link for link in links}.values())
+            data["related_identifiers"] = canonical(unique)
+        if "series" in data:
+            place = data.pop("series") or {}
+            data["series_slug"] = place.get("slug")
+            data["series_number"] = place.get("number")
+        return data
 
     @post_load
     def merge_iab_themen(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -177,6 +234,11 @@ class FileRecordSchema(Schema):
     created_at = Timestamp(metadata=about("created_at"))
     updated_at = Timestamp(metadata=about("updated_at"))
     version = fields.Integer(metadata=about("version"))
+    creators = StoredList(fields.Nested(CreatorSchema), empty=None, metadata=about("creators"))
+    related_identifiers = StoredList(
+        fields.Nested(RelatedIdentifierSchema), empty=[], metadata=about("related_identifiers")
+    )
+    series = SeriesPlace(metadata=about("series"))
 
 
 record_schema = FileRecordSchema()
@@ -236,6 +298,8 @@ def dump_update_result(record: Any, changed: list[str]) -> dict[str, Any]:
     full = record_schema.dump(record)
     if "org_themen" in changed:
         changed = [*changed, "iab_themen"]  # both names, as in every record answer
+    if {"autoren", "creators"} & set(changed):  # kept in step: each may change the other
+        changed = list(dict.fromkeys([*changed, "autoren", "creators"]))
     return {
         "id": full["id"],
         **{name: full[name] for name in changed},

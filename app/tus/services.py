@@ -34,7 +34,7 @@ from app.database import lock_database_on_sqlite
 from app.detection.sample import HEAD_BYTES, TAIL_BYTES, Sample
 from app.exceptions import RecordNotFound
 from app.extensions import db
-from app.files import writes
+from app.files import relations, writes
 from app.files.uploads import StagedFile, check_file, discard
 from app.files.validation import validated
 from app.models import FileRecord, ResumableUpload, User, utcnow
@@ -130,13 +130,15 @@ def create_upload(
         )
     fields, field_errors = parse_metadata(metadata_header)
     empty = f"The {FILE_FIELD} field must not be an empty file."
-    validated(
+    loaded = validated(
         create_schema,
         fields,
         unreadable=field_errors,
         files=[StagedFile(0, FILE_FIELD, "", error=empty)] if length == 0 else None,
         file_field=FILE_FIELD,
     )
+    # A series or linked record that is not there fails now, not after the bytes.
+    relations.check_references(loaded, user)
     # Checked first too, so that a user at the limit costs the backend nothing.
     _check_room_for_another(user, config)
     now = utcnow()

@@ -40,6 +40,9 @@ EXPECTED_STATUSES = {
     ("delete", "/api/files/{id}/links/{link_id}"): {204, 401, 404, 500, 503},
     ("post", "/api/links"): {201, 400, 401, 413, 422, 429, 500, 503},
     ("get", "/api/links"): {200, 401, 422, 500, 503},
+    ("post", "/api/series"): {201, 400, 401, 403, 409, 413, 422, 500, 503},
+    ("post", "/api/files/{id}/editions"): {201, 400, 401, 404, 409, 413, 422, 429, 500, 503},
+    ("get", "/api/series"): {200, 401, 500, 503},
     ("delete", "/api/links/{link_id}"): {204, 401, 404, 500, 503},
     ("get", "/api/shared/{secret}"): {200, 404, 410, 422, 429, 500, 503},
     ("get", "/api/shared/{secret}/files/{id}/download"): {

@@ -178,7 +178,8 @@ def test_get_record_and_metadata_formats(api: Api, alice: Account):
         "creator": ["Anna Weber", "Ben Meyer"],
         "subject": ["Arbeit", "Markt", "Wirtschaft"],
         "description": ["Zahlen"],
-        "date": [record["created_at"][:10]],
+        # The publication date is the day the content is public to all (issue 49).
+        "date": ["2999-01-01"],
         "type": ["Text", "Bericht"],
         "format": ["application/pdf"],
         "identifier": [public_url, public_url + "/download", "AKT-1"],
@@ -186,7 +187,10 @@ def test_get_record_and_metadata_formats(api: Api, alice: Account):
     }
     assert b"Intern" not in etree.tostring(root)
     formats = oai(api, verb="ListMetadataFormats")
-    assert [e.text for e in formats.iterfind(".//oai:metadataPrefix", NS)] == ["oai_dc"]
+    assert [e.text for e in formats.iterfind(".//oai:metadataPrefix", NS)] == [
+        "oai_dc",
+        "oai_datacite",
+    ]
 
 
 def test_list_identifiers_pages_with_resumption_tokens(api: Api, alice: Account, small_pages):

@@ -41,6 +41,9 @@ from app.extensions import db
 from app.models import Doi
 from tests.conftest import base_config
 from tests.docs.test_docs_page import CHROMIUM, CHROMIUM_ARGS, LOOPBACK, _playwright_installed
+from tests.files.test_creators import ERIKA, INSTITUTE
+from tests.files.test_editions import edition
+from tests.files.test_related_identifiers import link
 from tests.links.test_links import kit, record_link, secret_of
 from tests.pages.test_dois import DATACITE
 from tests.support import samples
@@ -74,6 +77,9 @@ PAGES: dict[str, tuple[str, int]] = {
     "search-en": ("/search?q=Arbeitsmarkt&lang=en", 200),
     "holder-record": ("/s/{record_link}", 200),
     "holder-kit": ("/s/{kit_link}", 200),
+    # Issue 49: creators with ORCID and ROR, a series, links, a newer edition.
+    "record-people": ("/records/{people}", 200),
+    "series": ("/series/forschungsbericht", 200),
 }
 #: Schemes of requests that leave the browser.
 NETWORK_SCHEMES = {"http", "https", "ws", "wss"}
@@ -121,6 +127,7 @@ def _seed(api: Api) -> dict[str, str]:
     ids["record_link"] = secret_of(record_link(api, alice, ids["embargoed"]).get_json())
     ids |= _seed_dois(api, alice, common)
     ids["kit_link"] = secret_of(kit(api, alice, "berichte/2026").get_json())
+    ids["people"] = _seed_people(api, alice, ids["csv"])
     _seed_covers(api, alice, ids)
     return ids
 
@@ -138,6 +145,26 @@ def _seed_covers(api: Api, alice: Any, ids: dict[str, str]) -> None:
         while making.make_due().done:
             pass
         db.session.remove()
+
+
+def _seed_people(api: Api, alice: Any, data_id: str) -> str:
+    """A report by structured creators, in a series, supplemented by the data set, with a
+    newer edition (issue 49): its id."""
+    admin = api.account(admin=True)
+    series = {"slug": "forschungsbericht", "title": "IAB-Forschungsbericht"}
+    assert api.client.post("/api/series", json=series, headers=admin.auth).status_code == 201
+    report = api.create(
+        alice,
+        "bericht-7.pdf",
+        samples.pdf_bytes(),
+        titel="Arbeitsmarkt und Bildung",
+        creators=json.dumps([ERIKA, INSTITUTE]),
+        series=json.dumps({"slug": "forschungsbericht", "number": "7/2026"}),
+        related_identifiers=json.dumps([link(data_id)]),
+    )
+    newer = edition(api, alice, report["id"], titel="Arbeitsmarkt und Bildung (2. Auflage)")
+    assert newer.status_code == 201
+    return report["id"]
 
 
 def _seed_dois(api: Api, alice: Any, common: dict[str, str]) -> dict[str, str]:

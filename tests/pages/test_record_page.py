@@ -397,8 +397,18 @@ def test_json_ld_of_a_report_states_every_value_of_the_record(api: Api, app, rep
         "version": 1,
         "description": "Ein Bericht.\nZweite Zeile.",
         "author": [
-            {"@type": "Person", "name": "Muster, Erika"},
-            {"@type": "Person", "name": "Beispiel, Max"},
+            {
+                "@type": "Person",
+                "name": "Muster, Erika",
+                "familyName": "Muster",
+                "givenName": "Erika",
+            },
+            {
+                "@type": "Person",
+                "name": "Beispiel, Max",
+                "familyName": "Beispiel",
+                "givenName": "Max",
+            },
         ],
         "keywords": ["Arbeit", "Löhne", "Tarif"],
         "about": [{"@type": "Thing", "name": "Konjunktur"}],

@@ -34,6 +34,8 @@ HASHED = (
     "sperrfrist",
     "reihenfolge",
 )
+#: Issue 49's structured fields: hashed only when they hold a value.
+STRUCTURED = ("creators", "related_identifiers", "series")
 TITLE = "Übersicht der Straßenmaße – Größe Ω"
 EMBARGO = "2020-02-29"
 
@@ -41,14 +43,16 @@ EMBARGO = "2020-02-29"
 def expected_hash(record: dict[str, Any], pending: dict[str, Any] | None = None) -> str:
     """`public_hash` as its description defines it, from a record answer and, of a held
     change, what its approval sets."""
-    values = {name: record[name] for name in HASHED}
+    values = {name: record[name] for name in (*HASHED, *STRUCTURED)}
     if pending is not None:
         values.update(pending["fields"])
         if pending["content"] is not None:
             values["original_name"] = pending["content"]["original_name"]
             values["mime_type"] = pending["content"]["mime_type"]
+    values = {k: v for k, v in values.items() if k not in STRUCTURED or v}
     text = "{" + ",".join(
-        f"{json.dumps(name)}:{json.dumps(values[name], ensure_ascii=False)}"
+        f"{json.dumps(name)}:"
+        + json.dumps(values[name], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         for name in sorted(values)
     )
     return hashlib.sha256((text + "}").encode("utf-8")).hexdigest()

@@ -40,8 +40,10 @@ _FIELDS = [
     "freigegeben_von",
     "created_at",
 ]
-CREATE_FIELDS = [*_FIELDS, "version"]
-RECORD_FIELDS = [*_FIELDS, "updated_at", "version"]
+#: Issue 49: who made it and what it belongs to.
+STRUCTURED_FIELDS = ["creators", "related_identifiers", "series"]
+CREATE_FIELDS = [*_FIELDS, "version", *STRUCTURED_FIELDS]
+RECORD_FIELDS = [*_FIELDS, "updated_at", "version", *STRUCTURED_FIELDS]
 PUBLIC_FIELDS = [f for f in RECORD_FIELDS if f not in ("erstellt_von", "freigegeben_von")]
 
 

@@ -7,6 +7,7 @@ import base64
 import errno
 import hashlib
 import io
+import json
 import tempfile
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -428,3 +429,22 @@ def test_a_failure_after_the_record_committed_keeps_its_object(
     assert api.get(f"/api/files/{record.id}/download", alice).data == TEXT
     state = api.client.head(url, headers={**TUS, **alice.auth})
     assert state.headers["Upload-Record-Id"] == str(record.id)
+
+
+def test_structured_fields_go_through_tus_as_through_a_form(api: Api, alice: Account):
+    """Issue 49: `creators`, `related_identifiers` and `series` as JSON text; a series that is
+    not there refused before any byte, as a bad identifier is."""
+    creators = json.dumps([{"family_name": "Muster", "given_name": "Erika"}])
+    assert create(api, alice, series=json.dumps({"slug": "keine"})).get_json()["errors"] == {
+        "series.slug": [
+            "There is no series keine; an administrator makes series (POST /api/series)."
+        ]
+    }
+    bad = create(api, alice, creators=json.dumps([{"family_name": "M", "orcid": "1"}]))
+    assert list(bad.get_json()["errors"]) == ["creators.0.orcid"]
+    assert uploads(api) == 0
+    made = create(api, alice, creators=creators)
+    assert made.status_code == 201
+    assert patch(api, alice, made.headers["Location"], TEXT).status_code == 204
+    [record] = api.rows()
+    assert (json.loads(record.creators), record.autoren) == (json.loads(creators), "Muster, Erika")
