@@ -220,17 +220,14 @@ def open_request(
 ) -> ReleaseRequest:
     """A pending request to release `record` as it is, or to put its `draft` in place."""
     source = record if draft is None else draft
+    # The id now, for the mail written before the flush; the rest are the model's defaults.
     request = ReleaseRequest(
         id=uuid.uuid4(),
         record_id=record.id,
-        kind=RequestKind.RELEASE,
-        state=RequestState.PENDING,
         note=note,
         content_sha256=source.checksum_sha256,
         public_hash=public_hash(source),
         submitted_by=submitter_id,
-        submitted_at=utcnow(),
-        override=False,
     )
     if draft is not None:
         only_embargo = draft.stored_path is None and set(waiting(record, draft)) == {"sperrfrist"}
@@ -310,8 +307,7 @@ def void(request: ReleaseRequest, record: FileRecord | None) -> Void | None:
     no longer released under a change."""
     if record is None:
         return Void("record deleted", "The record is gone; the request is cancelled.")
-    draft = draft_of(record.id) if request.kind in HELD else None
-    source = record if request.kind not in HELD else draft
+    source = draft_of(record.id) if request.kind in HELD else record
     moved = request.base_sha256 is not None and (
         record.checksum_sha256 != request.base_sha256 or public_hash(record) != request.base_hash
     )

@@ -98,7 +98,8 @@ def test_freigabe_false_sent_while_a_release_waits_withdraws_it(
     record, request_id = pending_upload(api, alice)
     answer = api.patch(record["id"], alice, {"freigabe": False}).get_json()
     assert answer["release_request"] is None
-    assert releases.state(request_id) == "cancelled"
+    shown = api.get(f"/api/release-requests/{request_id}", alice).get_json()
+    assert (shown["state"], shown["reason"], shown["changes"]) == ("cancelled", "withdrawn", None)
     read = api.get(f"/api/files/{record['id']}", alice).get_json()
     assert (read["freigabe"], read["release_request"]) == (False, None)
 
@@ -198,3 +199,37 @@ def test_release_requests_share_the_writes_rate_limit(api: Api, alice: Account, 
     assert refused.status_code == 429 and "Retry-After" in refused.headers
     with limited_app.app_context():
         db.engine.dispose()
+
+
+def test_updated_at_moves_with_every_write_of_the_record_itself(
+    api: Api, alice: Account, carol: Account, releases: Releases, stack_config: dict
+):
+    def updated(record_id: str) -> str:
+        return api.get(f"/api/files/{record_id}", alice).get_json()["updated_at"]
+
+    unreleased = api.create(alice, freigabe="false")
+    before = updated(unreleased["id"])
+    assert api.patch(unreleased["id"], alice, {"titel": "T2"}).status_code == 200
+    assert updated(unreleased["id"]) != before
+    record = released(api, alice, carol, releases)
+    before = updated(record["id"])
+    assert api.patch(record["id"], alice, {"freigabe": False}).status_code == 200
+    assert updated(record["id"]) != before
+    off = create_app({**stack_config, "RELEASE_APPROVAL": "off"})
+    before = updated(record["id"])
+    assert (
+        Api(off, off.test_client()).patch(record["id"], alice, {"titel": "T3"}).status_code == 200
+    )
+    assert updated(record["id"]) != before
+    with off.app_context():
+        db.engine.dispose()
+
+
+def test_a_change_request_names_no_embargo_unless_it_is_one(
+    api: Api, alice: Account, carol: Account, releases: Releases
+):
+    record = released(api, alice, carol, releases, sperrfrist="2099-01-01")
+    asked = api.patch(record["id"], alice, {"titel": "T2"}).get_json()["release_request"]
+    assert (asked["kind"], asked["sperrfrist"]) == ("change", None)
+    shown = api.get(f"/api/release-requests/{asked['id']}", carol).get_json()
+    assert (shown["kind"], shown["sperrfrist"]) == ("change", None)
