@@ -89,7 +89,6 @@ def test_the_section_runs_top_to_bottom(tmp_path: Path, make_postgres_database):
     )
     for name in ("PUBLIC_BASE_URL", "TRUSTED_HOSTS", "PROXY_COUNT", "HOST", "PYTHONPATH"):
         env.pop(name, None)
-    env.pop("MAKEFLAGS", None)
 
     log_path = tmp_path / "section.log"
     with open(log_path, "w") as log:

@@ -26,6 +26,10 @@ _SETTINGS_PREFIXES = (
 )
 
 
+#: What a running make hands its children.
+_MAKE_VARIABLES = ("MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -34,6 +38,10 @@ def free_port() -> int:
 
 def clean_env(**settings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SETTINGS_PREFIXES)}
+    # A user's shell is no make's child: under `make test` a `make` the test runs would
+    # otherwise believe itself a sub-make and print "Entering directory" first.
+    for name in _MAKE_VARIABLES:
+        env.pop(name, None)
     # Nor may the secrets of a checkout's .env (docker compose's), which `flask` would load
     # when python-dotenv is installed (the test tools bring it).
     env["FLASK_SKIP_DOTENV"] = "1"
