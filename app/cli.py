@@ -10,6 +10,7 @@ import errno
 import os
 import re
 import signal
+import socket
 import sys
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -155,9 +156,28 @@ def has_administrator() -> bool:
     return db.session.scalar(select(User.id).where(User.is_admin).limit(1)) is not None
 
 
+def listen_address_problem(host: str) -> str | None:
+    """Why `host` (HOST or --host) is no address to listen on, or None: a URL or a name that
+    does not resolve would otherwise end in waitress's traceback."""
+    if "/" in host or host.count(":") == 1:
+        return (
+            f"HOST or --host is an address to listen on, not a URL: {host!r} (for example "
+            "127.0.0.1, or 0.0.0.0 for every interface)"
+        )
+    try:
+        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return f"HOST or --host {host!r} does not resolve to an address to listen on"
+    return None
+
+
 @click.command("serve")
 @click.option("--host", help="Interface to listen on [default: HOST or 127.0.0.1].")
-@click.option("--port", type=int, help="Port to listen on [default: PORT or 8000].")
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help="Port to listen on, 1 to 65535 [default: PORT or 8000].",
+)
 @click.option("--threads", type=int, help="Worker threads [default: SERVER_THREADS or 8].")
 @with_appcontext
 def serve_command(host: str | None, port: int | None, threads: int | None) -> None:
@@ -179,6 +199,9 @@ def serve_command(host: str | None, port: int | None, threads: int | None) -> No
     release_freed_memory_to_the_system()
     host = host or app.config["HOST"]
     port = port or app.config["PORT"]
+    problem = listen_address_problem(host)
+    if problem is not None:
+        raise click.ClickException(problem)
     try:
         server = make_server(
             app, host=host, port=port, threads=threads or app.config["SERVER_THREADS"]
@@ -193,7 +216,8 @@ def serve_command(host: str | None, port: int | None, threads: int | None) -> No
             f"cannot listen on {host}:{port}: {exc.strerror or exc} (HOST, PORT)"
         ) from None
     warn_when_links_follow_any_host(app, [server.effective_host])
-    base = f"http://{server.effective_host}:{server.effective_port}"
+    shown = server.effective_host
+    base = f"http://{f'[{shown}]' if ':' in shown else shown}:{server.effective_port}"
     click.echo(f"Serving on {base}/ (API documentation: {base}/api/docs)")
     if not has_administrator():
         click.echo(NO_ADMINISTRATOR)

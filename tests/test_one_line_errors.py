@@ -193,6 +193,37 @@ def test_a_busy_port_is_one_line_naming_it(migrated: dict[str, str]):
     )
 
 
+@pytest.mark.parametrize(
+    ("option", "line"),
+    [
+        (
+            ("--host", "http://127.0.0.1"),
+            "Error: HOST or --host is an address to listen on, not a URL: 'http://127.0.0.1' "
+            "(for example 127.0.0.1, or 0.0.0.0 for every interface)",
+        ),
+        (
+            ("--host", "example.invalid"),
+            "Error: HOST or --host 'example.invalid' does not resolve to an address to listen on",
+        ),
+        *(
+            (
+                ("--port", port),
+                f"Error: Invalid value for '--port': {port} is not in the range 1<=x<=65535.",
+            )
+            for port in ("-1", "0", "99999")
+        ),
+    ],
+)
+def test_an_address_serve_cannot_listen_on_is_one_line(
+    migrated: dict[str, str], option: tuple[str, str], line: str
+):
+    result = flask("serve", *option, env=migrated)
+    assert result.returncode in (1, 2)  # 2: click's usage errors
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == line
+    assert "Traceback" not in result.stderr
+
+
 def test_an_unusable_storage_folder_is_one_line(migrated: dict[str, str], tmp_path: Path):
     root = tmp_path / "a-file"
     root.write_text("not a folder")

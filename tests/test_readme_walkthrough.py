@@ -20,10 +20,12 @@ made-up values."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -141,6 +143,46 @@ def test_the_quick_start_is_short_and_ends_on_a_public_page():
     assert all(line.split("  # ")[0].rstrip().endswith(("&&", "\\")) for line in lines[start:-1])
     assert "-F freigabe=true" in quick_start()
     assert "$BASE/records/$ID" in lines[-1]
+
+
+def test_on_a_busy_port_the_quick_start_stops_at_the_one_line_that_says_so(
+    tmp_path: Path, origin: Path
+):
+    """Another program answers on PORT (here every request with `{}`): `make start` is not
+    fooled by it, prints why its own server stopped, and nothing after it runs."""
+    venv = venv_without_install(tmp_path / "venv")
+
+    class Other(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_POST = do_GET  # noqa: N815
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    port = other.server_address[1]
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        start = quick_start().replace(ADDRESS, str(origin))
+        start = start.replace(PORT_LINE, f"export PORT={port};")
+        workdir = tmp_path / "busy"
+        workdir.mkdir()
+        shell, stdout, stderr = run_block(start, workdir, block_env(venv, port), workdir, 180)
+    finally:
+        other.shutdown()
+        other.server_close()
+    assert shell.returncode != 0
+    *_, said, make_said = stderr.splitlines()
+    assert said == (
+        f"Error: port {port} on 127.0.0.1 is already in use: stop what listens there, or "
+        "choose another with PORT or --port"
+    )
+    assert make_said.startswith("make: *** ") and make_said.endswith("start] Error 1")
+    assert "Traceback" not in stdout + stderr and "Its public page" not in stdout
 
 
 def test_no_text_value_goes_with_dash_f():
