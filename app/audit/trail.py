@@ -42,6 +42,7 @@ from app.models import (
     Doi,
     FileRecord,
     ReleaseRequest,
+    RequestState,
     ShareLink,
     User,
     utcnow,
@@ -256,18 +257,21 @@ RELEASE_SUBMITTED = (
 )
 #: The entry of a request's decision, by the state it reached (an approval by an
 #: administrator's override is `release.override`).
-RELEASE_DECIDED = {"approved": "release.approve", "declined": "release.decline"}
+RELEASE_DECIDED = {
+    RequestState.APPROVED: "release.approve",
+    RequestState.DECLINED: "release.decline",
+}
 
 
 def _release_changed(obj: ReleaseRequest) -> Change | None:
     was_changed, _old, new = _history(obj, "state")
-    if not was_changed or new == "pending":
+    if not was_changed or new == RequestState.PENDING:
         return None
     changes: dict[str, Any] = {"request_id": str(obj.id), "reason": obj.reason}
-    if new == "cancelled":
+    if new == RequestState.CANCELLED:
         changes["changed"] = json.loads(obj.changes) if obj.changes else {}
         return "release.cancel", changes
-    if new == "approved":
+    if new == RequestState.APPROVED:
         changes["content_sha256"] = obj.content_sha256
         changes["public_hash"] = obj.public_hash
         if obj.kind == "sperrfrist":
