@@ -131,7 +131,29 @@ class ApiToken(db.Model):
     user: Mapped[User] = relationship(back_populates="tokens")
 
 
-class FileRecord(db.Model):
+class PublicFields:
+    """The public fields a record and each of its versions carry beside the content's
+    (app/files/versions.py `METADATA`, with `reihenfolge`, which is required on the record)."""
+
+    aktiv_id: Mapped[str | None] = mapped_column(String(255))
+    path: Mapped[str | None] = mapped_column(String(255))
+    reprotyp: Mapped[str | None] = mapped_column(String(255))
+    titel: Mapped[str | None] = mapped_column(String(255))
+    beschreibung: Mapped[str | None] = mapped_column(Text)
+    autoren: Mapped[str | None] = mapped_column(String(255))
+    sachschlagwoerter: Mapped[str | None] = mapped_column(String(255))
+    org_themen: Mapped[str | None] = mapped_column(String(255))
+    sperrfrist: Mapped[date | None] = mapped_column(Date)
+    #: Who made it and what it belongs to (issue 49, app/schemas/attribution.py): the
+    #: structured creators and the related identifiers as canonical JSON text (None: none;
+    #: `autoren` is then the whole statement of authors), the series and the number in it.
+    creators: Mapped[str | None] = mapped_column(Text)
+    related_identifiers: Mapped[str | None] = mapped_column(Text)
+    series_slug: Mapped[str | None] = mapped_column(String(64))
+    series_number: Mapped[str | None] = mapped_column(String(64))
+
+
+class FileRecord(PublicFields, db.Model):
     __tablename__ = "file_records"
     __table_args__ = (
         # Lists: newest first with id as tie-breaker, per owner, per release state.
@@ -179,27 +201,10 @@ class FileRecord(db.Model):
     mime_type: Mapped[str] = mapped_column(String(255))
     size: Mapped[int] = mapped_column(BigInteger)
 
-    aktiv_id: Mapped[str | None] = mapped_column(String(255))
-    path: Mapped[str | None] = mapped_column(String(255))
-    reprotyp: Mapped[str | None] = mapped_column(String(255))
-    titel: Mapped[str | None] = mapped_column(String(255))
-    beschreibung: Mapped[str | None] = mapped_column(Text)
-    autoren: Mapped[str | None] = mapped_column(String(255))
-    sachschlagwoerter: Mapped[str | None] = mapped_column(String(255))
-    org_themen: Mapped[str | None] = mapped_column(String(255))
-    sperrfrist: Mapped[date | None] = mapped_column(Date)
     reihenfolge: Mapped[int] = mapped_column(Integer, default=0)
     freigabe: Mapped[bool] = mapped_column(Boolean, default=True)
     erstellt_von: Mapped[str | None] = mapped_column(String(255))
     freigegeben_von: Mapped[str | None] = mapped_column(String(255))
-    #: Who made it and what it belongs to (issue 49, app/schemas/attribution.py): the
-    #: structured creators and the related identifiers as canonical JSON text (None: none;
-    #: `autoren` is then the whole statement of authors), the series and the number in it.
-    creators: Mapped[str | None] = mapped_column(Text)
-    related_identifiers: Mapped[str | None] = mapped_column(Text)
-    series_slug: Mapped[str | None] = mapped_column(String(64))
-    series_number: Mapped[str | None] = mapped_column(String(64))
-
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -225,7 +230,7 @@ def record_digest(record: Any, *extra: str) -> str:
     return hashlib.sha256(values.encode()).hexdigest()
 
 
-class FileVersion(db.Model):
+class FileVersion(PublicFields, db.Model):
     """A content of a record other than its current one, with the public fields beside it.
 
     An ended version (`VersionState.ENDED`, numbered from 1) is one a replacement ended
@@ -261,24 +266,9 @@ class FileVersion(db.Model):
     replaced_by: Mapped[int | None] = mapped_column(Integer)
     change_note: Mapped[str | None] = mapped_column(Text)
     stored_path: Mapped[str | None] = mapped_column(String(512))
-    # The public fields (app/files/approval.py PUBLIC_FIELDS but the content's two), as the
-    # record had them when the version ended, or as its draft wants them; None on versions
-    # ended before migration 0027.
-    aktiv_id: Mapped[str | None] = mapped_column(String(255))
-    path: Mapped[str | None] = mapped_column(String(255))
-    reprotyp: Mapped[str | None] = mapped_column(String(255))
-    titel: Mapped[str | None] = mapped_column(String(255))
-    beschreibung: Mapped[str | None] = mapped_column(Text)
-    autoren: Mapped[str | None] = mapped_column(String(255))
-    sachschlagwoerter: Mapped[str | None] = mapped_column(String(255))
-    org_themen: Mapped[str | None] = mapped_column(String(255))
-    sperrfrist: Mapped[date | None] = mapped_column(Date)
+    # The public fields (PublicFields, and `reihenfolge`), as the record had them when the
+    # version ended, or as its draft wants them; None on versions ended before migration 0027.
     reihenfolge: Mapped[int | None] = mapped_column(Integer)
-    # Added with issue 49 (migration 0029), as on the record.
-    creators: Mapped[str | None] = mapped_column(Text)
-    related_identifiers: Mapped[str | None] = mapped_column(Text)
-    series_slug: Mapped[str | None] = mapped_column(String(64))
-    series_number: Mapped[str | None] = mapped_column(String(64))
 
     @property
     def kept(self) -> bool:
