@@ -16,26 +16,13 @@ from typing import Any
 
 from app.exceptions import DomainError
 from app.files.access import RecordLike
+from app.files.versions import METADATA
 from app.schemas.attribution import canonical, in_step, parsed
 from app.schemas.records import INPUT_ALIASES
 
-#: What a new edition takes from the older record unless the form sends it.
-INHERITED = (
-    "aktiv_id",
-    "path",
-    "reprotyp",
-    "titel",
-    "beschreibung",
-    "autoren",
-    "creators",
-    "sachschlagwoerter",
-    "org_themen",
-    "reihenfolge",
-    "erstellt_von",
-    "series_slug",
-    "series_number",
-    "related_identifiers",
-)
+#: What a new edition takes from the older record unless the form sends it: the public
+#: fields but the embargo, and who made the record.
+INHERITED = (*(name for name in METADATA if name != "sperrfrist"), "erstellt_von")
 #: The form's names of the fields of `INHERITED` (the record's columns where they differ).
 SENT_AS = {"series": ("series_slug", "series_number"), "creators": ("creators", "autoren")}
 EDITION_LINKS = ("IsNewVersionOf", "IsPreviousVersionOf")
