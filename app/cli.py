@@ -159,14 +159,23 @@ def has_administrator() -> bool:
 @click.option("--host", help="Interface to listen on [default: HOST or 127.0.0.1].")
 @click.option("--port", type=int, help="Port to listen on [default: PORT or 8000].")
 @click.option("--threads", type=int, help="Worker threads [default: SERVER_THREADS or 8].")
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    help="Worker processes [default: SERVER_PROCESSES or the number of cores].",
+)
 @with_appcontext
-def serve_command(host: str | None, port: int | None, threads: int | None) -> None:
+def serve_command(
+    host: str | None, port: int | None, threads: int | None, processes: int | None
+) -> None:
     """Serve the API with waitress.
 
     Refuses to start, in one line, when the database cannot be reached or is not migrated,
     the storage folder cannot be written or the port is taken.
     """
+    from app.processes import serve_in_processes
     from app.server import (
+        listening_sockets,
         make_server,
         release_freed_memory_to_the_system,
         warn_when_links_follow_any_host,
@@ -179,10 +188,15 @@ def serve_command(host: str | None, port: int | None, threads: int | None) -> No
     release_freed_memory_to_the_system()
     host = host or app.config["HOST"]
     port = port or app.config["PORT"]
+    threads = threads or app.config["SERVER_THREADS"]
+    processes = processes or app.config["SERVER_PROCESSES"]
     try:
-        server = make_server(
-            app, host=host, port=port, threads=threads or app.config["SERVER_THREADS"]
-        )
+        if processes == 1:
+            server = make_server(app, host=host, port=port, threads=threads)
+            listening = (server.effective_host, server.effective_port)
+        else:
+            sockets = listening_sockets(host, port, processes)
+            listening = sockets[0].getsockname()[:2]
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise click.ClickException(
@@ -192,11 +206,17 @@ def serve_command(host: str | None, port: int | None, threads: int | None) -> No
         raise click.ClickException(
             f"cannot listen on {host}:{port}: {exc.strerror or exc} (HOST, PORT)"
         ) from None
-    warn_when_links_follow_any_host(app, [server.effective_host])
-    base = f"http://{server.effective_host}:{server.effective_port}"
+    warn_when_links_follow_any_host(app, [listening[0]])
+    base = f"http://{listening[0]}:{listening[1]}"
     click.echo(f"Serving on {base}/ (API documentation: {base}/api/docs)")
     if not has_administrator():
         click.echo(NO_ADMINISTRATOR)
+    if processes > 1:
+        sys.stdout.flush()  # not once more from each child
+        status = serve_in_processes(app, sockets, processes, threads)
+        if status:
+            sys.exit(status)
+        return
     # A stop (docker stop, systemd) ends like Ctrl-C, so the exit handlers run: among them
     # the statistics' last flush (app/stats/collector.py).
     signal.signal(signal.SIGTERM, _stop)
