@@ -126,7 +126,7 @@ def _init_extensions(app: Flask) -> None:
         limiter.init_app(app)
     except LimitsConfigurationError as exc:
         raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
-    if isinstance(limiter.storage, ProcessesStorage):
+    if app.config["RATELIMIT_ENABLED"] and isinstance(limiter.storage, ProcessesStorage):
         # Several processes of `flask serve` count in one file (app/processes.py).
         app.extensions.setdefault("share_between_processes", []).append(limiter.storage.share)
 
