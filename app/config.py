@@ -68,6 +68,13 @@ S3_DEFAULTS: dict[str, Any] = {
 }
 
 
+def cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def database_url(url: str) -> str:
     """`DATABASE_URL` as SQLAlchemy reads it: `postgres://` (Heroku's and libpq's spelling,
     which SQLAlchemy refuses) is PostgreSQL through psycopg, as `postgresql://` is."""
@@ -121,7 +128,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "HOST": get("HOST", "127.0.0.1"),
         "PORT": _int(environ, "PORT", 8000),
         "SERVER_THREADS": _int(environ, "SERVER_THREADS", 8),
-        "SERVER_PROCESSES": _int(environ, "SERVER_PROCESSES", os.cpu_count() or 1),
+        "SERVER_PROCESSES": _int(environ, "SERVER_PROCESSES", cores()),
         "CLIENT_STALL_SECONDS": _int(environ, "CLIENT_STALL_SECONDS", 60),
         "HEADER_TIMEOUT_SECONDS": _int(environ, "HEADER_TIMEOUT_SECONDS", 30),
         "CONNECTION_LIMIT": _int(environ, "CONNECTION_LIMIT", 10000),
