@@ -13,7 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
+from app.cache import LISTENER_NAME
 from tests.support import samples
 from tests.support.api import encode_multipart
 from tests.support.replicas import wait_for
@@ -128,6 +130,55 @@ def test_two_processes_serve_and_share_limits_and_the_double_click_rule(
     log = (tmp_path / "server.log").read_text()
     assert log.startswith("Serving on http://127.0.0.1:")
     assert "Traceback" not in log
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_revoked_token_is_dead_in_both_processes_at_once(
+    make_postgres_database, tmp_path: Path
+) -> None:
+    database = make_postgres_database(migrated=True)
+    env = clean_env(
+        DATABASE_URL=database,
+        STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
+        SERVER_PROCESSES="2",
+    )
+    created = flask(
+        "create-user", "--email", "p@example.org", "--name", "P", "--password", "pw-12345", env=env
+    )
+    assert created.returncode == 0, created.stderr
+    with serving_process(env, tmp_path / "server.log") as (port, server):
+        wait_for(lambda: len(children(server.pid)) == 2, seconds=20)
+        status, body = login(port, "pw-12345")
+        assert status == 201, body
+        auth = {"Authorization": f"Bearer {body['token']}"}
+        held = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(16)]
+
+        def statuses() -> list[int]:
+            answers = []
+            for connection in held:
+                connection.request("GET", "/api/files", headers=auth)
+                response = connection.getresponse()
+                response.read()
+                answers.append(response.status)
+            return answers
+
+        try:
+            assert statuses() == [200] * 16  # each process has checked the token and keeps it
+            assert all(connections_held(pid, port) > 0 for pid in children(server.pid))
+            with sa.create_engine(database).connect() as connection:
+                listeners = connection.scalar(
+                    sa.text(
+                        "SELECT count(*) FROM pg_stat_activity"
+                        " WHERE application_name = :n AND datname = current_database()"
+                    ),
+                    {"n": LISTENER_NAME},
+                )
+            assert listeners == 2
+            assert request(port, "DELETE", "/api/tokens/current", headers=auth)[0] == 204
+            wait_for(lambda: statuses() == [401] * 16, seconds=2)
+        finally:
+            for connection in held:
+                connection.close()
 
 
 def test_a_busy_port_is_one_line_with_two_processes(migrated: dict[str, str]) -> None:
