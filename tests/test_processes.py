@@ -9,7 +9,6 @@ import shutil
 import signal
 import socket
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -181,14 +180,17 @@ def test_on_postgresql_a_revoked_token_is_dead_in_both_processes_at_once(
                 connection.close()
 
 
-def test_a_busy_port_is_one_line_with_two_processes(migrated: dict[str, str]) -> None:
+def test_a_busy_port_is_one_line_with_two_processes(make_sqlite_app) -> None:
+    app = make_sqlite_app()
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result: subprocess.CompletedProcess = flask("serve", "--port", str(port), env=migrated)
-    assert result.returncode == 1
-    assert result.stderr.strip() == (
+        result = app.test_cli_runner().invoke(
+            args=["serve", "--host", "127.0.0.1", "--port", str(port), "--processes", "2"]
+        )
+    assert result.exit_code == 1
+    assert result.output.strip() == (
         f"Error: port {port} on 127.0.0.1 is already in use: stop what listens there, or "
         "choose another with PORT or --port"
     )
