@@ -152,8 +152,13 @@ def _stop_serving(signum: int, frame: Any) -> None:
     """The first stop ends the serving; later ones (Ctrl-C reaches the whole process group,
     then the parent passes it on) must not break into the last flush."""
     for stop in _STOPS:
-        signal.signal(stop, signal.SIG_IGN)
+        # Not SIG_IGN: a signal already pending would then raise ("ignored due to race").
+        signal.signal(stop, _stopping_already)
     raise KeyboardInterrupt
+
+
+def _stopping_already(signum: int, frame: Any) -> None:
+    pass
 
 
 def _run_exit_hooks(app: Flask) -> int:
