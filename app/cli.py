@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import errno
+import logging
 import os
 import re
 import signal
@@ -32,6 +33,8 @@ NO_ADMINISTRATOR = (
     "`ADMIN_EMAIL=you@example.org ADMIN_PASSWORD='a long passphrase' make run` "
     "or `.venv/bin/flask --app wsgi provision-admin --email E --password P`."
 )
+log = logging.getLogger(__name__)
+
 # SQLite's "no such table", PostgreSQL's undefined_table (42P01).
 _NO_TABLE = re.compile(r"no such table|UndefinedTable|relation \"[^\"]+\" does not exist")
 
@@ -212,6 +215,12 @@ def serve_command(
     if not has_administrator():
         click.echo(NO_ADMINISTRATOR)
     if processes > 1:
+        if str(app.config["RATELIMIT_STORAGE_URI"]).startswith("memory://"):
+            log.warning(
+                "RATELIMIT_STORAGE_URI is memory://: each of the %s processes counts for "
+                "itself (the default, processes://, counts for all of them)",
+                processes,
+            )
         sys.stdout.flush()  # not once more from each child
         status = serve_in_processes(app, sockets, processes, threads)
         if status:
