@@ -51,6 +51,7 @@ def serve_in_processes(app: Flask, sockets: list[socket.socket], count: int, thr
     try:
         for share in app.extensions.get("share_between_processes", ()):
             share(folder / FILE_NAME)
+        db.session.remove()  # the checks before serving read in it
         for engine in db.engines.values():
             engine.dispose()
         return Supervisor(app, sockets, count, threads).run()

@@ -164,7 +164,8 @@ def test_on_postgresql_a_revoked_token_is_dead_in_both_processes_at_once(
         try:
             assert statuses() == [200] * 16  # each process has checked the token and keeps it
             assert all(connections_held(pid, port) > 0 for pid in children(server.pid))
-            with sa.create_engine(database).connect() as connection:
+            engine = sa.create_engine(database)
+            with engine.connect() as connection:
                 listeners = connection.scalar(
                     sa.text(
                         "SELECT count(*) FROM pg_stat_activity"
@@ -172,6 +173,7 @@ def test_on_postgresql_a_revoked_token_is_dead_in_both_processes_at_once(
                     ),
                     {"n": LISTENER_NAME},
                 )
+            engine.dispose()
             assert listeners == 2
             assert request(port, "DELETE", "/api/tokens/current", headers=auth)[0] == 204
             wait_for(lambda: statuses() == [401] * 16, seconds=2)
