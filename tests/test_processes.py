@@ -15,10 +15,11 @@ import pytest
 import sqlalchemy as sa
 
 from app.cache import LISTENER_NAME
+from tests.conftest import create_account
 from tests.support import samples
 from tests.support.api import encode_multipart
 from tests.support.replicas import wait_for
-from tests.support.server import clean_env, flask, request, serving_process
+from tests.support.server import clean_env, request, serving_process
 
 BROWSER = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"}
 
@@ -71,13 +72,10 @@ def migrated(sqlite_template: Path, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def env(migrated: dict[str, str]) -> dict[str, str]:
-    env = migrated
-    created = flask(
-        "create-user", "--email", "p@example.org", "--name", "P", "--password", "pw-12345", env=env
-    )
-    assert created.returncode == 0, created.stderr
-    return env
+def env(migrated: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    create_account(url, tmp_path / "unused", "p@example.org", "pw-12345")
+    return migrated
 
 
 def test_two_processes_serve_and_share_limits_and_the_double_click_rule(
@@ -141,10 +139,7 @@ def test_on_postgresql_a_revoked_token_is_dead_in_both_processes_at_once(
         STORAGE_LOCAL_ROOT=str(tmp_path / "storage"),
         SERVER_PROCESSES="2",
     )
-    created = flask(
-        "create-user", "--email", "p@example.org", "--name", "P", "--password", "pw-12345", env=env
-    )
-    assert created.returncode == 0, created.stderr
+    create_account(database, tmp_path / "unused", "p@example.org", "pw-12345")
     with serving_process(env, tmp_path / "server.log") as (port, server):
         wait_for(lambda: len(children(server.pid)) == 2, seconds=20)
         status, body = login(port, "pw-12345")
