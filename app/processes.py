@@ -103,6 +103,8 @@ class Supervisor:
         # A stop arriving between the fork and the bookkeeping would miss the new child.
         signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
         try:
+            if self.stopping:  # a stop came while the others were being started
+                return
             pid = os.fork()
             if pid == 0:
                 self._serve(slot)
