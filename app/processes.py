@@ -60,6 +60,8 @@ def serve_in_processes(app: Flask, sockets: list[socket.socket], count: int, thr
 
 
 class Supervisor:
+    """The parent: starts the children, replaces one that dies, passes a stop on."""
+
     def __init__(
         self,
         app: Flask,
@@ -114,7 +116,7 @@ class Supervisor:
 
     def _stop(self, signum: int, frame: Any) -> None:
         self.stopping = True
-        for pid in self.children:
+        for pid in list(self.children):
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
