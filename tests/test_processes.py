@@ -9,12 +9,16 @@ import shutil
 import signal
 import socket
 import sqlite3
+import time
+import uuid
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from app.cache import LISTENER_NAME
+from app.shared import ProcessesStorage
+from app.stats.clicks import REDIS_TTL_MS, SharedClicks
 from tests.conftest import create_account
 from tests.support import samples
 from tests.support.api import encode_multipart
@@ -57,6 +61,28 @@ def login(port: int, password: str) -> tuple[int, dict]:
 def counted(db_path: Path) -> int:
     with sqlite3.connect(db_path) as connection:
         return connection.execute("SELECT coalesce(sum(total), 0) FROM stats_daily").fetchone()[0]
+
+
+def test_rate_limits_and_clicks_in_the_shared_file_count_for_every_process(
+    tmp_path: Path,
+) -> None:
+    """Two of each, as two processes hold them once the server has shared them."""
+    path = tmp_path / "shared.sqlite3"
+    limits = [ProcessesStorage(), ProcessesStorage()]
+    for storage in limits:
+        storage.share(path)
+    assert [limits[n % 2].incr("login", 60) for n in range(4)] == [1, 2, 3, 4]
+    assert limits[1].get("login") == 4
+    assert limits[0].get_expiry("login") > time.time() + 55
+    limits[1].clear("login")
+    assert limits[0].get("login") == 0
+
+    visitor, record = "v", uuid.uuid4()
+    clicks = [SharedClicks(path), SharedClicks(path)]
+    assert clicks[0].previous([((visitor, record), 100.0)]) == [None]
+    assert clicks[1].previous([((visitor, record), 110.0)]) == [100.0]
+    clicks[0].forget_before(110.0 + REDIS_TTL_MS / 1000 + 1)
+    assert clicks[1].previous([((visitor, record), 300.0)]) == [None]
 
 
 @pytest.fixture
