@@ -171,7 +171,7 @@ def has_administrator() -> bool:
 def serve_command(
     host: str | None, port: int | None, threads: int | None, processes: int | None
 ) -> None:
-    """Serve the API with waitress.
+    """Serve the API with waitress, from as many processes as cores (app/processes.py).
 
     Refuses to start, in one line, when the database cannot be reached or is not migrated,
     the storage folder cannot be written or the port is taken.
