@@ -1,5 +1,6 @@
-"""`flask serve` with two processes on the embedded default (SQLite, local storage, no Redis):
-both serve, and what must hold across them holds (docs/deployment.md, "Processes")."""
+"""`flask serve` with two processes, on the embedded default (SQLite, local storage, no Redis)
+and on PostgreSQL: both serve, and what must hold across them holds (docs/deployment.md,
+"Processes and replicas")."""
 
 from __future__ import annotations
 
