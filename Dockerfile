@@ -39,6 +39,8 @@ EXPOSE 8000
 VOLUME ["/opt/file-repository/var/app-instance", "/var/spool/file-repository"]
 HEALTHCHECK --interval=10s --timeout=10s --start-period=20s --retries=5 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=5)"]
-# Migrate, provision the administrator when ADMIN_EMAIL/ADMIN_PASSWORD are set, then serve.
+# Migrate, provision the administrator when ADMIN_EMAIL/ADMIN_PASSWORD are set, then serve from
+# SERVER_PROCESSES processes (default: one per core of the container's CPU set; with a CPU quota
+# such as `docker run --cpus 2`, set it to the quota).
 # Half of the two stops the container with provision-admin's one line, as `make run` does.
 CMD ["sh", "-c", "flask --app wsgi db upgrade --directory migrations && if [ -n \"$ADMIN_EMAIL$ADMIN_PASSWORD\" ]; then flask --app wsgi provision-admin; fi && exec flask --app wsgi serve"]

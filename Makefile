@@ -59,7 +59,8 @@ migrate: install
 
 # With ADMIN_EMAIL and ADMIN_PASSWORD it provisions that administrator first; half of the two
 # stops it with one line (provision-admin). Serving prints the front and docs pages' addresses
-# and, while there is no administrator, how to make one.
+# and, while there is no administrator, how to make one; it serves from SERVER_PROCESSES
+# processes, one per core unless set.
 PROVISION = if [ -n "$$ADMIN_EMAIL$$ADMIN_PASSWORD" ]; then $(FLASK) provision-admin; fi
 
 run: migrate

@@ -97,6 +97,7 @@ def _init_extensions(app: Flask) -> None:
     from app.doi import worker as doi_worker
     from app.extensions import db, limiter, migrate
     from app.pages import i18n
+    from app.shared import ProcessesStorage  # registers `processes://` with limits
 
     # The server's check of the token that may send a large body (app/server.py).
     app.extensions["caller_of"] = caller_of
@@ -125,6 +126,9 @@ def _init_extensions(app: Flask) -> None:
         limiter.init_app(app)
     except LimitsConfigurationError as exc:
         raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
+    if app.config["RATELIMIT_ENABLED"] and isinstance(limiter.storage, ProcessesStorage):
+        # Several processes of `flask serve` count in one file (app/processes.py).
+        app.extensions.setdefault("share_between_processes", []).append(limiter.storage.share)
 
 
 def _init_storage(app: Flask) -> None:

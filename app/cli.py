@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import errno
+import logging
 import os
 import re
 import signal
@@ -33,6 +34,8 @@ NO_ADMINISTRATOR = (
     "`ADMIN_EMAIL=you@example.org ADMIN_PASSWORD='a long passphrase' make run` "
     "or `.venv/bin/flask --app wsgi provision-admin --email E --password P`."
 )
+log = logging.getLogger(__name__)
+
 # SQLite's "no such table", PostgreSQL's undefined_table (42P01).
 _NO_TABLE = re.compile(r"no such table|UndefinedTable|relation \"[^\"]+\" does not exist")
 
@@ -179,14 +182,23 @@ def listen_address_problem(host: str) -> str | None:
     help="Port to listen on, 1 to 65535 [default: PORT or 8000].",
 )
 @click.option("--threads", type=int, help="Worker threads [default: SERVER_THREADS or 8].")
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    help="Worker processes [default: SERVER_PROCESSES or the number of cores].",
+)
 @with_appcontext
-def serve_command(host: str | None, port: int | None, threads: int | None) -> None:
-    """Serve the API with waitress.
+def serve_command(
+    host: str | None, port: int | None, threads: int | None, processes: int | None
+) -> None:
+    """Serve the API with waitress, from as many processes as cores (app/processes.py).
 
     Refuses to start, in one line, when the database cannot be reached or is not migrated,
     the storage folder cannot be written or the port is taken.
     """
+    from app.processes import serve_in_processes
     from app.server import (
+        listening_sockets,
         make_server,
         release_freed_memory_to_the_system,
         warn_when_links_follow_any_host,
@@ -202,10 +214,15 @@ def serve_command(host: str | None, port: int | None, threads: int | None) -> No
     problem = listen_address_problem(host)
     if problem is not None:
         raise click.ClickException(problem)
+    threads = threads or app.config["SERVER_THREADS"]
+    processes = processes or app.config["SERVER_PROCESSES"]
     try:
-        server = make_server(
-            app, host=host, port=port, threads=threads or app.config["SERVER_THREADS"]
-        )
+        if processes == 1:
+            server = make_server(app, host=host, port=port, threads=threads)
+            listening = (server.effective_host, server.effective_port)
+        else:
+            sockets = listening_sockets(host, port, processes)
+            listening = sockets[0].getsockname()[:2]
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise click.ClickException(
@@ -215,12 +232,24 @@ def serve_command(host: str | None, port: int | None, threads: int | None) -> No
         raise click.ClickException(
             f"cannot listen on {host}:{port}: {exc.strerror or exc} (HOST, PORT)"
         ) from None
-    warn_when_links_follow_any_host(app, [server.effective_host])
-    shown = server.effective_host
-    base = f"http://{f'[{shown}]' if ':' in shown else shown}:{server.effective_port}"
+    shown, listening_port = listening
+    warn_when_links_follow_any_host(app, [shown])
+    base = f"http://{f'[{shown}]' if ':' in shown else shown}:{listening_port}"
     click.echo(f"Serving on {base}/ (API documentation: {base}/api/docs)")
     if not has_administrator():
         click.echo(NO_ADMINISTRATOR)
+    if processes > 1:
+        if str(app.config["RATELIMIT_STORAGE_URI"]).startswith("memory://"):
+            log.warning(
+                "RATELIMIT_STORAGE_URI is memory://: each of the %s processes counts for "
+                "itself (the default, processes://, counts for all of them)",
+                processes,
+            )
+        sys.stdout.flush()  # not once more from each child
+        status = serve_in_processes(app, sockets, processes, threads)
+        if status:
+            sys.exit(status)
+        return
     # A stop (docker stop, systemd) ends like Ctrl-C, so the exit handlers run: among them
     # the statistics' last flush (app/stats/collector.py).
     signal.signal(signal.SIGTERM, _stop)

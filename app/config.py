@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -67,6 +68,13 @@ S3_DEFAULTS: dict[str, Any] = {
 }
 
 
+def cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def database_url(url: str) -> str:
     """`DATABASE_URL` as SQLAlchemy reads it: `postgres://` (Heroku's and libpq's spelling,
     which SQLAlchemy refuses) is PostgreSQL through psycopg, as `postgresql://` is."""
@@ -107,7 +115,8 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "TOKEN_TTL_MINUTES": _int(environ, "TOKEN_TTL_MINUTES", None),
         "TOKEN_CACHE_SECONDS": _int(environ, "TOKEN_CACHE_SECONDS", 60),
         "RECORD_CACHE_SECONDS": _int(environ, "RECORD_CACHE_SECONDS", 60),
-        "RATELIMIT_STORAGE_URI": get("RATELIMIT_STORAGE_URI", "memory://"),
+        # In the process, or shared by the processes of one `flask serve` (app/shared.py).
+        "RATELIMIT_STORAGE_URI": get("RATELIMIT_STORAGE_URI", "processes://"),
         "RATELIMIT_TOKENS": get("RATELIMIT_TOKENS", "10 per minute"),
         "RATELIMIT_UPLOADS": get("RATELIMIT_UPLOADS", "60 per minute"),
         "RATELIMIT_WRITES": get("RATELIMIT_WRITES", "120 per minute"),
@@ -119,6 +128,7 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "HOST": get("HOST", "127.0.0.1"),
         "PORT": _int(environ, "PORT", 8000),
         "SERVER_THREADS": _int(environ, "SERVER_THREADS", 8),
+        "SERVER_PROCESSES": _int(environ, "SERVER_PROCESSES", cores()),
         "CLIENT_STALL_SECONDS": _int(environ, "CLIENT_STALL_SECONDS", 60),
         "HEADER_TIMEOUT_SECONDS": _int(environ, "HEADER_TIMEOUT_SECONDS", 30),
         "CONNECTION_LIMIT": _int(environ, "CONNECTION_LIMIT", 10000),
@@ -275,6 +285,7 @@ def validate(config: Mapping[str, Any]) -> None:
         "CLIENT_STALL_SECONDS",
         "HEADER_TIMEOUT_SECONDS",
         "CONNECTION_LIMIT",
+        "SERVER_PROCESSES",
         "SPOOL_LIMIT_MB",
     ):
         value = config.get(name)

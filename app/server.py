@@ -331,16 +331,19 @@ def raise_open_file_limit(wanted: int) -> None:
 
 def make_server(
     app: Flask,
-    host: str,
-    port: int,
+    host: str | None,
+    port: int | None,
     threads: int,
     *,
+    sockets: list[socket.socket] | None = None,
     may_send_large_body: Callable[[str], bool] | None = None,
     **options: Any,
 ) -> Any:
-    """Waitress for `app`; `may_send_large_body(authorization header)` admits bodies over
-    1 MiB (default: the header carries a live token of this app)."""
+    """Waitress for `app` on `host`:`port`, or on `sockets` already listening (one of several
+    processes: app/processes.py); `may_send_large_body(authorization header)` admits bodies
+    over 1 MiB (default: the header carries a live token of this app)."""
     config = app.config
+    where: dict[str, Any] = {"sockets": sockets} if sockets else {"host": host, "port": port}
     connection_limit = config["CONNECTION_LIMIT"]
     raise_open_file_limit(connection_limit + 256)
     parser = type("Parser", (Parser,), {"budget": SpoolBudget(config["SPOOL_LIMIT_MB"] * 2**20)})
@@ -348,8 +351,7 @@ def make_server(
     options.setdefault("channel_timeout", config["CLIENT_STALL_SECONDS"])
     server = create_server(
         app,
-        host=host,
-        port=port,
+        **where,
         threads=threads,
         # Refused before reading; waitress's own default (1 GiB) would refuse legitimate
         # uploads of 25 files of 200 MB.
@@ -377,6 +379,44 @@ def make_server(
     _watch_clients(server, config["HEADER_TIMEOUT_SECONDS"])
     _accept_in_batches(server)
     return server
+
+
+#: Connections waiting to be accepted per listening socket (waitress's default).
+BACKLOG = 1024
+
+
+def listening_sockets(host: str, port: int, count: int) -> list[socket.socket]:
+    """Sockets listening on `host`:`port` for `count` serving processes. Where the system has
+    SO_REUSEPORT (Linux), one per process: the kernel spreads new connections evenly over
+    them, where processes taking turns at one socket leave most connections to whichever
+    wakes first. The address is first bound alone, so that a port in use (also by another
+    server with SO_REUSEPORT) fails as it does for one process."""
+    family, kind, proto, address = Adjustments(host=host, port=port).listen[0]
+    probe = _bound(family, kind, proto, address, share=False)
+    if count == 1 or not hasattr(socket, "SO_REUSEPORT"):
+        probe.listen(BACKLOG)
+        return [probe]
+    address = (address[0], probe.getsockname()[1], *address[2:])
+    probe.close()
+    sockets = [_bound(family, kind, proto, address, share=True) for _ in range(count)]
+    for sock in sockets:
+        sock.listen(BACKLOG)
+    return sockets
+
+
+def _bound(family: int, kind: int, proto: int, address: Any, *, share: bool) -> socket.socket:
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if share:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _token_check(app: Flask) -> Any:

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
             "RATELIMIT_STORAGE_URI",
         ),
         ({"PROXY_COUNT": -1}, "PROXY_COUNT"),
+        ({"SERVER_PROCESSES": 0}, "SERVER_PROCESSES"),
         ({"DOWNLOAD_OFFLOAD": "apache"}, "DOWNLOAD_OFFLOAD"),
         ({"DOWNLOAD_OFFLOAD_PREFIX": "_stored"}, "DOWNLOAD_OFFLOAD_PREFIX"),
         ({"DOWNLOAD_OFFLOAD_PREFIX": "/a/../b/"}, "DOWNLOAD_OFFLOAD_PREFIX"),

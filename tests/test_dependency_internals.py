@@ -4,8 +4,9 @@
 `app/streaming.py` hands waitress a file it can only read the way waitress 3.0 reads a
 `wsgi.file_wrapper`; `app/storage/s3.py` sends presigned reads through botocore's own
 connection pool; `app/docs/openapi.py` overrides two of flask-smorest's hooks and sets the
-attribute its decorators keep a view's documentation in. None of this is public API, so
-pyproject.toml pins all three to the minor version checked here, and each test below names the
+attribute its decorators keep a view's documentation in; `app/shared.py` implements limits'
+storage interface. None of this is public API, so pyproject.toml pins all four to the minor
+version checked here, and each test below names the
 internal it checks: an upgrade that moves one fails here, loudly, instead of silently switching
 a defence off in production (or changing the API document).
 """
@@ -28,6 +29,7 @@ import flask_smorest
 import pytest
 from botocore import hooks
 from botocore.awsrequest import AWSPreparedRequest, AWSRequest, AWSResponse
+from limits.storage import Storage, storage_from_string
 from packaging.requirements import Requirement
 from packaging.version import Version
 from waitress.adjustments import Adjustments
@@ -40,6 +42,7 @@ from waitress.utilities import Error
 
 from app.docs import openapi
 from app.server import Channel, JSONErrorTask, Parser, Task
+from app.shared import ProcessesStorage
 from app.streaming import PumpedBody
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,6 +298,21 @@ def test_flask_smorest_keeps_a_views_documentation_in_apidoc():
     assert "_apidoc" in inspect.getsource(flask_smorest.Blueprint._store_endpoint_docs)
 
 
+def test_limits_storage_is_what_the_processes_storage_implements():
+    """`app/shared.py` subclasses limits' `Storage` for `processes://`: the abstract methods
+    are the ones it implements, and the scheme registry finds it by its `STORAGE_SCHEME`."""
+    assert Storage.__abstractmethods__ == {
+        "base_exceptions",
+        "incr",
+        "get",
+        "get_expiry",
+        "check",
+        "reset",
+        "clear",
+    }
+    assert isinstance(storage_from_string("processes://"), ProcessesStorage)
+
+
 def test_waitress_and_botocore_are_pinned_to_the_minor_version_checked_here():
     """The pins in pyproject.toml admit the installed version and no other minor one (and so
     do flask-smorest's)."""
@@ -303,7 +321,7 @@ def test_waitress_and_botocore_are_pinned_to_the_minor_version_checked_here():
         Requirement(line).name: Requirement(line).specifier
         for line in project["project"]["dependencies"]
     }
-    for name in ("waitress", "botocore", "flask-smorest"):
+    for name in ("waitress", "botocore", "flask-smorest", "limits"):
         installed = Version(metadata.version(name))
         assert installed in pins[name], (name, installed, pins[name])
         next_minor = Version(f"{installed.major}.{installed.minor + 1}")

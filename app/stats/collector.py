@@ -12,13 +12,14 @@ import uuid
 import weakref
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app, request
 
 from app.signals import downloaded
 from app.stats.aggregation import flush_events
-from app.stats.clicks import MemoryClicks, RedisClicks
+from app.stats.clicks import MemoryClicks, RedisClicks, SharedClicks
 from app.stats.events import (
     DOORS,
     DOUBLE_CLICK_SECONDS,
@@ -45,7 +46,7 @@ class Collector:
         self.clock = clock
         self.interval = interval
         self.pending: deque[Download] = deque(maxlen=MAX_PENDING)
-        self.clicks: MemoryClicks | RedisClicks = MemoryClicks(DOUBLE_CLICK_SECONDS)
+        self.clicks: MemoryClicks | RedisClicks | SharedClicks = MemoryClicks(DOUBLE_CLICK_SECONDS)
         self.salts: dict[Any, bytes] = {}
         self.rolled_over_on: Any = None
         self._flush_lock = threading.Lock()
@@ -77,6 +78,12 @@ class Collector:
         double-click state moves forward in event order."""
         with self._flush_lock, self.app.app_context():
             return flush_events(self)
+
+    def share(self, path: Path) -> None:
+        """The server is about to fork several processes: the double-click rule's memory
+        moves to their shared file, unless it is in Redis already."""
+        if isinstance(self.clicks, MemoryClicks):
+            self.clicks = SharedClicks(path)
 
     def stop(self) -> None:
         """Stop the thread and write what is pending (at shutdown)."""
@@ -120,10 +127,13 @@ def init_app(app: Flask) -> None:
             app.config["STATS_REDIS_URL"], app.config["RATELIMIT_KEY_PREFIX"]
         )
     app.extensions["stats"] = collector
+    app.extensions.setdefault("share_between_processes", []).append(collector.share)
     downloaded.connect(_count_sent, app)
     if background:
         _collectors.add(collector)
         app.before_request(collector.start)
+        # A forked server process leaves its inherited exit handlers to its parent.
+        app.extensions.setdefault("at_process_exit", []).append(collector.stop)
 
 
 def count_download(door: str, record_id: uuid.UUID, status: int, user_id: int | None) -> None:

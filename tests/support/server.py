@@ -23,6 +23,7 @@ _SETTINGS_PREFIXES = (
     "AWS_",
     "DOWNLOAD_",
     "STATS",
+    "SERVER_",
 )
 
 
@@ -45,6 +46,9 @@ def clean_env(**settings: str) -> dict[str, str]:
     # Nor may the secrets of a checkout's .env (docker compose's), which `flask` would load
     # when python-dotenv is installed (the test tools bring it).
     env["FLASK_SKIP_DOTENV"] = "1"
+    # One process, as the tests of the server's memory and files expect, unless a test asks
+    # for more (tests/test_processes.py); the default would be one per core.
+    env["SERVER_PROCESSES"] = "1"
     env.update(settings)
     return env
 
