@@ -1,5 +1,5 @@
-"""Fast, realistic seeding of ``users`` and ``file_records`` with COPY (for bench.lists,
-bench.search and bench.pages).
+"""Fast, realistic seeding of ``users`` and ``file_records``: COPY on PostgreSQL (for bench.load
+and bench.pages), the app's ORM on SQLite (``seed_orm``, a few thousand records).
 
 1,000 users own the records with a skewed (Zipf-like) spread: a few staff upload a lot, most a
 little. Records look like the repository's content: reports by quarter, climate and traffic data
@@ -116,8 +116,8 @@ def _text(value: Any) -> str:
 
 def generate(
     count: int, user_ids: list[int], seed: int, now: datetime, names: dict[int, str]
-) -> Iterator[str]:
-    """``count`` records as lines of COPY text, deterministic for a seed."""
+) -> Iterator[tuple]:
+    """``count`` records as tuples of COLUMNS, deterministic for a seed."""
     rnd = random.Random(seed)
     span = YEARS * 365 * 86400
     kind_names = list(KINDS)
@@ -154,15 +154,15 @@ def generate(
             f"{rnd.choice(FIRST)} {rnd.choice(LAST)}; {rnd.choice(FIRST)} {rnd.choice(LAST)}",
             ", ".join(rnd.sample(KEYWORDS, 3)),
             rnd.choice(ORG_THEMES),
-            embargo.isoformat() if embargo else None,
+            embargo,
             rnd.randint(0, 20),
             released,
             names[owner],
             rnd.choice(LAST) if released else None,
-            created.isoformat(),
-            updated.isoformat(),
+            created,
+            updated,
         )
-        yield "\t".join(map(_text, row)) + "\n"
+        yield row
 
 
 class Seeder:
@@ -241,8 +241,8 @@ class Seeder:
                     self.now,
                     self.names,
                 )
-                for line in rows:
-                    buffer.append(line)
+                for row in rows:
+                    buffer.append("\t".join(map(_text, row)) + "\n")
                     if len(buffer) >= BATCH:
                         copy.write("".join(buffer))
                         buffer.clear()
@@ -282,3 +282,30 @@ class Seeder:
                 "GROUP BY u.email ORDER BY count(*) DESC LIMIT 1"
             ).fetchone()
         return email, n
+
+
+def seed_orm(app: Any, total: int, users: int = 50, seed: int = 1) -> None:
+    """Grow the records to ``total`` through the app's session (``app`` from ``create_app``),
+    so that its flush events keep the search index and the citations as an upload would."""
+    from sqlalchemy import func, select
+
+    from app.extensions import db
+    from app.models import FileRecord, User
+
+    now = datetime.now(UTC).replace(microsecond=0)
+    with app.app_context():
+        people = list(db.session.scalars(select(User).where(User.password_hash == "!seeded")))
+        if not people:
+            people = [User(email=f"staff{i:04d}@example.org", password_hash="!seeded",
+                           name=f"{FIRST[i % 14]} {LAST[i % 10]}")
+                      for i in range(users)]  # fmt: skip
+            db.session.add_all(people)
+            db.session.commit()
+        names = {user.id: user.name for user in people}
+        existing = db.session.scalar(select(func.count()).select_from(FileRecord)) or 0
+        rows = generate(total - existing, list(names), seed * 1_000_003 + existing, now, names)
+        for n, row in enumerate(rows, 1):
+            db.session.add(FileRecord(**dict(zip(COLUMNS, row, strict=True))))
+            if n % 2000 == 0:
+                db.session.commit()
+        db.session.commit()
