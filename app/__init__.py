@@ -80,6 +80,7 @@ def _init_extensions(app: Flask) -> None:
         audit,
         cache,
         covers,
+        fairness,
         models,  # noqa: F401  (registers the tables on the metadata)
         oai,
         pages,
@@ -125,6 +126,7 @@ def _init_extensions(app: Flask) -> None:
         limiter.init_app(app)
     except LimitsConfigurationError as exc:
         raise ConfigError(f"RATELIMIT_STORAGE_URI cannot be used: {exc}") from None
+    fairness.init_app(app)
 
 
 def _init_storage(app: Flask) -> None:
