@@ -122,18 +122,25 @@ def sqlite_env(workdir: Path, **extra: str) -> dict[str, str]:
 
 
 def migrated_postgres(
-    stack: contextlib.ExitStack, name: str, keep: bool = False
-) -> tuple[Path, str, dict[str, str]]:
-    """A work folder and a migrated PostgreSQL database of a bench, both removed when `stack`
-    closes unless `keep`, and the app's settings for them (local storage): (work folder,
-    database URL, settings)."""
+    stack: contextlib.ExitStack, name: str, keep: bool = False, postgres: bool = True,
+    s3: bool = False, **extra: str,
+) -> tuple[Path, str, dict[str, str]]:  # fmt: skip
+    """A work folder and a migrated database of a bench (PostgreSQL, or SQLite in the folder),
+    removed when `stack` closes unless `keep`, and the app's settings for them (local storage,
+    or with `s3` a bucket on a SeaweedFS of its own): (work folder, database URL, settings)."""
     workdir = stack.enter_context(workspace(name, keep=keep))
-    postgres = Postgres()
-    if not keep:
-        stack.callback(postgres.drop_all)
-    database_url = postgres.create(f"bench_{name}")
     storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")}
-    env = app_env(database_url, storage, workdir / "app-tmp")
+    if s3:
+        server = start_s3(workdir)
+        stack.callback(server.stop)
+        storage = s3_settings(server, f"bench-{uuid.uuid4().hex[:12]}")
+        s3_client(server).create_bucket(Bucket=storage["S3_BUCKET"])
+    database_url = f"sqlite:///{workdir / 'db.sqlite3'}"
+    if postgres:
+        databases = Postgres()
+        stack.callback(lambda: None if keep else databases.drop_all())
+        database_url = databases.create(f"bench_{name}")
+    env = app_env(database_url, storage, workdir / "app-tmp", **extra)
     prepare_database(env)
     return workdir, database_url, env
 
@@ -530,8 +537,7 @@ def percentile(values: Sequence[float], p: float) -> float:
 
 
 def p95(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return percentile(values, 95)
 
 
 def mib_per_s(nbytes: float, seconds: float) -> float:
