@@ -55,7 +55,7 @@ from bench.common import (
     without_option,
     workspace,
 )
-from bench.load import rate, upload
+from bench.load import measured, upload, wrk
 from bench.transfer import Service, file_args, memory, timed_upload, write_mp4
 
 EMAIL, PASSWORD = "bench-ablation@example.org", "bench password 1234"
@@ -161,7 +161,7 @@ def metadata_targets(
         server = servers[variant]
         auth = {"Authorization": f"Bearer {tokens[variant]}"}
         pair = [("/healthz", {}), (f"/api/files/{record_id}", auth)]
-        results = [rate(server.base_url, [p], args.duration, connections=8) for p in pair]
+        results = [measured(wrk(server.base_url, [p], args.duration, connections=8)) for p in pair]
         for result in results:
             if result["refused"] or result["socket_errors"]:
                 raise RuntimeError(f"{variant}: {result}")

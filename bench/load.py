@@ -1,24 +1,5 @@
-"""Load under real traffic (issue 48 items 1-2); metadata reads (issue item 5, the former
-bench.metadata); lists, search and harvests at scale (the former bench.lists and bench.search).
-
-The app from this checkout (``flask serve``; SQLite and local storage, or ``--postgres --s3``)
-grown through ``--records`` (bench/seed.py), plus one uploaded file. At every size, by the
-access log's ``duration_ms`` (``Client.rounds``): the API's lists (admin's first page, path +
-``freigabe``, public, the heaviest user's own), public searches (three selective from the
-data, two broad), keyset pages through ``--walk-pages`` per list, a ``ListRecords`` harvest
-through every resumption token. At the largest size ``wrk`` (a Lua script whose ``done``
-prints the percentiles) loads each class alone (2 threads, 16 connections), then the mix of the
-issue, then landing pages from 8 connections alone and beside a harvester (a second wrk from 16
-connections walking ``ListRecords`` and list pages, honouring ``Retry-After``). Readers come
-from many addresses (``X-Forwarded-For``, one trusted proxy), the harvester from one. On
-PostgreSQL the rows written while the authenticated record is loaded are counted.
-
-Targets: mix >= 0.5 of /healthz answers/s; lists, OAI, search, front page <= 3x the JSON
-record's cost; the authenticated record >= 0.5 of /healthz and no row written by it; beside the
-harvester landing pages keep p95 <= 1.5x and answers/s >= 0.7x of quiet; ``--compare-processes``
-(``SERVER_PROCESSES`` 1 and as many as cores): the mix >= 1.6x. At the largest size list medians
-<= 50 ms (the user's own 15 ms), keyset pages' p95 <= 15 ms, searches' p95 <= 50 ms, all growing
-<= 3x from the smallest size; harvest pages' p95 <= 2x the first, the last tenth <= 2x the first.
+"""Load under real traffic (issue 48 items 1-2); the former bench.metadata, bench.lists and
+bench.search (issue items 5 and 6, issue 13). What it does and its targets: bench/README.md.
 
     .venv/bin/python -m bench.load                                          # 300 records
     .venv/bin/python -m bench.load --postgres --s3 --records 10000,1000000   # production shape
@@ -93,7 +74,7 @@ def wrk(base_url: str, requests: list[tuple[str, dict]], seconds: int, connectio
     return process
 
 
-def result(process: subprocess.Popen) -> dict[str, float]:
+def measured(process: subprocess.Popen) -> dict[str, float]:
     """Answers/s (all, below 400), p50/p95/p99 in ms and error counts of a wrk process."""
     out, _ = process.communicate(timeout=900)
     os.unlink(process.script)  # type: ignore[attr-defined]
@@ -108,14 +89,6 @@ def result(process: subprocess.Popen) -> dict[str, float]:
     if raw["bad"] or raw["socket"]:
         c.log(f"  {raw['bad']} answers >= 400, {raw['socket']} socket errors")
     return figures | {"refused": raw["bad"], "socket_errors": raw["socket"]}
-
-
-def rate(base_url: str, requests: list[tuple[str, dict]], seconds: int, **kw: Any) -> dict:
-    """``result`` of one wrk run (also for bench.covers and bench.ablation)."""
-    return result(wrk(base_url, requests, seconds, **kw))
-
-
-# --- the stack, its records and the requests of each class -------------------------------
 
 
 def grow(url: str, env: dict, size: int, seeder: Any) -> None:
@@ -214,8 +187,7 @@ def walk(client: c.Client, who: str | None, url: str, pages: int) -> dict[str, A
 
 
 def harvest(client: c.Client, max_pages: int) -> tuple[dict[str, Any], list[str]]:
-    """ListRecords through every resumption token: each page's server time against the first;
-    and the URLs of its first ten pages."""
+    """ListRecords through every resumption token (server times; the first ten pages' URLs)."""
     ids, urls, records = [], [OAI], 0
     while urls[-1]:
         request_id, _, _, body = client.get(urls[-1])
@@ -253,23 +225,24 @@ def server_times(server: Any, tokens: dict, url: str, args: Any) -> tuple[dict, 
     return {"rounds": rounds, "keyset": keyset, "harvest": harvested, "queries": searches}, oai
 
 
-# --- main -------------------------------------------------------------------------------
-
-
 def load(server: Any, requests: dict[str, list], args: argparse.Namespace, url: str) -> dict:
     """Each class alone, the mix, and the harvester scenario, on one server."""
     figures: dict[str, Any] = {}
-    rate(server.base_url, requests["mix"], 3)  # warm-up
+
+    def run(name: str, seconds: int = args.duration, **kw: Any) -> dict:
+        return measured(wrk(server.base_url, requests[name], seconds, **kw))
+
+    run("mix", 3)  # warm-up
     for name in [*MIX, "healthz", "mix", "auth_json"]:
         before = row_writes(url) if name == "auth_json" and args.postgres else 0
-        figures[name] = rate(server.base_url, requests[name], args.duration)
+        figures[name] = run(name)
         c.log(f"  {name}: {figures[name]['ok_rps']:.0f}/s, p95 {figures[name]['p95_ms']:.1f} ms")
     if args.postgres:
         figures["auth_json"]["row_writes"] = row_writes(url) - before
-    figures["quiet"] = rate(server.base_url, requests["page"], args.duration, connections=8)
+    figures["quiet"] = run("page", connections=8)
     harvester = wrk(server.base_url, requests["harvester"], args.duration, polite=True)
-    figures["beside"] = rate(server.base_url, requests["page"], args.duration, connections=8)
-    figures["harvester"] = result(harvester)
+    figures["beside"] = run("page", connections=8)
+    figures["harvester"] = measured(harvester)
     return figures
 
 
@@ -290,8 +263,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.records.split(","))
     report = c.Report("load", vars(args).copy())
-    data: dict[str, Any] = {"sizes": {}, "load": {}, "uptime": []}
-    report.data = data
+    report.data = data = {"sizes": {}, "load": {}, "uptime": []}
     with contextlib.ExitStack() as stack:
         shape = (args.keep, args.postgres, args.s3)
         workdir, url, env = c.migrated_postgres(stack, "load", *shape, PROXY_COUNT="1")
