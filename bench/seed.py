@@ -261,8 +261,8 @@ class Seeder:
 
 
 def seed_orm(app: Any, total: int, users: int = 50, seed: int = 1) -> None:
-    """Grow the records to ``total`` through the app's session (``app`` from ``create_app``),
-    so that its flush events keep the search index and the citations as an upload would."""
+    """Grow the records to ``total`` through the app's session, whose flush events keep the
+    search index and the citations as an upload would."""
     from sqlalchemy import func, select
 
     from app.extensions import db
