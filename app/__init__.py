@@ -80,6 +80,7 @@ def _init_extensions(app: Flask) -> None:
         audit,
         cache,
         covers,
+        fairness,
         models,  # noqa: F401  (registers the tables on the metadata)
         oai,
         pages,
@@ -129,6 +130,7 @@ def _init_extensions(app: Flask) -> None:
     if app.config["RATELIMIT_ENABLED"] and isinstance(limiter.storage, ProcessesStorage):
         # Several processes of `flask serve` count in one file (app/processes.py).
         app.extensions.setdefault("share_between_processes", []).append(limiter.storage.share)
+    fairness.init_app(app)
 
 
 def _init_storage(app: Flask) -> None:

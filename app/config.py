@@ -133,6 +133,8 @@ def settings_from_env(environ: Mapping[str, str], instance_path: str) -> dict[st
         "HEADER_TIMEOUT_SECONDS": _int(environ, "HEADER_TIMEOUT_SECONDS", 30),
         "CONNECTION_LIMIT": _int(environ, "CONNECTION_LIMIT", 10000),
         "SPOOL_LIMIT_MB": _int(environ, "SPOOL_LIMIT_MB", 20480),
+        # 0: a quarter of SERVER_THREADS (app/fairness.py).
+        "HEAVY_REQUESTS": _int(environ, "HEAVY_REQUESTS", 0),
         "PUBLIC_BASE_URL": get("PUBLIC_BASE_URL"),
         "TRUSTED_HOSTS": _list(get("TRUSTED_HOSTS")),
         "ZIP_MAX_FILES": _int(environ, "ZIP_MAX_FILES", 1000),
@@ -291,6 +293,9 @@ def validate(config: Mapping[str, Any]) -> None:
         value = config.get(name)
         if not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+    heavy = config.get("HEAVY_REQUESTS")
+    if not isinstance(heavy, int) or heavy < 0:
+        raise ConfigError(f"HEAVY_REQUESTS must be 0 (automatic) or more, got {heavy!r}")
     base_url = config.get("PUBLIC_BASE_URL")
     if base_url is not None and not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", base_url):
         raise ConfigError(f"PUBLIC_BASE_URL must be an http(s) URL, got {base_url!r}")

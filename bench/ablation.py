@@ -55,7 +55,7 @@ from bench.common import (
     without_option,
     workspace,
 )
-from bench.metadata import run_wrk, sample_record
+from bench.load import measured, upload, wrk
 from bench.transfer import Service, file_args, memory, timed_upload, write_mp4
 
 EMAIL, PASSWORD = "bench-ablation@example.org", "bench password 1234"
@@ -154,16 +154,16 @@ def metadata_targets(
     variants = chosen("record-cache", "token-cache")
     servers = {v: start(stack, "meta", env, v, workdir) for v in variants}
     tokens = {v: login(s.port, EMAIL, PASSWORD) for v, s in servers.items()}
-    record_id = sample_record(servers[WITH], tokens[WITH], workdir)
+    record_id = upload(servers[WITH], tokens[WITH], workdir)
 
     def measure(variant: str) -> float:
         """req/s of the record GET over /healthz's, measured back to back on one server."""
         server = servers[variant]
-        auth = [f"Authorization: Bearer {tokens[variant]}"]
-        pair = [("/healthz", []), (f"/api/files/{record_id}", auth)]
-        results = [run_wrk(f"{server.base_url}{u}", h, args.duration) for u, h in pair]
+        auth = {"Authorization": f"Bearer {tokens[variant]}"}
+        pair = [("/healthz", {}), (f"/api/files/{record_id}", auth)]
+        results = [measured(wrk(server.base_url, [p], args.duration, connections=8)) for p in pair]
         for result in results:
-            if result["non_2xx"] or result["socket_errors"]:
+            if result["refused"] or result["socket_errors"]:
                 raise RuntimeError(f"{variant}: {result}")
         server.access_entries()  # keep the log offset moving
         return results[1]["rps"] / results[0]["rps"]

@@ -22,39 +22,15 @@ from bench.common import (
     app_server,
     concurrent_rate,
     log,
-    login,
-    make_user,
     median,
     prepare_database,
     print_table,
-    request,
     workspace,
+    writers,
 )
 
 TARGET = 0.9
 FORM = "multipart/form-data"
-
-
-def prepare(server: Server, env: dict[str, str], clients: int) -> list[tuple[str, str]]:
-    """One account per client, each with one record, made through the API: (token, id)."""
-    sessions = []
-    for n in range(clients):
-        email, password = f"writer{n}@example.org", "bench-password"
-        make_user(env, email, password)
-        token = login(server.port, email, password)
-        body = (
-            f'--b\r\nContent-Disposition: form-data; name="files[]"; filename="n.txt"\r\n'
-            f"Content-Type: text/plain\r\n\r\nhello {n}\r\n--b--\r\n"
-        ).encode()
-        headers = {
-            "Authorization": f"Bearer {token}",
-            "Content-Type": "multipart/form-data; boundary=b",
-        }
-        status, _, data = request(server.port, "POST", "/api/files", body, headers)
-        if status != 201:
-            raise RuntimeError(f"upload failed: {status} {data[:200]!r}")
-        sessions.append((token, json.loads(data)["files"][0]["id"]))
-    return sessions
 
 
 def patch_rate(server: Server, sessions: list[tuple[str, str]], patches: int) -> float:
@@ -89,7 +65,7 @@ def main() -> None:
                 prepare_database(env)
                 server = app_server(name.replace(" ", "-"), env, work, without=without)
                 servers[name] = (server, [])
-                servers[name] = (server, prepare(server, env, args.clients))
+                servers[name] = (server, writers(server, env, args.clients))
 
             def run(name: str) -> float:
                 rate = patch_rate(*servers[name], args.patches)

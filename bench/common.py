@@ -1,10 +1,5 @@
-"""Shared machinery of the benchmarks: servers, databases, sampling, statistics, results.
-
-Every benchmark starts what it needs and stops it again: throwaway PostgreSQL databases on the
-local server, a SeaweedFS S3 server (``tests/support/seaweedfs.py``), the app under waitress
-through ``flask serve`` in a child process, and the bare baseline server of ``bench/bare.py``.
-Results go to ``bench/results/<name>-<time>.json`` and ``<name>-latest.json`` (gitignored).
-"""
+"""Shared machinery of the benchmarks: servers, databases, sampling, statistics, results
+(bench/README.md)."""
 
 from __future__ import annotations
 
@@ -15,6 +10,7 @@ import json
 import os
 import platform
 import re
+import runpy
 import shutil
 import socket
 import statistics
@@ -104,11 +100,8 @@ class Postgres:
 
 
 def app_env(database_url: str, storage: dict[str, str], tmpdir: Path, **extra: str) -> dict:
-    """Settings of a benchmarked app: its database, storage and a TMPDIR of its own.
-
-    Rate limits are raised so that repetitions are never refused; everything else keeps the
-    production defaults (scrypt, 8 threads, one JSON access-log line per request).
-    """
+    """Settings of a benchmarked app: its database, storage and a TMPDIR of its own; rate
+    limits raised so that repetitions are never refused, all else the production defaults."""
     tmpdir.mkdir(parents=True, exist_ok=True)
     limits = {"RATELIMIT_UPLOADS": "100000 per minute", "RATELIMIT_TOKENS": "100000 per minute"}
     settings = {"DATABASE_URL": sqlalchemy_url(database_url), "TMPDIR": str(tmpdir), **limits}
@@ -122,18 +115,25 @@ def sqlite_env(workdir: Path, **extra: str) -> dict[str, str]:
 
 
 def migrated_postgres(
-    stack: contextlib.ExitStack, name: str, keep: bool = False
-) -> tuple[Path, str, dict[str, str]]:
-    """A work folder and a migrated PostgreSQL database of a bench, both removed when `stack`
-    closes unless `keep`, and the app's settings for them (local storage): (work folder,
-    database URL, settings)."""
+    stack: contextlib.ExitStack, name: str, keep: bool = False, postgres: bool = True,
+    s3: bool = False, **extra: str,
+) -> tuple[Path, str, dict[str, str]]:  # fmt: skip
+    """A work folder and a migrated database of a bench (PostgreSQL, or SQLite in the folder),
+    removed when `stack` closes unless `keep`, and the app's settings for them (local storage,
+    or with `s3` a bucket on a SeaweedFS of its own): (work folder, database URL, settings)."""
     workdir = stack.enter_context(workspace(name, keep=keep))
-    postgres = Postgres()
-    if not keep:
-        stack.callback(postgres.drop_all)
-    database_url = postgres.create(f"bench_{name}")
     storage = {"STORAGE_BACKEND": "local", "STORAGE_LOCAL_ROOT": str(workdir / "storage")}
-    env = app_env(database_url, storage, workdir / "app-tmp")
+    if s3:
+        server = start_s3(workdir)
+        stack.callback(server.stop)
+        storage = s3_settings(server, f"bench-{uuid.uuid4().hex[:12]}")
+        s3_client(server).create_bucket(Bucket=storage["S3_BUCKET"])
+    database_url = f"sqlite:///{workdir / 'db.sqlite3'}"
+    if postgres:
+        databases = Postgres()
+        stack.callback(lambda: None if keep else databases.drop_all())
+        database_url = databases.create(f"bench_{name}")
+    env = app_env(database_url, storage, workdir / "app-tmp", **extra)
     prepare_database(env)
     return workdir, database_url, env
 
@@ -176,12 +176,10 @@ class Server:
 
     def start(self, timeout: float = 60) -> Server:
         self._log_file = self.log_path.open("wb")
-        output = {
-            "stdin": subprocess.DEVNULL,
-            "stdout": self._log_file,
-            "stderr": subprocess.STDOUT,
-        }
-        self.process = subprocess.Popen(self.command, cwd=ROOT, env=self.env, **output)
+        output = {"stdout": self._log_file, "stderr": subprocess.STDOUT}
+        self.process = subprocess.Popen(
+            self.command, cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL, **output
+        )
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -221,11 +219,8 @@ class Server:
         return [entry for entry in entries if entry.get("logger") == "app.access"]
 
     def server_times(self, request_ids: Iterable[str], timeout: float = 5.0) -> dict[str, float]:
-        """``duration_ms`` of the given requests from the access log, by request id.
-
-        The line is written when waitress closes the response, which can be a moment after
-        the client has read it; this waits (up to ``timeout``) until every id is logged.
-        """
+        """``duration_ms`` of the given requests from the access log, by request id, waiting
+        up to ``timeout`` for lines written when waitress closes a response after the client."""
         wanted = set(request_ids)
         deadline = time.monotonic() + timeout
         while True:
@@ -256,19 +251,9 @@ def app_server(name: str, env: dict[str, str], workdir: Path, without: str = "")
 SHIM = ROOT / "bench" / "ablation_shim"
 
 
-def _shim_names() -> tuple[str, ...]:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_shim", SHIM / "sitecustomize.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.KNOWN
-
-
 #: What ``--without NAME`` can take out (bench/ablation_shim/sitecustomize.py: a setting of the
 #: app where it has one, else a patch in the server child).
-WITHOUT = _shim_names()
+WITHOUT = tuple(runpy.run_path(str(SHIM / "sitecustomize.py"), run_name="bench_shim")["KNOWN"])
 
 
 def without_env(env: dict[str, str], names: str) -> dict[str, str]:
@@ -394,6 +379,35 @@ def make_user(env: dict[str, str], email: str, password: str, admin: bool = Fals
     flask_cli(*command, "--email", email, "--password", password, env=env)
 
 
+def multipart(name: str, data: bytes, field: str = "files[]") -> tuple[bytes, dict[str, str]]:
+    """A form with one text file: (body, headers)."""
+    head = f'--b\r\nContent-Disposition: form-data; name="{field}"; filename="{name}"\r\n'
+    body = f"{head}Content-Type: text/plain\r\n\r\n".encode() + data + b"\r\n--b--\r\n"
+    return body, {"Content-Type": "multipart/form-data; boundary=b"}
+
+
+def fresh_text(size: int) -> bytes:
+    """Text of `size` bytes that no other call returns (a version needs new bytes)."""
+    line = os.urandom(24).hex().encode() + b"\n"
+    return (line * (size // len(line) + 1))[:size]
+
+
+def writers(server: Server, env: dict[str, str], clients: int) -> list[tuple[str, str]]:
+    """One account per client, each with one released record made through the API: (token,
+    id)."""
+    sessions = []
+    for n in range(clients):
+        make_user(env, f"writer{n}@example.org", "bench-password")
+        token = login(server.port, f"writer{n}@example.org", "bench-password")
+        body, headers = multipart("v.txt", fresh_text(1024))
+        headers["Authorization"] = f"Bearer {token}"
+        status, _, data = request(server.port, "POST", "/api/files", body, headers)
+        if status != 201:
+            raise RuntimeError(f"upload failed: {status} {data[:200]!r}")
+        sessions.append((token, json.loads(data)["files"][0]["id"]))
+    return sessions
+
+
 def curl(args: list[str], timeout: float = 900) -> list[dict[str, Any]]:
     """Run curl; one ``%{json}`` record per transfer (time_total, size_*, http_code...)."""
     command = ["curl", "-sS", "-H", "Expect:", "-w", "%{json}\n", *args]
@@ -438,22 +452,15 @@ def proc_status(pid: int) -> dict[str, int]:
 
 def reset_peak_rss(pid: int) -> bool:
     """Reset VmHWM to the current RSS (``echo 5 > /proc/<pid>/clear_refs``, Linux 4.0+)."""
-    try:
-        with open(f"/proc/{pid}/clear_refs", "w") as file:
-            file.write("5")
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/clear_refs", "w") as file:
+        file.write("5")
         return True
-    except OSError:
-        return False
+    return False
 
 
 def open_file_usage(pid: int, categories: dict[str, Path]) -> dict[str, int]:
-    """Bytes in regular files the process holds open, summed by the folder they live in.
-
-    Waitress spools request bodies (and large responses) into anonymous temporary files
-    (``tempfile.TemporaryFile``: already unlinked, so invisible in the folder itself); their
-    size is still readable through /proc/<pid>/fd. Files in none of the folders count under
-    ``other``.
-    """
+    """Bytes in regular files the process holds open, by the folder they live in (else
+    ``other``): /proc/<pid>/fd still sees waitress's unlinked spool files."""
     usage = dict.fromkeys([*categories, "other"], 0)
     fd_dir = f"/proc/{pid}/fd"
     try:
@@ -482,12 +489,9 @@ class Sampler:
     """Samples a process's RSS (and optionally its open temporary files) in a thread: the peak
     RSS, and per folder of ``file_categories`` the most bytes open in it at once."""
 
-    def __init__(
-        self, pid: int, interval: float = 0.02, file_categories: dict | None = None
-    ) -> None:
+    def __init__(self, pid: int, interval: float = 0.02, file_categories: dict | None = None):
         self.pid, self.interval, self.file_categories = pid, interval, file_categories
-        self.peak_rss = 0
-        self.peaks: dict[str, int] = {}
+        self.peak_rss, self.peaks = 0, {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -530,8 +534,7 @@ def percentile(values: Sequence[float], p: float) -> float:
 
 
 def p95(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return percentile(values, 95)
 
 
 def mib_per_s(nbytes: float, seconds: float) -> float:
@@ -569,11 +572,8 @@ def concurrent_rate(
 def alternate(
     repetitions: int, variants: Sequence[tuple[str, Callable[[int], Any]]], warmup: int = 0
 ) -> dict[str, list[Any]]:
-    """Run every variant once per repetition, rotating the order (A B, B A, A B, ...).
-
-    ``warmup`` unrecorded runs of each variant go first (connection pools, page cache,
-    lazily built code paths).
-    """
+    """Run every variant once per repetition, rotating the order (A B, B A, A B, ...), after
+    ``warmup`` unrecorded runs of each (connection pools, page cache, lazily built code)."""
     for _ in range(warmup):
         for _name, run in variants:
             run(-1)
@@ -586,19 +586,14 @@ def alternate(
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    cells = [[_cell(v) for v in row] for row in rows]
+    cells = [[f"{v:.3f}" if isinstance(v, float) and abs(v) < 10 else f"{v:.1f}"
+              if isinstance(v, float) else str(v) for v in row] for row in rows]  # fmt: skip
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
     print("  ".join("-" * w for w in widths))
     for row in cells:
         print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
     sys.stdout.flush()
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
-    return str(value)
 
 
 @dataclass
@@ -626,16 +621,11 @@ class Report:
         """Write the JSON; ``latest`` also as ``<name>-latest.json`` (partial runs leave it
         alone); print the verdicts again, for BENCHMARKS.md."""
         RESULTS.mkdir(parents=True, exist_ok=True)
-        document = {
-            "name": self.name,
-            "started": self.started,
-            "finished": datetime.now(UTC).isoformat(timespec="seconds"),
-            "command": " ".join([_python(), "-m", f"bench.{self.name}", *sys.argv[1:]]),
-            "machine": machine(),
-            "params": self.params,
-            "data": self.data,
-            "checks": self.checks,
-        }
+        document = {"name": self.name, "started": self.started,
+                    "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "command": " ".join([_python(), "-m", f"bench.{self.name}", *sys.argv[1:]]),
+                    "machine": machine(), "params": self.params, "data": self.data,
+                    "checks": self.checks}  # fmt: skip
         path = RESULTS / f"{self.name}-{stamp()}.json"
         text = json.dumps(document, indent=2, default=str)
         path.write_text(text)

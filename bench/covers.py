@@ -35,7 +35,7 @@ from bench.common import (
     request,
     workspace,
 )
-from bench.metadata import run_wrk
+from bench.load import measured, wrk
 
 #: Draws one cover in a process of its own, so that its children's peak RSS is its own.
 MEASURE = """
@@ -142,8 +142,8 @@ def serving(stack: contextlib.ExitStack, reps: int, duration: int, without: str 
     for rep in range(reps):
         order = [("cover", cover), ("json", read)]
         for name, path in order if rep % 2 == 0 else order[::-1]:
-            result = run_wrk(server.base_url + path, [], duration)
-            assert not result["non_2xx"], result
+            result = measured(wrk(server.base_url, [(path, {})], duration, connections=8))
+            assert not result["refused"], result
             rates[name].append(result["rps"])
     return {name: median(values) for name, values in rates.items()} | {"runs": rates}
 

@@ -1,5 +1,5 @@
-"""Fast, realistic seeding of ``users`` and ``file_records`` with COPY (for bench.lists,
-bench.search and bench.pages).
+"""Fast, realistic seeding of ``users`` and ``file_records``: COPY on PostgreSQL (for bench.load
+and bench.pages), the app's ORM on SQLite (``seed_orm``, a few thousand records).
 
 1,000 users own the records with a skewed (Zipf-like) spread: a few staff upload a lot, most a
 little. Records look like the repository's content: reports by quarter, climate and traffic data
@@ -72,11 +72,6 @@ KINDS = {
 }
 
 
-def user_weights(users: int) -> list[float]:
-    """Zipf-like share of the records per user (index 0 owns the most)."""
-    return [1 / (rank + 5) for rank in range(users)]
-
-
 def _describe(
     rnd: random.Random, kind_name: str, created: datetime, n: int
 ) -> tuple[str, str, str]:
@@ -116,13 +111,15 @@ def _text(value: Any) -> str:
 
 def generate(
     count: int, user_ids: list[int], seed: int, now: datetime, names: dict[int, str]
-) -> Iterator[str]:
-    """``count`` records as lines of COPY text, deterministic for a seed."""
+) -> Iterator[tuple]:
+    """``count`` records as tuples of COLUMNS, deterministic for a seed."""
     rnd = random.Random(seed)
     span = YEARS * 365 * 86400
     kind_names = list(KINDS)
     kind_weights = [KINDS[k].weight for k in kind_names]
-    owners = rnd.choices(user_ids, weights=user_weights(len(user_ids)), k=count)
+    owners = rnd.choices(
+        user_ids, weights=[1 / (rank + 5) for rank in range(len(user_ids))], k=count
+    )
     kinds = rnd.choices(kind_names, weights=kind_weights, k=count)
     for i in range(count):
         created = now - timedelta(seconds=rnd.random() * span)
@@ -137,41 +134,26 @@ def generate(
             embargo = created.date() + timedelta(days=rnd.randint(30, 730))
         owner = owners[i]
         updated = min(now, created + timedelta(seconds=rnd.random() * 30 * 86400))
-        row = (
-            record_id,
-            owner,
-            f"files/{record_id}/{uuid.UUID(int=rnd.getrandbits(128), version=4)}",
-            f"{rnd.getrandbits(256):064x}",
-            f"{stem}.{kind.ext}",
-            kind.mime,
+        yield (  # in the order of COLUMNS
+            record_id, owner, f"files/{record_id}/{uuid.UUID(int=rnd.getrandbits(128), version=4)}",
+            f"{rnd.getrandbits(256):064x}", f"{stem}.{kind.ext}", kind.mime,
             max(1, int(rnd.lognormvariate(kind.size_mu, 1.0))),
             f"AKT-{created.year}-{rnd.randint(1, 9999):04d}" if rnd.random() < 0.9 else None,
-            path,
-            kind.reprotyp,
-            title,
+            path, kind.reprotyp, title,
             f"{title}. Erstellt im Rahmen des Arbeitsprogramms {created.year}; "
             f"Stand {created.date().isoformat()}.",
             f"{rnd.choice(FIRST)} {rnd.choice(LAST)}; {rnd.choice(FIRST)} {rnd.choice(LAST)}",
-            ", ".join(rnd.sample(KEYWORDS, 3)),
-            rnd.choice(ORG_THEMES),
-            embargo.isoformat() if embargo else None,
-            rnd.randint(0, 20),
-            released,
-            names[owner],
-            rnd.choice(LAST) if released else None,
-            created.isoformat(),
-            updated.isoformat(),
-        )
-        yield "\t".join(map(_text, row)) + "\n"
+            ", ".join(rnd.sample(KEYWORDS, 3)), rnd.choice(ORG_THEMES), embargo,
+            rnd.randint(0, 20), released, names[owner], rnd.choice(LAST) if released else None,
+            created, updated,
+        )  # fmt: skip
 
 
 class Seeder:
     """Grows the tables of one database to a number of records."""
 
     def __init__(self, database_url: str, users: int = 1000, seed: int = 1) -> None:
-        self.url = database_url
-        self.users = users
-        self.seed = seed
+        self.url, self.users, self.seed = database_url, users, seed
         self.user_ids: list[int] = []
         self.names: dict[int, str] = {}
         self.now = datetime.now(UTC).replace(microsecond=0)
@@ -234,15 +216,9 @@ class Seeder:
             conn.execute("SET session_replication_role = replica")
             with conn.cursor().copy(f"COPY file_records ({', '.join(COLUMNS)}) FROM STDIN") as copy:
                 buffer: list[str] = []
-                rows = generate(
-                    total - existing,
-                    self.user_ids,
-                    self.seed * 1_000_003 + existing,
-                    self.now,
-                    self.names,
-                )
-                for line in rows:
-                    buffer.append(line)
+                seed = self.seed * 1_000_003 + existing
+                for row in generate(total - existing, self.user_ids, seed, self.now, self.names):
+                    buffer.append("\t".join(map(_text, row)) + "\n")
                     if len(buffer) >= BATCH:
                         copy.write("".join(buffer))
                         buffer.clear()
@@ -282,3 +258,30 @@ class Seeder:
                 "GROUP BY u.email ORDER BY count(*) DESC LIMIT 1"
             ).fetchone()
         return email, n
+
+
+def seed_orm(app: Any, total: int, users: int = 50, seed: int = 1) -> None:
+    """Grow the records to ``total`` through the app's session, whose flush events keep the
+    search index and the citations as an upload would."""
+    from sqlalchemy import func, select
+
+    from app.extensions import db
+    from app.models import FileRecord, User
+
+    now = datetime.now(UTC).replace(microsecond=0)
+    with app.app_context():
+        people = list(db.session.scalars(select(User).where(User.password_hash == "!seeded")))
+        if not people:
+            people = [User(email=f"staff{i:04d}@example.org", password_hash="!seeded",
+                           name=f"{FIRST[i % 14]} {LAST[i % 10]}")
+                      for i in range(users)]  # fmt: skip
+            db.session.add_all(people)
+            db.session.commit()
+        names = {user.id: user.name for user in people}
+        existing = db.session.scalar(select(func.count()).select_from(FileRecord)) or 0
+        rows = generate(total - existing, list(names), seed * 1_000_003 + existing, now, names)
+        for n, row in enumerate(rows, 1):
+            db.session.add(FileRecord(**dict(zip(COLUMNS, row, strict=True))))
+            if n % 2000 == 0:
+                db.session.commit()
+        db.session.commit()

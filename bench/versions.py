@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import json
-import os
 
 from bench.common import (
     Postgres,
@@ -23,55 +21,26 @@ from bench.common import (
     app_env,
     app_server,
     concurrent_rate,
+    fresh_text,
     log,
-    login,
-    make_user,
     median,
+    multipart,
     prepare_database,
     print_table,
-    request,
     workspace,
+    writers,
 )
 
 TARGET = 0.95
-
-
-def form(name: str, data: bytes, field: str) -> tuple[bytes, dict[str, str]]:
-    body = (
-        f'--b\r\nContent-Disposition: form-data; name="{field}"; filename="{name}"\r\n'
-        f"Content-Type: text/plain\r\n\r\n"
-    ).encode()
-    return body + data + b"\r\n--b--\r\n", {"Content-Type": "multipart/form-data; boundary=b"}
-
-
-def content(size: int) -> bytes:
-    """Text of `size` bytes that no other replacement sends (a version needs new bytes)."""
-    line = os.urandom(24).hex().encode() + b"\n"
-    return (line * (size // len(line) + 1))[:size]
-
-
-def prepare(server: Server, env: dict[str, str], clients: int) -> list[tuple[str, str]]:
-    """One account per client, each with one released record: (token, id)."""
-    sessions = []
-    for n in range(clients):
-        email, password = f"replacer{n}@example.org", "bench-password"
-        make_user(env, email, password)
-        token = login(server.port, email, password)
-        body, headers = form("v.txt", content(1024), "files[]")
-        status, _, data = request(
-            server.port, "POST", "/api/files", body, {"Authorization": f"Bearer {token}", **headers}
-        )
-        if status != 201:
-            raise RuntimeError(f"upload failed: {status} {data[:200]!r}")
-        sessions.append((token, json.loads(data)["files"][0]["id"]))
-    return sessions
 
 
 def replace_rate(
     server: Server, sessions: list[tuple[str, str]], replacements: int, size: int
 ) -> float:
     """Replacements per second of all clients together, each on its own connection."""
-    bodies = [form("v.txt", content(size), "file") for _ in range(len(sessions) * replacements)]
+    bodies = [
+        multipart("v.txt", fresh_text(size), "file") for _ in range(len(sessions) * replacements)
+    ]
 
     def send(conn: http.client.HTTPConnection, n: int, i: int) -> int:
         token, record_id = sessions[n]
@@ -108,7 +77,7 @@ def main() -> None:
                 prepare_database(env)
                 server = app_server(name, env, work)
                 servers[name] = (server, [])
-                servers[name] = (server, prepare(server, env, args.clients))
+                servers[name] = (server, writers(server, env, args.clients))
 
             def run(name: str) -> float:
                 rate = replace_rate(*servers[name], args.replacements, args.size_kib * 1024)

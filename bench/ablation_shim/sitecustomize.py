@@ -22,6 +22,7 @@ SETTINGS = {
     "token-cache": {"TOKEN_CACHE_SECONDS": "0"},
     "stats": {"STATS": "off"},
     "offload": {"DOWNLOAD_OFFLOAD": ""},
+    "heavy-gate": {"HEAVY_REQUESTS": "100000"},
 }
 
 
