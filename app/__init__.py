@@ -96,6 +96,7 @@ def _init_extensions(app: Flask) -> None:
     )
     from app.doi import worker as doi_worker
     from app.extensions import db, limiter, migrate
+    from app.files import answers
     from app.pages import i18n
 
     # The server's check of the token that may send a large body (app/server.py).
@@ -109,6 +110,7 @@ def _init_extensions(app: Flask) -> None:
     releases.init_app(app)
     doi_worker.init_app(app)
     covers.init_app(app)
+    answers.init_app(app)
     i18n.init_app(app)
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):

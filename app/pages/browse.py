@@ -19,7 +19,7 @@ from app.covers import services as covers
 from app.covers.services import Shown
 from app.exceptions import RecordNotFound, ValidationFailed
 from app.extensions import db
-from app.files import access
+from app.files import access, answers
 from app.files.listing import NEWEST_FIRST, Listing, Position, before, paginate, position_of
 from app.http import external_url, load
 from app.models import FilePathCount, FileRecord
@@ -270,6 +270,7 @@ class SearchPage:
 
 
 @bp.get("/search")
+@answers.cached(i18n.page_language)
 def search() -> Response:
     """The public search (`/api/public/files?q=`), its ranking and visibility, as a page."""
     text = request.args.get("q")
