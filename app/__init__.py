@@ -110,7 +110,6 @@ def _init_extensions(app: Flask) -> None:
     releases.init_app(app)
     doi_worker.init_app(app)
     covers.init_app(app)
-    answers.init_app(app)
     i18n.init_app(app)
     with app.app_context():
         if not app.config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_pre_ping"):
@@ -121,6 +120,7 @@ def _init_extensions(app: Flask) -> None:
             refuse_missing_sqlite_file(db.engine, relative=not os.path.isabs(path))
         prepare_marked_statements(db.engine)
         cache.init_app(app, db)
+        answers.init_app(app, db.engine)
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
     migrate.init_app(app, db, directory=migrations, render_as_batch=True)
     try:

@@ -7,22 +7,24 @@ any commit by any process (a release, a withdrawal, an edit) changes the state, 
 ends when the day changes. The entries are bounded in number and bytes, the least recently
 used going first.
 
-The state is read per request, cheaply, from the connection the request reads with:
-PostgreSQL's snapshot (`pg_current_snapshot()`: the transactions that had ended, which
-changes with every commit or rollback in the cluster), SQLite's `PRAGMA data_version`
-(changed by a commit of any other connection, in any process) and the connection's own count
-of changed rows, per connection, any change seen on one of them ending every entry.
+The state is read per request, cheaply: on PostgreSQL the snapshot of the request's
+connection (`pg_current_snapshot()`: which transactions had ended, so it changes with every
+commit or rollback in the cluster), on SQLite `PRAGMA data_version` of a connection the cache
+keeps for it alone (it changes with every commit of any other connection, in any process).
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, current_app, g, request
+from sqlalchemy import Engine
 
 from app.extensions import db
 from app.files import access
@@ -33,23 +35,35 @@ MAX_ENTRIES = 512
 MAX_BYTES = 64 * 1024 * 1024
 #: Requests whose answer depends on headers the key does not hold are answered afresh.
 _CONDITIONS = ("If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "Range")
-#: Where a SQLite connection keeps what it last saw (the pool's `info` of the connection).
-_SEEN = "answers_seen"
+#: How long a request waits for another that makes the same answer, before making it too.
+WAIT_SECONDS = 10.0
 
 
 class AnswerCache:
-    """Values by key, each with the state it was read in; a lookup with another state misses."""
+    """Values by key, each with the state it was read in; a lookup with another state misses.
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
+    One request makes a missing answer while the others that ask for it in the same state
+    wait for it (up to `WAIT_SECONDS`), instead of all making it at once after a change.
+    """
+
+    def __init__(
+        self,
+        sqlite_path: str | None = None,
+        max_entries: int = MAX_ENTRIES,
+        max_bytes: int = MAX_BYTES,
+    ) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, tuple[Hashable, Any, int]] = OrderedDict()
         self._bytes = 0
-        # SQLite: counts the changes any connection has seen.
-        self._generation = 0
+        self._making: dict[Hashable, tuple[Hashable, threading.Event]] = {}
         # The settings the entries were made with (a test may change them).
         self._settings: dict[str, Any] = {}
+        # SQLite: a connection of its own that only asks whether anyone committed.
+        self._sqlite_path = sqlite_path
+        self._watcher: sqlite3.Connection | None = None
+        self._watcher_pid = 0
 
     def get(self, key: Hashable, state: Hashable) -> Any:
         with self._lock:
@@ -59,50 +73,72 @@ class AnswerCache:
             self._entries.move_to_end(key)
             return entry[1]
 
-    def put(self, key: Hashable, state: Hashable, value: Any, size: int) -> None:
-        if size > self.max_bytes // 8:  # one answer never takes the room of many
-            return
+    def get_or_claim(self, key: Hashable, state: Hashable) -> tuple[Any, bool]:
+        """The value kept for `key` in `state`, waiting while another request makes it; else
+        None and whether this request is now the one making it (then `put` or `release`)."""
+        while True:
+            with self._lock:
+                entry = self._entries.get(key)
+                if entry is not None and entry[0] == state:
+                    self._entries.move_to_end(key)
+                    return entry[1], False
+                making = self._making.get(key)
+                if making is None or making[0] != state:
+                    self._making[key] = (state, threading.Event())
+                    return None, True
+            if not making[1].wait(WAIT_SECONDS):
+                return None, False
+            # Made (or given up): look again.
+
+    def release(self, key: Hashable, state: Hashable) -> None:
         with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[2]
-            self._entries[key] = (state, value, size)
-            self._bytes += size
-            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-                _, (_, _, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
+            making = self._making.get(key)
+            if making is not None and making[0] == state:
+                del self._making[key]
+                making[1].set()
+
+    def put(self, key: Hashable, state: Hashable, value: Any, size: int) -> None:
+        if size <= self.max_bytes // 8:  # one answer never takes the room of many
+            with self._lock:
+                old = self._entries.pop(key, None)
+                if old is not None:
+                    self._bytes -= old[2]
+                self._entries[key] = (state, value, size)
+                self._bytes += size
+                while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                    _, (_, _, dropped) = self._entries.popitem(last=False)
+                    self._bytes -= dropped
+        self.release(key, state)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
             self._bytes = 0
-            self._generation += 1
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def state(self) -> Hashable:
-        """The state of the database as the request's connection sees it now (before the
-        answer's reads: what they see is this state or a later one)."""
+        """The state of the database now, read before the answer's reads (what they see is
+        this state or a later one)."""
         settings = current_app.config
         if settings != self._settings:  # the same values: a comparison of references
             self.clear()
             self._settings = dict(settings)
-        connection = db.session.connection()
-        if connection.dialect.name == "postgresql":
+        if self._sqlite_path is None:
+            connection = db.session.connection()
             return connection.exec_driver_sql("SELECT pg_current_snapshot()::text").scalar()
-        pooled = connection.connection
-        raw = pooled.dbapi_connection
-        seen = (raw.execute("PRAGMA data_version").fetchone()[0], raw.total_changes)
         with self._lock:
-            if pooled.info.get(_SEEN) != seen:
-                # Another connection committed, or this one wrote, since it last looked (or
-                # it never looked): whatever was kept may be older.
-                pooled.info[_SEEN] = seen
-                self._generation += 1
+            if self._watcher is None or self._watcher_pid != os.getpid():
+                # A forked child opens its own (the parent's is not to be touched).
+                self._watcher = sqlite3.connect(
+                    f"file:{self._sqlite_path}?mode=rw", uri=True, check_same_thread=False
+                )
+                self._watcher_pid = os.getpid()
                 self._entries.clear()
                 self._bytes = 0
-            return self._generation
+            # Changes whenever another connection commits; this one never writes.
+            return (id(self._watcher), self._watcher.execute("PRAGMA data_version").fetchone()[0])
 
 
 def answers() -> AnswerCache | None:
@@ -111,18 +147,30 @@ def answers() -> AnswerCache | None:
 
 def lookup(key: Hashable) -> tuple[Any, Hashable] | None:
     """The value kept for `key` in this state of the database and day, and the state to
-    `keep` a new one with; None when this request may not use the cache."""
+    `keep` a new one with; None when this request may not use the cache. A request that
+    misses makes the answer (the others wait for it): it keeps it, or the end of the request
+    lets the waiting go on."""
     cache = answers()
     if cache is None:
         return None
     state = (cache.state(), access.today())
-    return cache.get(key, state), state
+    value, claimed = cache.get_or_claim(key, state)
+    if claimed:
+        g.setdefault("answers_claimed", []).append((key, state))
+    return value, state
 
 
 def keep(key: Hashable, state: Hashable, value: Any, size: int) -> None:
     cache = answers()
     if cache is not None:
         cache.put(key, state, value, size)
+
+
+def _release_claims(_error: BaseException | None) -> None:
+    cache = answers()
+    for key, state in g.pop("answers_claimed", ()):
+        if cache is not None:
+            cache.release(key, state)
 
 
 def cacheable_request() -> bool:
@@ -172,7 +220,16 @@ def cached(
     return decorate
 
 
-def init_app(app: Flask) -> None:
-    """Keep answers unless the app says not to (`ANSWER_CACHE=False`, for comparisons)."""
-    if app.config.get("ANSWER_CACHE", True):
-        app.extensions["answers"] = AnswerCache()
+def init_app(app: Flask, engine: Engine) -> None:
+    """Keep answers unless the app says not to (`ANSWER_CACHE=False`, for comparisons), on
+    PostgreSQL and on a SQLite file."""
+    if not app.config.get("ANSWER_CACHE", True):
+        return
+    path = None
+    if engine.dialect.name == "sqlite":
+        path = engine.url.database
+        if not path or path == ":memory:" or path.startswith("file:"):
+            return
+        path = os.path.abspath(path)
+    app.extensions["answers"] = AnswerCache(path)
+    app.teardown_request(_release_claims)
