@@ -26,6 +26,7 @@ from typing import Any
 from flask import Flask, Response, current_app, g, request
 from sqlalchemy import Engine
 
+from app.database import read_without_transaction
 from app.extensions import db
 from app.files import access
 from app.http import base_url
@@ -153,6 +154,8 @@ def lookup(key: Hashable) -> tuple[Any, Hashable] | None:
     cache = answers()
     if cache is None:
         return None
+    # The state and, on a miss, the answer's reads without BEGIN and ROLLBACK around them.
+    read_without_transaction()
     state = (cache.state(), access.today())
     value, claimed = cache.get_or_claim(key, state)
     if claimed:
