@@ -224,10 +224,8 @@ def cached(
 
 
 def init_app(app: Flask, engine: Engine) -> None:
-    """Keep answers unless the app says not to (`ANSWER_CACHE=False`, for comparisons), on
-    PostgreSQL and on a SQLite file."""
-    if not app.config.get("ANSWER_CACHE", True):
-        return
+    """Keep answers on PostgreSQL and on a SQLite file (a comparison without them removes
+    `app.extensions["answers"]`)."""
     path = None
     if engine.dialect.name == "sqlite":
         path = engine.url.database
