@@ -58,7 +58,7 @@ class AnswerCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[Hashable, tuple[Hashable, Any, int]] = OrderedDict()
         self._bytes = 0
-        self._making: dict[Hashable, tuple[Hashable, threading.Event]] = {}
+        self._making: dict[tuple[Hashable, Hashable], threading.Event] = {}
         # The settings the entries were made with (a test may change them).
         self._settings: dict[str, Any] = {}
         # SQLite: a connection of its own that only asks whether anyone committed.
@@ -83,20 +83,19 @@ class AnswerCache:
                 if entry is not None and entry[0] == state:
                     self._entries.move_to_end(key)
                     return entry[1], False
-                making = self._making.get(key)
-                if making is None or making[0] != state:
-                    self._making[key] = (state, threading.Event())
+                making = self._making.get((key, state))
+                if making is None:
+                    self._making[key, state] = threading.Event()
                     return None, True
-            if not making[1].wait(WAIT_SECONDS):
+            if not making.wait(WAIT_SECONDS):
                 return None, False
             # Made (or given up): look again.
 
     def release(self, key: Hashable, state: Hashable) -> None:
         with self._lock:
-            making = self._making.get(key)
-            if making is not None and making[0] == state:
-                del self._making[key]
-                making[1].set()
+            making = self._making.pop((key, state), None)
+        if making is not None:
+            making.set()
 
     def put(self, key: Hashable, state: Hashable, value: Any, size: int) -> None:
         if size <= self.max_bytes // 8:  # one answer never takes the room of many

@@ -6,6 +6,7 @@ request."""
 from __future__ import annotations
 
 import re
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +15,7 @@ from sqlalchemy import create_engine, event, text
 
 from app.extensions import db
 from app.files import access
+from app.files.answers import AnswerCache
 from tests.support import samples
 from tests.support.api import Account, Api
 
@@ -132,3 +134,20 @@ def test_a_change_committed_elsewhere_is_seen_by_the_next_request(api: Api, app:
         other.dispose()
     for url in HEAVY:
         assert "Umbenannt" in _body(api, url), url
+
+
+def test_one_request_makes_a_missing_answer_while_the_others_wait_for_it():
+    cache = AnswerCache()
+    assert cache.get_or_claim("page", 1) == (None, True)  # this one makes it
+    got: list[Any] = []
+    waiting = threading.Thread(target=lambda: got.append(cache.get_or_claim("page", 1)))
+    waiting.start()
+    waiting.join(0.2)
+    assert waiting.is_alive() and got == []  # waits for it
+    assert cache.get_or_claim("page", 2) == (None, True)  # another state is another answer
+    cache.put("page", 1, "made", 4)
+    waiting.join(5)
+    assert got == [("made", False)]
+    # Given up (the maker failed): the next one makes it.
+    cache.release("page", 2)
+    assert cache.get_or_claim("page", 2) == (None, True)
