@@ -97,6 +97,7 @@ def _init_extensions(app: Flask) -> None:
     )
     from app.doi import worker as doi_worker
     from app.extensions import db, limiter, migrate
+    from app.files import answers
     from app.pages import i18n
     from app.shared import ProcessesStorage  # registers `processes://` with limits
 
@@ -121,6 +122,7 @@ def _init_extensions(app: Flask) -> None:
             refuse_missing_sqlite_file(db.engine, relative=not os.path.isabs(path))
         prepare_marked_statements(db.engine)
         cache.init_app(app, db)
+        answers.init_app(app, db.engine)
     migrations = os.path.join(os.path.dirname(app.root_path), "migrations")
     migrate.init_app(app, db, directory=migrations, render_as_batch=True)
     try:

@@ -25,7 +25,7 @@ from app.doi import lookup
 from app.exceptions import ValidationFailed
 from app.extensions import db
 from app.feeds import services
-from app.files import access
+from app.files import access, answers
 from app.http import absolute_url, load
 from app.models import Series
 from app.oai.xml import title_of, xml_text
@@ -193,8 +193,15 @@ def _conditional(
     return response.make_conditional(request)
 
 
+def _dated(response: Response) -> bool:
+    """A feed that has a release shows its newest change; one that never had any shows the
+    time it was made, and is made afresh."""
+    return response.last_modified is not None
+
+
 @bp.get("/feed.atom")
 @_feed_operation("getAtomFeed", "application/atom+xml")
+@answers.cached(keeps=_dated)
 def atom_feed() -> Response:
     """Atom feed of releases
 
@@ -254,6 +261,7 @@ def _with_namespace(root: Any, prefix: str, uri: str) -> Any:
 
 @bp.get("/podcast.rss")
 @_feed_operation("getPodcastFeed", "application/rss+xml")
+@answers.cached(keeps=_dated)
 def podcast_feed() -> Response:
     """Podcast feed (RSS 2.0, iTunes)
 

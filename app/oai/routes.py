@@ -16,12 +16,13 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from flask import Response, current_app, g, request, url_for
+from lxml import etree
 
 from app.database import read_without_transaction
 from app.docs.openapi import NO_TOKEN, SERVER, Blueprint
 from app.doi import lookup
 from app.doi import services as doi_services
-from app.files import access, relations
+from app.files import access, answers, relations
 from app.http import absolute_url
 from app.oai import datacite, harvest
 from app.oai import xml as oai_xml
@@ -38,6 +39,9 @@ PAGE_SIZE = 200
 MAX_TOKEN_LENGTH = 1024
 TOKEN_LIFETIME = timedelta(hours=24)
 XML_TYPE = "text/xml; charset=utf-8"
+#: The comment a list page's kept items replace (app/files/answers.py keeps them: the page
+#: around them, its responseDate and its token's expiry, is made afresh).
+ITEMS = "items"
 
 LIST_ARGUMENTS = ({"metadataPrefix"}, {"from", "until", "set"})
 VERBS: dict[str, tuple[set[str], set[str]]] = {
@@ -181,7 +185,17 @@ def _answer_request(source: Any) -> Response:
 
 
 def _answer(root: Any) -> Response:
-    return Response(oai_xml.serialize(root), content_type=XML_TYPE)
+    body = oai_xml.serialize(root)
+    if "oai_items" in g:  # a list page's items as kept, put back in their place
+        body = body.replace(f"<!--{ITEMS}-->".encode(), g.oai_items, 1)
+    elif "oai_keep" in g and len(root) > 2 and root[2].tag != f"{{{oai_xml.OAI}}}error":
+        key, state, rest = g.oai_keep
+        verb = etree.QName(root[2]).localname
+        start = body.index(f"<{verb}>".encode()) + len(verb) + 2
+        end = body.rfind(b"<resumptionToken")
+        items = body[start : end if end >= 0 else body.rindex(f"</{verb}>".encode())]
+        answers.keep(key, state, (items, *rest), len(items))
+    return Response(body, content_type=XML_TYPE)
 
 
 def _check(arguments: dict[str, list[str]]) -> tuple[str, dict[str, str]]:
@@ -511,27 +525,38 @@ def _list(root: Any, args: dict[str, str], verb: str) -> None:
     else:
         prefix = args["metadataPrefix"]
         _check_prefix(prefix)
-        window, after, cursor = _window(args), None, 0
-        size = harvest.count(window)
+        window, after, cursor, size = _window(args), None, 0, None
         query = {k: args[k] for k in ("from", "until", "set") if k in args}
-    items, more = harvest.page(window, after, PAGE_SIZE)
-    if not items:
-        raise ProtocolError("noRecordsMatch", "No records match these arguments.")
+    key = ("oai", verb, prefix, window, after, absolute_url(""), request.script_root)
+    found = answers.lookup(key) if answers.cacheable_request() else None
+    kept = found[0] if found is not None else None
     element = oai_xml.verb_element(root, verb)
-    with_metadata = verb == "ListRecords"
-    context = _context(prefix, items, with_metadata)
-    for item in items:
-        _write_item(element, item, context, with_metadata=with_metadata)
+    if kept is not None:
+        g.oai_items, last, more, counted, shown = kept
+        element.append(etree.Comment(ITEMS))
+    else:
+        counted = harvest.count(window) if size is None else None
+        items, more = harvest.page(window, after, PAGE_SIZE)
+        if not items:
+            raise ProtocolError("noRecordsMatch", "No records match these arguments.")
+        with_metadata = verb == "ListRecords"
+        context = _context(prefix, items, with_metadata)
+        for item in items:
+            _write_item(element, item, context, with_metadata=with_metadata)
+        last, shown = items[-1].position, len(items)
+        if found is not None:
+            # Kept by `_answer` once the items are written out.
+            g.oai_keep = (key, found[1], (last, more, counted, shown))
+    size = counted if size is None else size
     if cursor == 0 and not more:
         return
-    last = items[-1].position
     state = {
         "verb": verb,
         **query,
         # Tokens issued before there was a second format name none: oai_dc.
         **({"prefix": prefix} if prefix != "oai_dc" else {}),
         "after": [last[0].astimezone(UTC).isoformat(), str(last[1])],
-        "cursor": cursor + len(items),
+        "cursor": cursor + shown,
         "size": size,
     }
     _resumption_token(element, cursor, size, last if more else None, state)

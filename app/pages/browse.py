@@ -8,18 +8,19 @@ there are. Records come from app/files/access.py and app/files/listing.py, as in
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Response, request
 from flask_babel import gettext as _
-from sqlalchemy import Select, or_, select, text
+from sqlalchemy import Select, String, bindparam, or_, select, text
 
 from app.covers import services as covers
 from app.covers.services import Shown
 from app.exceptions import RecordNotFound, ValidationFailed
 from app.extensions import db
-from app.files import access
+from app.files import access, answers
 from app.files.listing import NEWEST_FIRST, Listing, Position, before, paginate, position_of
 from app.http import external_url, load
 from app.models import FilePathCount, FileRecord
@@ -120,22 +121,32 @@ def _first_path(prefix: str, low: str, high: str | None, *, inclusive: bool) -> 
     """The first released path (in byte order) starting with `prefix`, from `low` and below
     `high`. Paths are ASCII (app/schemas/field_types.py), so byte order is code point order;
     PostgreSQL compares with the byte-wise pattern operators whatever the database's collation."""
+    postgres = db.session.get_bind().dialect.name == "postgresql"
+    query = _first_path_query(postgres, inclusive, high is not None, bool(prefix))
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return db.session.scalar(query, {"low": low, "high": high, "like": escaped + "%"})
+
+
+@functools.cache
+def _first_path_query(postgres: bool, inclusive: bool, bounded: bool, in_prefix: bool) -> Any:
+    """The statement of `_first_path`, built once per shape (a folder page makes dozens of
+    these lookups, and building a statement costs more than running it)."""
     column: Any = FilePathCount.path
-    if db.session.get_bind().dialect.name == "postgresql":
+    low, high = bindparam("low", type_=String), bindparam("high", type_=String)
+    if postgres:
         # The byte-wise operators of the text_pattern_ops index (migration 0005).
         query = _released_paths().where(column.op("~>=~" if inclusive else "~>~")(low))
-        if high is not None:
+        if bounded:
             query = query.where(column.op("~<~")(high))
         order: Any = text("file_path_counts.path USING ~<~")
     else:  # SQLite compares bytes (BINARY)
         query = _released_paths().where(column >= low if inclusive else column > low)
-        if high is not None:
+        if bounded:
             query = query.where(column < high)
         order = column
-    if prefix:
-        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        query = query.where(column.like(escaped + "%", escape="\\"))
-    return db.session.scalar(query.order_by(order).limit(1))
+    if in_prefix:
+        query = query.where(column.like(bindparam("like", type_=String), escape="\\"))
+    return query.order_by(order).limit(1)
 
 
 def _next_child(prefix: str, after: str | None) -> str | None:
@@ -270,6 +281,7 @@ class SearchPage:
 
 
 @bp.get("/search")
+@answers.cached(i18n.page_language)
 def search() -> Response:
     """The public search (`/api/public/files?q=`), its ranking and visibility, as a page."""
     text = request.args.get("q")

@@ -14,11 +14,11 @@ from flask import Response, current_app, request
 from flask_babel import gettext as _
 
 from app.feeds import services
-from app.files import access
+from app.files import access, answers
 from app.http import external_url
 from app.pages.blueprint import bp
 from app.pages.browse import RecordItem, child_folders, folder_url, record_items
-from app.pages.i18n import render_page
+from app.pages.i18n import page_language, render_page
 
 #: Releases and top folders the front page shows; `/browse/` and the feeds have the rest.
 NEWEST = 10
@@ -33,6 +33,7 @@ class FrontPage:
 
 
 @bp.get("/")
+@answers.cached(page_language)
 def front() -> Response:
     """The front page; its ETag is its content's, so a reader revalidates it for free."""
     today = access.today()

@@ -18,7 +18,7 @@ from app.docs.openapi import (
     ref,
 )
 from app.doi import lookup
-from app.files import access, versions
+from app.files import access, answers, versions
 from app.files.downloads import download_response, still_allowed, stored_file_response
 from app.files.listing import Listing
 from app.files.pagination import list_response
@@ -49,6 +49,7 @@ RECORD_ID = {**ID_PARAMETER, "description": "Unreleased, unknown and malformed i
 @bp.doc(operationId="listReleasedFiles", parameters=in_query(list_query_schema))
 @bp.alt_response(200, schema=ref("PublicFileRecordPage"), description="One page.", headers=CACHED)
 @bp.errors("ValidationFailed")
+@answers.cached()
 def list_released():
     """List released records
 
