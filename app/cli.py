@@ -201,6 +201,7 @@ def serve_command(
         listening_sockets,
         make_server,
         release_freed_memory_to_the_system,
+        serve_until_stopped,
         warn_when_links_follow_any_host,
     )
 
@@ -253,12 +254,7 @@ def serve_command(
     # A stop (docker stop, systemd) ends like Ctrl-C, so the exit handlers run: among them
     # the statistics' last flush (app/stats/collector.py).
     signal.signal(signal.SIGTERM, _stop)
-    try:
-        server.run()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
+    serve_until_stopped(server)
 
 
 def _stop(signum: int, frame: Any) -> None:

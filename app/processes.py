@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 from flask import Flask
 
 from app.extensions import db
-from app.server import make_server
+from app.server import make_server, serve_until_stopped
 from app.shared import FILE_NAME
 
 log = logging.getLogger(__name__)
@@ -137,13 +137,7 @@ class Supervisor:
             with self.app.app_context():
                 for engine in db.engines.values():
                     engine.dispose(close=False)  # nothing of the parent's: it closed its own
-            server = make_server(self.app, None, None, self.threads, sockets=[mine])
-            try:
-                server.run()
-            except KeyboardInterrupt:
-                pass
-            finally:
-                server.close()
+            serve_until_stopped(make_server(self.app, None, None, self.threads, sockets=[mine]))
             status = 0
         except BaseException:
             log.exception("serving process %s failed", os.getpid())

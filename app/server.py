@@ -329,6 +329,16 @@ def raise_open_file_limit(wanted: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
+def serve_until_stopped(server: Any) -> None:
+    """Serve until Ctrl-C (or a SIGTERM turned into it), then close the listening sockets."""
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+
+
 def make_server(
     app: Flask,
     host: str | None,

@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from app.config import MAX_REQUEST_SIZE, MiB, settings_from_env
-from app.server import make_server, release_freed_memory_to_the_system
+from app.server import make_server, release_freed_memory_to_the_system, serve_until_stopped
 from app.streaming import READ_BYTES, event_loop_body
 
 READ_SIZE = MiB  # what the app's multipart reader asks waitress for
@@ -156,11 +156,8 @@ def main() -> None:
     )
     print(f"Serving on http://{server.effective_host}:{server.effective_port}", flush=True)
     try:
-        server.run()
-    except KeyboardInterrupt:
-        pass
+        serve_until_stopped(server)
     finally:
-        server.close()
         if storage is not None:
             storage.close()
 
