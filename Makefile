@@ -77,9 +77,9 @@ RUN_PID := instance/run.pid
 start: stop install
 	@{ $(FLASK) db upgrade && $(PROVISION) && exec $(FLASK) serve; } >$(RUN_LOG) 2>&1 & \
 		echo $$! >$(RUN_PID)
-	@until grep -q '^Serving on' $(RUN_LOG); do \
+	@until grep -qs '^Serving on' $(RUN_LOG); do \
 		kill -0 $$(cat $(RUN_PID)) 2>/dev/null || { \
-			rm -f $(RUN_PID); grep '^Error' $(RUN_LOG) >&2 || tail -n 5 $(RUN_LOG) >&2; exit 1; }; \
+			rm -f $(RUN_PID); grep -s '^Error' $(RUN_LOG) >&2 || tail -n 5 $(RUN_LOG) >&2; exit 1; }; \
 		sleep 0.2; done
 	@grep '^Serving on' $(RUN_LOG); echo "Its log: $(RUN_LOG); make stop ends it."
 

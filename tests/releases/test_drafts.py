@@ -150,21 +150,18 @@ def test_only_an_approval_sets_the_approvers_name(
 
 
 def test_editors_with_the_setting_off_are_remembered(
-    api: Api, alice: Account, admin: Account, releases: Releases, stack_config: dict
+    api: Api, alice: Account, admin: Account, releases: Releases, app: Flask
 ):
     record = api.create(alice, freigabe="false")
-    off = create_app({**stack_config, "RELEASE_APPROVAL": "off"})
-    assert (
-        Api(off, off.test_client()).patch(record["id"], admin, {"titel": "T2"}).status_code == 200
-    )
+    app.config["RELEASE_APPROVAL"] = "off"
+    assert api.patch(record["id"], admin, {"titel": "T2"}).status_code == 200
+    app.config["RELEASE_APPROVAL"] = "on"
     # The administrator changed it while the setting was off: not his to approve now.
     submitted = releases.submit(record["id"], alice)
     assert submitted.status_code == 201
     refused = releases.approve(submitted.get_json()["id"], admin)
     assert refused.status_code == 403
     assert "changed this record" in refused.get_json()["message"]
-    with off.app_context():
-        db.engine.dispose()
 
 
 def test_notes_a_release_makes_public_are_shown_to_its_approver(
@@ -202,7 +199,7 @@ def test_release_requests_share_the_writes_rate_limit(api: Api, alice: Account, 
 
 
 def test_updated_at_moves_with_every_write_of_the_record_itself(
-    api: Api, alice: Account, carol: Account, releases: Releases, stack_config: dict
+    api: Api, alice: Account, carol: Account, releases: Releases, app: Flask
 ):
     def updated(record_id: str) -> str:
         return api.get(f"/api/files/{record_id}", alice).get_json()["updated_at"]
@@ -215,14 +212,10 @@ def test_updated_at_moves_with_every_write_of_the_record_itself(
     before = updated(record["id"])
     assert api.patch(record["id"], alice, {"freigabe": False}).status_code == 200
     assert updated(record["id"]) != before
-    off = create_app({**stack_config, "RELEASE_APPROVAL": "off"})
+    app.config["RELEASE_APPROVAL"] = "off"
     before = updated(record["id"])
-    assert (
-        Api(off, off.test_client()).patch(record["id"], alice, {"titel": "T3"}).status_code == 200
-    )
+    assert api.patch(record["id"], alice, {"titel": "T3"}).status_code == 200
     assert updated(record["id"]) != before
-    with off.app_context():
-        db.engine.dispose()
 
 
 def test_a_change_request_names_no_embargo_unless_it_is_one(
